@@ -1,0 +1,74 @@
+/**
+ * Every error the library raises. Each has a stable `code` and the HTTP status a task request
+ * that meets it is answered with; test with `instanceof`.
+ */
+
+export abstract class LockerError extends Error {
+  abstract readonly code: string;
+  /** The status a task request is answered with when this error ends it. */
+  abstract readonly status: number;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Options passed to a constructor are invalid. */
+export class ConfigError extends LockerError {
+  readonly code = 'CONFIG';
+  readonly status = 500;
+}
+
+/** A task request is malformed: bad `X-Lock-Key` / `X-Lock-Seq`, a kind this route does not serve, bad JSON. */
+export class BadRequestError extends LockerError {
+  readonly code = 'BAD_REQUEST';
+  readonly status = 400;
+}
+
+/** A transaction aborted because another one touched the same entity (gRPC ABORTED). Retried. */
+export class ContentionError extends LockerError {
+  readonly code = 'CONTENTION';
+  readonly status = 503;
+}
+
+/** The store could not be reached or failed, or contention outlasted every retry. Nothing changed. */
+export class StoreUnavailableError extends LockerError {
+  readonly code = 'STORE_UNAVAILABLE';
+  readonly status = 503;
+}
+
+/** The task queue refused or failed to create a task. */
+export class QueueError extends LockerError {
+  readonly code = 'QUEUE';
+  readonly status = 503;
+}
+
+/**
+ * The attempt no longer holds its lease (another attempt overwrote it, or the step moved on), so
+ * it may not write on the step's behalf.
+ */
+export class LeaseLostError extends LockerError {
+  readonly code = 'LEASE_LOST';
+  readonly status = 503;
+}
+
+/** The attempt ran past `leaseTimeout`; its signal aborted and its lease is no longer renewed. */
+export class LeaseTimeoutError extends LockerError {
+  readonly code = 'LEASE_TIMEOUT';
+  readonly status = 503;
+}
+
+/** A kickoff found the chain busy: a step is scheduled or running. */
+export class ChainBusyError extends LockerError {
+  readonly code = 'CHAIN_BUSY';
+  readonly status = 409;
+}
+
+/**
+ * Thrown by a handler to fail its step for good, without further retries. The task is answered
+ * with 200 and the failure is alerted.
+ */
+export class PermanentError extends LockerError {
+  readonly code = 'PERMANENT';
+  readonly status = 200;
+}

@@ -1,0 +1,234 @@
+/**
+ * The public contracts of datastore-locker, in one place: the lock fields, the store, queue,
+ * alerter and authenticator plug-ins, and what a task handler is given.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { IncomingHttpHeaders } from 'node:http';
+
+export type { Key };
+
+/** An entity's stored properties, as a store reads and writes them (lock fields included). */
+export type Properties = Record<string, unknown>;
+
+/** A JSON value: what a task payload may be. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** The state of the current step of a chain, stored in `lock_state`. */
+export const StepState = {
+  /** Step `lock_seq` is scheduled: it runs when its task arrives (held while `lock_req` is set). */
+  scheduled: 'scheduled',
+  /** The chain finished: step `lock_seq - 1` completed and nothing was scheduled after it. */
+  complete: 'complete',
+  /** Step `lock_seq` failed for good; it never runs again. */
+  failed: 'failed',
+} as const;
+export type StepState = (typeof StepState)[keyof typeof StepState];
+
+/**
+ * The lock fields stored on a lockable entity. The first four have the Go library's names and
+ * meanings, so both libraries can share data; the rest are this library's additions.
+ */
+export interface LockFields {
+  /** When the lock fields were last written (lease taken or renewed, step scheduled). */
+  lock_ts: Date;
+  /** Id of the attempt that holds the lease; empty when free. */
+  lock_req: string;
+  /** Sequence number of the current step. */
+  lock_seq: number;
+  /** Failed attempts of the current step. */
+  lock_try: number;
+  /** State of the current step; absent on entities written by the Go library (then `scheduled`). */
+  lock_state?: StepState;
+  /** Id of the chain the current step belongs to; a kickoff starts a new one. */
+  lock_chain?: string;
+  /** Name of the task that carries the current step, while it is scheduled. */
+  lock_task?: string;
+  /** The last error of the current step: message and stack, size-bounded. */
+  lock_err?: string;
+  /** Alerts already sent for this entity, as `reason:seq`, so each is sent once per step. */
+  lock_alerts?: string[];
+}
+
+/** Names of every lock field, for index exclusion and for separating user properties. */
+export const LOCK_FIELD_PREFIX = 'lock_';
+
+// ---------------------------------------------------------------------------------------------
+// Store
+
+/** A task waiting in the outbox: committed with its step, sent after the commit. */
+export interface OutboxRecord {
+  /** The task's name (unique per step, never reused). */
+  name: string;
+  /** The entity whose step the task carries. */
+  key: Key;
+  /** The step's sequence number. */
+  seq: number;
+  /** The handler path the task is sent to, e.g. `/process`. */
+  path: string;
+  /** The task's body: the payload as JSON text. */
+  body: string;
+  /** When the task should run; undefined means now. */
+  scheduleTime?: Date;
+  /** When the record was committed. */
+  createdAt: Date;
+}
+
+/**
+ * The reads and writes of one transaction. Reads happen at once; writes are buffered and applied
+ * atomically at commit.
+ */
+export interface StoreTransaction {
+  /** Reads an entity; undefined when it does not exist. */
+  get(key: Key): Promise<Properties | undefined>;
+  /** Writes (replaces) an entity; the named properties are excluded from indexes. */
+  put(key: Key, properties: Properties, excludeFromIndexes: readonly string[]): void;
+  /** Deletes an entity. */
+  delete(key: Key): void;
+  /** Adds a record to the outbox, committed with the rest of the transaction. */
+  putOutbox(record: OutboxRecord): void;
+}
+
+/**
+ * Transactional persistence of entities. A store only reads and writes: every lease rule lives
+ * above it. Errors it raises: `ContentionError` when a transaction aborts on contention (retried
+ * whole by the caller), `StoreUnavailableError` for any other failure to reach the store.
+ */
+export interface Store {
+  /**
+   * Runs `fn` in one transaction: commits when it resolves, rolls back when it throws (and
+   * rethrows). Does not retry: the Locker retries the whole read-check-write on contention.
+   */
+  transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T>;
+  /** A strongly consistent read outside any transaction. */
+  get(key: Key): Promise<Properties | undefined>;
+  /** Outbox records created before `before`, oldest first, at most `limit`. */
+  listOutbox(before: Date, limit: number): Promise<OutboxRecord[]>;
+  /** Removes an outbox record once its task was created (a missing record is not an error). */
+  deleteOutbox(record: OutboxRecord): Promise<void>;
+  /** The project id keys are encoded with (the `app` of a legacy url-safe key), if known. */
+  readonly projectId?: string;
+  init?(): Promise<void>;
+  shutdown?(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queue
+
+/** Header names of a task request. */
+export const Headers = {
+  /** The entity's key, in the legacy url-safe encoding the Go library uses. */
+  key: 'x-lock-key',
+  /** The step's sequence number. */
+  seq: 'x-lock-seq',
+} as const;
+
+/** One task to create, as the Locker hands it to a queue. */
+export interface TaskRequest {
+  /** Short task name (the last path segment of a Cloud Tasks task name). */
+  name: string;
+  /** The handler path, e.g. `/process`. */
+  path: string;
+  /** Headers to send: at least `X-Lock-Key` and `X-Lock-Seq`. */
+  headers: Record<string, string>;
+  /** The JSON body. */
+  body: string;
+  /** When the task should run; undefined means now. */
+  scheduleTime?: Date;
+}
+
+/** What a task request carries in its headers, checked by the queue's authenticator. */
+export interface AuthRequest {
+  method: string;
+  /** The path and query the request was sent to. */
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+/** An authenticator's answer: accept, or refuse with 401 (no or bad credentials) or 403. */
+export type AuthVerdict = { ok: true } | { ok: false; status: 401 | 403; reason: string };
+
+/** Decides whether a request really comes from the task queue. */
+export type Authenticator = (req: AuthRequest) => Promise<AuthVerdict> | AuthVerdict;
+
+/**
+ * Task delivery. `enqueue` resolves once the task exists (a task that already exists under the
+ * same name counts as created) and rejects with `QueueError` otherwise.
+ */
+export interface Queue {
+  enqueue(task: TaskRequest): Promise<void>;
+  /** How task requests from this queue are authenticated, if the queue knows. */
+  authenticator?(): Authenticator;
+  init?(): Promise<void>;
+  shutdown?(): Promise<void>;
+}
+
+/** Cloud Tasks' metadata about the delivery, from `X-CloudTasks-*` or `X-AppEngine-*` headers. */
+export interface TaskInfo {
+  /** Where the headers came from. */
+  source: 'cloud-tasks' | 'app-engine' | 'none';
+  name?: string;
+  queue?: string;
+  /** Times the task was retried (0 on the first attempt). */
+  retryCount?: number;
+  /** Times the task got a response (excludes attempts that got none). */
+  executionCount?: number;
+  /** The task's schedule time. */
+  eta?: Date;
+  /** The HTTP status of the previous attempt, if any. */
+  previousResponse?: number;
+  /** Why the task is retried, if it is. */
+  retryReason?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Alerts
+
+/** Why a person is told. */
+export const AlertReason = {
+  /** A stale lease was overwritten: the step may have run twice. */
+  overwrite: 'overwrite',
+  /** A step failed for good: its chain stopped. */
+  failure: 'failure',
+} as const;
+export type AlertReason = (typeof AlertReason)[keyof typeof AlertReason];
+
+/** Everything an alert says. */
+export interface AlertEvent {
+  reason: AlertReason;
+  key: Key;
+  kind: string;
+  namespace?: string;
+  /** The key's path, e.g. `Order:42/Line:"a"`. */
+  keyPath: string;
+  seq: number;
+  /** Failed attempts of the step, after this event. */
+  retries: number;
+  /** The attempt that held the lease before (overwrite) or that failed (failure). */
+  previousAttempt?: string;
+  /** The attempt that took the lease over (overwrite). */
+  newAttempt?: string;
+  /** How long ago the lease was last written, in ms (overwrite). */
+  leaseAgeMs?: number;
+  /** The last error (failure). */
+  error?: { message: string; stack?: string };
+  /** The task that carried the step. */
+  task: TaskInfo;
+  /** The entity's own properties (lock fields left out). */
+  properties: Properties;
+  /** Alerts of this kind that a rate limit held back before this one (set by the alerter). */
+  suppressed?: number;
+  at: Date;
+}
+
+/** Anything that can tell a person: a function or an object with `send`. */
+export type Alerter = ((event: AlertEvent) => Promise<void> | void) | { send(event: AlertEvent): Promise<void> };
+
+// ---------------------------------------------------------------------------------------------
+// Logging
+
+/** Where the Locker logs; `console` fits. Fields are plain data. */
+export interface Logger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
