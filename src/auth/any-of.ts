@@ -1,0 +1,39 @@
+/**
+ * An authenticator that accepts what any of several accepts, e.g. the local dispatcher's secret
+ * or a Cloud Tasks OIDC token.
+ */
+import { ConfigError } from '../errors';
+import type { AuthRequest, AuthVerdict, Authenticator } from '../types';
+import { refuse } from './verdict';
+
+/**
+ * Asks the authenticators in order and accepts as soon as one accepts; when all refuse, answers
+ * with the first refusal. An authenticator that throws counts as a 401 refusal, so this one never
+ * throws.
+ * @throws ConfigError when no authenticator is given, or one is not a function.
+ */
+export function anyOf(...authenticators: Authenticator[]): Authenticator {
+  if (authenticators.length === 0) throw new ConfigError('anyOf needs at least one authenticator.');
+  const bad = authenticators.findIndex((authenticator) => typeof authenticator !== 'function');
+  if (bad !== -1) throw new ConfigError(`anyOf: authenticator ${bad + 1} is not a function.`);
+  const all = [...authenticators];
+  return async (req: AuthRequest): Promise<AuthVerdict> => {
+    let first: AuthVerdict | undefined;
+    for (const authenticator of all) {
+      const verdict = await ask(authenticator, req);
+      if (verdict.ok) return verdict;
+      first ??= verdict;
+    }
+    return first as AuthVerdict;
+  };
+}
+
+/** One authenticator's verdict; a throw becomes a 401. */
+async function ask(authenticator: Authenticator, req: AuthRequest): Promise<AuthVerdict> {
+  try {
+    return await authenticator(req);
+  } catch (error) {
+    const name = error instanceof Error ? error.name : typeof error;
+    return refuse(401, `an authenticator failed unexpectedly (${name})`);
+  }
+}
