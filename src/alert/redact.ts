@@ -1,0 +1,100 @@
+/**
+ * Redaction of entity properties before they are put in an alert: by a list of property names, or
+ * by a function that returns each property's replacement. Nested objects and arrays are walked
+ * too, so a name matches at any depth.
+ */
+import type { Properties } from '../types';
+
+/** What a redacted value is shown as. */
+export const REDACTED = '[redacted]';
+
+/**
+ * Property names whose values are replaced by `[redacted]`, or a function that returns the value
+ * to show for a property (return `value` itself to keep it).
+ */
+export type Redaction = readonly string[] | ((name: string, value: unknown) => unknown);
+
+/** What a reference to an enclosing object becomes. */
+const CIRCULAR = '[circular]';
+
+/** How deep a redacted value is searched for strings to scrub. */
+const MAX_SECRET_DEPTH = 16;
+
+/** Secret strings shorter than this are not scrubbed from free text (they would mangle it). */
+const MIN_SCRUB_LENGTH = 4;
+
+/** The properties after redaction, and the string values that were taken out. */
+export interface Redacted {
+  properties: Properties;
+  /** Original string values that redaction replaced, to scrub from free text such as errors. */
+  secrets: string[];
+}
+
+/** Applies a redaction to an entity's properties; the input is not changed. */
+export function redactProperties(properties: Properties, redaction: Redaction): Redacted {
+  const replace = toReplacer(redaction);
+  const secrets: string[] = [];
+  const walk = (value: unknown, seen: Set<object>): unknown => {
+    if (Array.isArray(value)) return guard(value, seen, () => value.map((item) => walk(item, seen)));
+    if (!isPlainObject(value)) return value;
+    return guard(value, seen, () => {
+      const out: Properties = {};
+      for (const [name, original] of Object.entries(value)) {
+        const replaced = replace(name, original);
+        if (replaced === original) out[name] = walk(original, seen);
+        else {
+          out[name] = replaced;
+          collectStrings(original, secrets);
+        }
+      }
+      return out;
+    });
+  };
+  return { properties: walk(properties, new Set()) as Properties, secrets };
+}
+
+/** Replaces every occurrence of a secret in `text` with `[redacted]`. */
+export function scrub(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (secret.length >= MIN_SCRUB_LENGTH) out = out.split(secret).join(REDACTED);
+  }
+  return out;
+}
+
+/** True when a redaction option has a valid shape. */
+export function isRedaction(value: unknown): value is Redaction {
+  return typeof value === 'function' || (Array.isArray(value) && value.every((name) => typeof name === 'string'));
+}
+
+function toReplacer(redaction: Redaction): (name: string, value: unknown) => unknown {
+  if (typeof redaction === 'function') return redaction;
+  const names = new Set(redaction);
+  return (name, value) => (names.has(name) ? REDACTED : value);
+}
+
+/** Walks an object unless it is its own ancestor: a cycle becomes `[circular]`. */
+function guard<T>(value: object, seen: Set<object>, walk: () => T): T | string {
+  if (seen.has(value)) return CIRCULAR;
+  seen.add(value);
+  try {
+    return walk();
+  } finally {
+    seen.delete(value);
+  }
+}
+
+/** Strings inside a redacted value (itself, or nested in arrays and plain objects). */
+function collectStrings(value: unknown, into: string[], depth = 0): void {
+  if (typeof value === 'string') into.push(value);
+  else if (typeof value === 'number' || typeof value === 'bigint') into.push(String(value));
+  else if (depth >= MAX_SECRET_DEPTH) return;
+  else if (Array.isArray(value)) value.forEach((item) => collectStrings(item, into, depth + 1));
+  else if (isPlainObject(value)) Object.values(value).forEach((item) => collectStrings(item, into, depth + 1));
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
