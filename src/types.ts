@@ -120,6 +120,8 @@ export const Headers = {
   key: 'x-lock-key',
   /** The step's sequence number. */
   seq: 'x-lock-seq',
+  /** The chain the step belongs to (this library's addition; Go tasks do not send it). */
+  chain: 'x-lock-chain',
 } as const;
 
 /** One task to create, as the Locker hands it to a queue. */

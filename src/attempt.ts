@@ -1,0 +1,281 @@
+/**
+ * One attempt at one step, from arrival to answer: decide, take the lease, run the handler under
+ * it, then finish, release or fail the step. Returns the HTTP answer; never throws.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { Request } from 'express';
+import { alertEvent, claimAlert } from './alerts';
+import { entityProperties, type EntityFactory, type ScheduledStep, type TaskContext, type TaskHandler } from './context';
+import type { Core } from './core';
+import { afterFailure, decide, type Decision } from './decision';
+import { LeaseLostError, LockerError, PermanentError, StoreUnavailableError } from './errors';
+import { keyPath } from './key-codec';
+import { Lease } from './lease';
+import { describeError, readLock, userProperties, type Lock } from './lock-fields';
+import { writeLock } from './lock-fields';
+import { checkStep, dispatch, scheduledStep } from './outbox';
+import { AlertReason, StepState, type Json, type Properties, type TaskInfo } from './types';
+
+/** How a task request is answered. */
+export interface Answer {
+  status: number;
+  message: string;
+  /** Seconds, for a `Retry-After` header. */
+  retryAfter?: number;
+}
+
+/** A task that arrived for a step. */
+export interface Arrival {
+  key: Key;
+  seq: number;
+  chain: string | undefined;
+  attempt: string;
+  payload: Json | undefined;
+  task: TaskInfo;
+  request: Request;
+}
+
+/** Runs one attempt and returns its answer. Store outages and lost leases become 503s, logged. */
+export async function runAttempt<E, P>(
+  core: Core,
+  arrival: Arrival,
+  handler: TaskHandler<E, P>,
+  factory: EntityFactory<E>,
+): Promise<Answer> {
+  try {
+    return await attempt(core, arrival, handler, factory);
+  } catch (error) {
+    return unexpected(core, arrival, error);
+  }
+}
+
+async function attempt<E, P>(core: Core, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Answer> {
+  const taken = await take(core, a);
+  if ('answer' in taken) return taken.answer;
+
+  const lease = new Lease(core, a.key, a.seq, a.attempt);
+  const step = { done: false, next: undefined as number | undefined };
+  let entity: E | undefined;
+  let failure: { error: unknown } | undefined;
+  lease.start();
+  try {
+    entity = factory(userProperties(taken.props), a.key);
+    await handler(context(core, a, lease, entity, step) as TaskContext<E, P>);
+  } catch (error) {
+    failure = { error };
+  }
+  await lease.stop();
+
+  if (step.done) {
+    if (failure) core.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error: describeError(failure.error) });
+    return { status: 200, message: step.next ? `step ${a.seq} done; step ${step.next} scheduled` : `step ${a.seq} done; chain complete` };
+  }
+  if (!failure) return finish(core, a, lease, entity);
+  if (lease.signal.aborted && lease.signal.reason instanceof LeaseLostError) return lost(core, a, lease.signal.reason);
+  if (failure.error instanceof LeaseLostError) return lost(core, a, failure.error);
+  return fail(core, a, lease, failure.error);
+}
+
+/** Decides on a strongly consistent read first (most duplicates end here, without a transaction), then takes the lease in one. */
+async function take(core: Core, a: Arrival): Promise<{ answer: Answer } | { props: Properties }> {
+  const quick = arrivalDecision(core, a, await core.config.store.get(a.key));
+  if (quick.action === 'drop' || quick.action === 'refuse') return { answer: answerFor(core, a, quick) };
+
+  const now = new Date(core.config.clock());
+  const taken = await core.transact(async (tx) => {
+    const props = await tx.get(a.key);
+    const decision = arrivalDecision(core, a, props);
+    if (!props || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
+      return { decision, props, alerts: undefined };
+    }
+    const lock = readLock(props);
+    let next: Lock;
+    let alerts: string[] | undefined;
+    if (decision.action === 'acquire') {
+      next = { ...lock, req: a.attempt };
+    } else if (decision.action === 'overwrite') {
+      alerts = claimAlert(core.config, lock, AlertReason.overwrite);
+      next = { ...lock, req: a.attempt, tries: lock.tries + 1, alerts: alerts ?? lock.alerts };
+    } else {
+      alerts = claimAlert(core.config, lock, AlertReason.failure);
+      const err = `lease of attempt ${decision.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
+      next = { ...lock, req: '', tries: lock.tries + 1, state: StepState.failed, err, alerts: alerts ?? lock.alerts };
+    }
+    core.write(tx, a.key, writeLock(props, next, now));
+    return { decision, props, alerts };
+  });
+
+  const d = taken.decision;
+  if (d.action === 'overwrite' || d.action === 'expire') {
+    const reason = d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure;
+    const retries = readLock(taken.props!).tries + 1;
+    if (d.action === 'overwrite') {
+      core.emit('overwritten', { key: a.key, seq: a.seq, attempt: a.attempt, previous: d.previous, leaseAgeMs: d.leaseAgeMs });
+      core.config.logger.warn('stale lease overwritten', { key: keyPath(a.key), seq: a.seq, previous: d.previous, attempt: a.attempt, leaseAgeMs: d.leaseAgeMs });
+    } else {
+      core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error: new Error('lease expired') });
+      core.config.logger.error('step failed: its lease expired too often', { key: keyPath(a.key), seq: a.seq, previous: d.previous, retries });
+    }
+    if (taken.alerts) {
+      const alert = core.alert(alertEvent({
+        reason, key: a.key, seq: a.seq, retries, previousAttempt: d.previous, newAttempt: d.action === 'overwrite' ? a.attempt : undefined,
+        leaseAgeMs: d.leaseAgeMs, task: a.task, properties: taken.props!, at: now,
+        error: d.action === 'expire' ? new Error(`the lease of attempt ${d.previous} expired and the step has no attempts left`) : undefined,
+      }));
+      if (d.action === 'expire') await alert;
+    }
+    if (d.action === 'expire') return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left` } };
+    return { props: taken.props! };
+  }
+  if (d.action === 'acquire') {
+    core.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
+    return { props: taken.props! };
+  }
+  return { answer: answerFor(core, a, d) };
+}
+
+function arrivalDecision(core: Core, a: Arrival, props: Properties | undefined): Decision {
+  return decide({
+    lock: props ? readLock(props) : undefined,
+    seq: a.seq,
+    chain: a.chain,
+    attempt: a.attempt,
+    now: core.config.clock(),
+    leaseDurationMs: core.config.leaseDuration,
+    maxRetries: core.config.maxRetries,
+  });
+}
+
+/** The answer to a task that does not run. */
+function answerFor(core: Core, a: Arrival, d: Decision): Answer {
+  if (d.action === 'refuse') {
+    core.emit('refused', { key: a.key, seq: a.seq, attempt: a.attempt, holder: d.holder, retryAfterMs: d.retryAfterMs });
+    const retryAfter = Math.max(1, Math.ceil(Math.min(d.retryAfterMs, core.config.leaseDuration) / 1000));
+    return { status: core.config.lockFailedStatus, message: `step ${a.seq} is running in another attempt; retry later`, retryAfter };
+  }
+  if (d.action === 'drop') {
+    core.emit('dropped', { key: a.key, seq: a.seq, attempt: a.attempt, reason: d.reason });
+    core.config.logger.info('task dropped', { key: keyPath(a.key), seq: a.seq, reason: d.reason });
+    return { status: 200, message: `dropped: ${DROP_MESSAGES[d.reason]}` };
+  }
+  throw new Error(`no answer for decision ${d.action}`);
+}
+
+const DROP_MESSAGES = {
+  missing: 'the entity does not exist',
+  finished: 'a duplicate of a finished step',
+  unscheduled: 'no such step is scheduled',
+  'other-chain': 'the task belongs to an earlier chain',
+  failed: 'the step failed for good',
+} as const;
+
+/** The handler's context; `step` records whether the handler scheduled or completed the step itself. */
+function context<E>(core: Core, a: Arrival, lease: Lease, entity: E, step: { done: boolean; next: number | undefined }): TaskContext<E> {
+  const finishOnce = (): void => {
+    if (step.done) throw new LeaseLostError(`step ${a.seq} of ${keyPath(a.key)} was already scheduled or completed by this handler`);
+  };
+  return {
+    key: a.key,
+    entity,
+    seq: a.seq,
+    payload: a.payload,
+    attempt: a.attempt,
+    task: a.task,
+    signal: lease.signal,
+    request: a.request,
+    async schedule(path, payload, options): Promise<ScheduledStep> {
+      finishOnce();
+      const next = checkStep(core, path, payload, options);
+      await lease.stop();
+      const now = new Date(core.config.clock());
+      const { record, chain } = await lease.fenced((tx, props, lock) => {
+        const chainId = lock.chain ?? `seq${lock.seq}`;
+        const planned = scheduledStep(a.key, lock, chainId, next, now);
+        core.write(tx, a.key, writeLock({ ...props, ...entityProperties(entity) }, planned.lock, now));
+        tx.putOutbox(planned.record);
+        return { record: planned.record, chain: lock.chain };
+      });
+      step.done = true;
+      step.next = record.seq;
+      core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: record.seq });
+      core.emit('scheduled', { key: a.key, seq: record.seq, attempt: a.attempt, task: record.name, path: record.path });
+      const sent = await dispatch(core, record, chain);
+      return { seq: record.seq, task: record.name, sent };
+    },
+    async complete(): Promise<void> {
+      finishOnce();
+      await lease.stop();
+      await completeStep(core, a, lease, entity);
+      step.done = true;
+    },
+  };
+}
+
+/** Marks the step complete (`lock_seq + 1`, nothing scheduled) and saves the entity; fenced. */
+async function completeStep(core: Core, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
+  const now = new Date(core.config.clock());
+  await lease.fenced((tx, props, lock) => {
+    const done: Lock = { ...lock, ts: now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.complete, task: undefined, err: undefined, alerts: [] };
+    core.write(tx, a.key, writeLock({ ...props, ...entityProperties(entity) }, done, now));
+  });
+  core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
+}
+
+/** The handler returned without scheduling or completing: the step, and the chain, are complete. */
+async function finish(core: Core, a: Arrival, lease: Lease, entity: unknown): Promise<Answer> {
+  try {
+    await completeStep(core, a, lease, entity);
+  } catch (error) {
+    if (error instanceof LeaseLostError) return lost(core, a, error);
+    throw error;
+  }
+  return { status: 200, message: `step ${a.seq} done; chain complete` };
+}
+
+/** The handler threw: release the lease for a retry (500), or fail the step for good (200). */
+async function fail(core: Core, a: Arrival, lease: Lease, error: unknown): Promise<Answer> {
+  const now = new Date(core.config.clock());
+  let outcome: { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties };
+  try {
+    outcome = await lease.fenced((tx, props, lock) => {
+      const verdict = afterFailure(lock, core.config.maxRetries, error instanceof PermanentError);
+      const tries = lock.tries + 1;
+      const alerts = verdict === 'fail' ? claimAlert(core.config, lock, AlertReason.failure) : undefined;
+      const state = verdict === 'fail' ? StepState.failed : StepState.scheduled;
+      const next: Lock = { ...lock, req: '', tries, state, err: describeError(error), alerts: alerts ?? lock.alerts };
+      core.write(tx, a.key, writeLock(props, next, now));
+      return { verdict, tries, alerts, props };
+    });
+  } catch (writeError) {
+    if (writeError instanceof LeaseLostError) return lost(core, a, writeError);
+    throw writeError;
+  }
+  const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: error instanceof Error ? error.message : String(error) };
+  if (outcome.verdict === 'release') {
+    core.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
+    core.config.logger.warn('handler failed; the step will be retried', fields);
+    return { status: 500, message: `step ${a.seq} failed (attempt ${outcome.tries} of ${core.config.maxRetries}); retry` };
+  }
+  core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
+  core.config.logger.error('step failed for good', fields);
+  if (outcome.alerts) {
+    await core.alert(alertEvent({
+      reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.tries, previousAttempt: a.attempt,
+      error, task: a.task, properties: outcome.props, at: now,
+    }));
+  }
+  return { status: 200, message: `step ${a.seq} failed for good after ${outcome.tries} attempt(s)` };
+}
+
+function lost(core: Core, a: Arrival, error: LeaseLostError): Answer {
+  core.config.logger.warn('attempt lost its lease; nothing it did after that was saved', { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: error.message });
+  return { status: 503, message: 'lease lost', retryAfter: 1 };
+}
+
+function unexpected(core: Core, a: Arrival, error: unknown): Answer {
+  const unavailable = error instanceof StoreUnavailableError || (error instanceof LockerError && error.status === 503);
+  core.config.logger.error(unavailable ? 'store unavailable; nothing changed' : 'unexpected error; nothing changed', {
+    key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: describeError(error),
+  });
+  return { status: 503, message: unavailable ? 'store unavailable; retry' : 'internal error; retry', retryAfter: 1 };
+}

@@ -1,0 +1,20 @@
+/**
+ * What the parts of the Locker (lease, attempt, outbox, middleware) need from it: the parsed
+ * configuration, transactions retried on contention, events and alerts. The `Locker` implements it.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { LockerEvents } from './events';
+import type { Config } from './options';
+import type { AlertEvent, Properties, StoreTransaction } from './types';
+
+export interface Core {
+  readonly config: Config;
+  /** Runs a read-check-write in a transaction, re-running it whole when it aborts on contention. */
+  transact<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T>;
+  emit<K extends keyof LockerEvents>(name: K, ...args: LockerEvents[K]): boolean;
+  /** Sends an alert, bounded by `alertTimeout`; never throws (a failed send is logged). */
+  alert(event: AlertEvent): Promise<void>;
+  /** Writes an entity in `tx`, keeping the lock fields and `excludeFromIndexes` out of indexes. */
+  write(tx: StoreTransaction, key: Key, properties: Properties): void;
+  encodeKey(key: Key): string;
+}

@@ -1,0 +1,42 @@
+/**
+ * datastore-locker: exactly-once Cloud Tasks steps on leases held on your own Datastore entities.
+ * This file only re-exports; each line says why the name is public.
+ */
+
+// The Locker and its options: what every user constructs.
+export { Locker } from './locker';
+export { DEFAULTS, type LockerOptions } from './options';
+export type { HandleOptions } from './middleware';
+
+// What a handler receives and returns, and how entities are built from stored properties.
+export type { EntityFactory, ScheduleOptions, ScheduledStep, SelfStoring, TaskContext, TaskHandler } from './context';
+
+// Events, for logs and counters.
+export type { LockerEvents, StepEvent } from './events';
+export { DropReason } from './decision';
+export type { SweepResult } from './outbox';
+
+// Errors: test with instanceof; each carries a stable code and the HTTP status it maps to.
+export * from './errors';
+
+// The public contracts: lock fields, plug-in interfaces, alert events.
+export * from './types';
+
+// Keys in X-Lock-Key: the Go library's legacy url-safe encoding.
+export { decodeKey, encodeKey, keyPath } from './key-codec';
+
+// Stores: Datastore in production, in memory for local runs and tests.
+export { DatastoreStore, type DatastoreStoreOptions } from './store/datastore';
+export { MemoryStore } from './store/memory';
+
+// Queues: Cloud Tasks in production, the local dispatcher for local runs.
+export { CloudTasksQueue, type CloudTasksQueueOptions } from './queue/cloud-tasks';
+export { LocalQueue, type LocalQueueOptions } from './queue/local';
+
+// Authenticators for task requests.
+export { oidcAuthenticator, type OidcAuthenticatorOptions, type OidcTokenVerifier } from './auth/oidc';
+export { appEngineAuthenticator, type AppEngineAuthenticatorOptions } from './auth/app-engine';
+export { anyOf } from './auth/any-of';
+
+// Alerts by email.
+export { EmailAlerter, type EmailAlerterOptions } from './alert/email';

@@ -1,0 +1,97 @@
+/**
+ * Reading and writing the lock fields on an entity's properties. Reading is tolerant of entities
+ * the Go library wrote (no `lock_state`) and of entities that never had a lock; it never trusts
+ * stored types blindly.
+ */
+import { LOCK_FIELD_PREFIX, StepState, type Properties } from './types';
+
+/** The lock as the rules see it. */
+export interface Lock {
+  /** When the lock fields were last written; undefined when never. */
+  ts: Date | undefined;
+  req: string;
+  seq: number;
+  tries: number;
+  /** Undefined when the entity never had a step scheduled. */
+  state: StepState | undefined;
+  chain: string | undefined;
+  task: string | undefined;
+  err: string | undefined;
+  alerts: string[];
+}
+
+/** Lock fields that are never queried, so they are kept out of indexes (`lock_ts` stays indexed, as in Go). */
+export const UNINDEXED_LOCK_FIELDS = [
+  'lock_req',
+  'lock_seq',
+  'lock_try',
+  'lock_state',
+  'lock_chain',
+  'lock_task',
+  'lock_err',
+  'lock_alerts',
+] as const;
+
+/** Longest stored error text (message and stack); Datastore limits unindexed strings to 1 MiB. */
+export const MAX_ERROR_LENGTH = 8 * 1024;
+
+const STATES: ReadonlySet<string> = new Set(Object.values(StepState));
+
+/** Reads the lock fields of stored properties. */
+export function readLock(props: Properties): Lock {
+  const seq = integer(props.lock_seq);
+  const state = typeof props.lock_state === 'string' && STATES.has(props.lock_state)
+    ? (props.lock_state as StepState)
+    : seq > 0 ? StepState.scheduled : undefined;
+  return {
+    ts: props.lock_ts instanceof Date ? props.lock_ts : undefined,
+    req: typeof props.lock_req === 'string' ? props.lock_req : '',
+    seq,
+    tries: integer(props.lock_try),
+    state,
+    chain: optionalString(props.lock_chain),
+    task: optionalString(props.lock_task),
+    err: optionalString(props.lock_err),
+    alerts: Array.isArray(props.lock_alerts) ? props.lock_alerts.filter((a): a is string => typeof a === 'string') : [],
+  };
+}
+
+/** The properties with the lock fields replaced by `lock` (unset optional fields are left out). */
+export function writeLock(props: Properties, lock: Lock, now: Date): Properties {
+  const out: Properties = { ...userProperties(props) };
+  out.lock_ts = now;
+  out.lock_req = lock.req;
+  out.lock_seq = lock.seq;
+  out.lock_try = lock.tries;
+  if (lock.state !== undefined) out.lock_state = lock.state;
+  if (lock.chain !== undefined) out.lock_chain = lock.chain;
+  if (lock.task !== undefined) out.lock_task = lock.task;
+  if (lock.err !== undefined) out.lock_err = lock.err;
+  if (lock.alerts.length > 0) out.lock_alerts = lock.alerts;
+  return out;
+}
+
+/** The entity's own properties: everything but the lock fields. */
+export function userProperties(props: Properties): Properties {
+  const out: Properties = {};
+  for (const [name, value] of Object.entries(props)) {
+    if (!name.startsWith(LOCK_FIELD_PREFIX)) out[name] = value;
+  }
+  return out;
+}
+
+/** An error as stored in `lock_err`: message and stack, bounded. */
+export function describeError(error: unknown): string {
+  const text = error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
+  return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH - 14)}… (truncated)` : text;
+}
+
+function integer(value: unknown): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  if (typeof value === 'bigint' && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(value);
+  return 0;
+}
+
+function optionalString(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}

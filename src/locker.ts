@@ -1,0 +1,120 @@
+/**
+ * The Locker: configuration plus the operations on leases and chains. `handle()` makes the
+ * Express middleware that runs each Cloud Tasks step once; `schedule()` starts a chain; `sweep()`
+ * re-sends tasks committed but never created.
+ */
+import { EventEmitter } from 'node:events';
+import type { Key } from '@google-cloud/datastore';
+import type { RequestHandler } from 'express';
+import { sendAlert } from './alerts';
+import { entityProperties, type EntityFactory, type ScheduleOptions, type ScheduledStep, type TaskHandler } from './context';
+import type { Core } from './core';
+import { ChainBusyError } from './errors';
+import type { LockerEvents } from './events';
+import { decodeKey, encodeKey, keyPath } from './key-codec';
+import { readLock, UNINDEXED_LOCK_FIELDS, writeLock } from './lock-fields';
+import { handleMiddleware, sweepMiddleware, type HandleOptions } from './middleware';
+import { parseOptions, type Config, type LockerOptions } from './options';
+import { checkStep, dispatch, scheduledStep, sweep, type SweepResult } from './outbox';
+import { withContentionRetry } from './store/retry';
+import { newChainId } from './task-name';
+import { StepState, type AlertEvent, type Json, type Properties, type StoreTransaction } from './types';
+
+export class Locker extends EventEmitter<LockerEvents> implements Core {
+  readonly config: Config;
+  private readonly excludes: readonly string[];
+  private readonly alerts = new Set<Promise<void>>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+
+  /** Throws `ConfigError` with a sentence saying what is wrong when an option is invalid. */
+  constructor(options: LockerOptions) {
+    super();
+    this.config = parseOptions(options);
+    this.excludes = [...UNINDEXED_LOCK_FIELDS, ...this.config.excludeFromIndexes];
+  }
+
+  /**
+   * Express middleware that runs `handler` once per step of the entity named by the task's
+   * `X-Lock-Key`, whose typed form `factory` builds from its stored properties.
+   */
+  handle<E, P = Json | undefined>(handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions = {}): RequestHandler {
+    return handleMiddleware(this, handler, factory, options);
+  }
+
+  /**
+   * Starts a chain on `key` (a kickoff): saves `entity` with step `lock_seq + 1` scheduled and its
+   * task in the outbox, in one transaction, then creates the task. Throws `ChainBusyError` when
+   * the chain already has a step scheduled or running. Inside a handler use `ctx.schedule()`.
+   */
+  async schedule(key: Key, entity: unknown, path: string, payload?: Json, options?: ScheduleOptions): Promise<ScheduledStep> {
+    const step = checkStep(this, path, payload, options);
+    const now = new Date(this.config.clock());
+    const chain = newChainId();
+    const record = await this.transact(async (tx) => {
+      const props = (await tx.get(key)) ?? {};
+      const lock = readLock(props);
+      if (lock.state === StepState.scheduled) {
+        throw new ChainBusyError(`${keyPath(key)} already has step ${lock.seq} ${lock.req ? 'running' : 'scheduled'}; a new chain can start once it is complete or failed`);
+      }
+      const planned = scheduledStep(key, lock, chain, step, now);
+      this.write(tx, key, writeLock({ ...props, ...entityProperties(entity) }, planned.lock, now));
+      tx.putOutbox(planned.record);
+      return planned.record;
+    });
+    this.emit('scheduled', { key, seq: record.seq, attempt: '', task: record.name, path: record.path });
+    const sent = await dispatch(this, record, chain);
+    return { seq: record.seq, task: record.name, sent };
+  }
+
+  /** Re-sends outbox records older than `sweepGrace` whose step still waits for its task. */
+  sweep(limit = 500): Promise<SweepResult> {
+    return sweep(this, limit);
+  }
+
+  /** Express middleware that runs `sweep()` and answers its counts as JSON (for Cloud Scheduler). */
+  sweepHandler(options: Pick<HandleOptions, 'authenticate'> = {}): RequestHandler {
+    return sweepMiddleware(this, options);
+  }
+
+  /** Runs `sweep()` every `intervalMs` until `shutdown()` (the local set-up's stand-in for Cloud Scheduler). */
+  startSweeping(intervalMs: number): void {
+    clearInterval(this.sweepTimer);
+    this.sweepTimer = setInterval(() => {
+      this.sweep().catch((error: unknown) => this.config.logger.warn('sweep failed', { error: String(error) }));
+    }, intervalMs);
+    this.sweepTimer.unref();
+  }
+
+  /** Stops the sweeper and waits for alerts still being sent. */
+  async shutdown(): Promise<void> {
+    clearInterval(this.sweepTimer);
+    await Promise.all([...this.alerts]);
+  }
+
+  /** `X-Lock-Key` for a key: the legacy url-safe encoding, as the Go library sends it. */
+  encodeKey(key: Key): string {
+    return encodeKey(key, this.config.keyAppId);
+  }
+
+  /** The key in an `X-Lock-Key` header; throws `BadRequestError` when it is malformed. */
+  decodeKey(encoded: string): Key {
+    return decodeKey(encoded);
+  }
+
+  /** @internal */
+  transact<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return withContentionRetry(() => this.config.store.transaction(fn), this.config.contention);
+  }
+
+  /** @internal */
+  write(tx: StoreTransaction, key: Key, properties: Properties): void {
+    tx.put(key, properties, this.excludes);
+  }
+
+  /** @internal */
+  alert(event: AlertEvent): Promise<void> {
+    const sending = sendAlert(this.config, event).finally(() => this.alerts.delete(sending));
+    this.alerts.add(sending);
+    return sending;
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * The HTTP side of a step: authenticate the request before anything else, parse `X-Lock-Key`,
+ * `X-Lock-Seq` and the JSON body (a malformed request is a 400 that never touches the store), run
+ * the attempt, and answer. Works with Express 4 and 5, with or without a body parser in front.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import { runAttempt, type Answer } from './attempt';
+import type { EntityFactory, TaskHandler } from './context';
+import type { Core } from './core';
+import { BadRequestError } from './errors';
+import { decodeKey } from './key-codec';
+import { parseTaskInfo } from './task-info';
+import { Headers, type Authenticator, type Json } from './types';
+import type { Key } from '@google-cloud/datastore';
+import type { SweepResult } from './outbox';
+
+/** Options of one `handle()` route. */
+export interface HandleOptions {
+  /** Kinds this route serves; a task for another kind is a 400. Defaults to any kind. */
+  kinds?: readonly string[];
+  /** Overrides the Locker's authenticator for this route. */
+  authenticate?: Authenticator | false;
+  /** Largest body read, bytes. Defaults to 1 MiB (Cloud Tasks sends at most 100 KB). */
+  maxBodyBytes?: number;
+}
+
+const DEFAULT_MAX_BODY = 1024 * 1024;
+const SEQ_PATTERN = /^[1-9][0-9]{0,14}$/;
+const CHAIN_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** What `sweep()` must be able to do for the sweep route. */
+interface Sweeper extends Core {
+  sweep(limit?: number): Promise<SweepResult>;
+}
+
+export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions): RequestHandler {
+  if (typeof handler !== 'function') throw new TypeError('handle(handler, factory): handler must be a function');
+  if (typeof factory !== 'function') throw new TypeError('handle(handler, factory): factory must be a function (properties, key) => entity');
+  const kinds = options.kinds ? new Set(options.kinds) : undefined;
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
+  return (req, res) => {
+    void (async () => {
+      const answer = await admit(core, req, options.authenticate);
+      if (answer) return send(res, answer);
+      let arrival;
+      try {
+        const { key, seq, chain } = parseLockHeaders(req);
+        if (kinds && !kinds.has(key.kind)) throw new BadRequestError(`this route does not serve kind ${JSON.stringify(key.kind)}`);
+        const payload = await readPayload(req, maxBody);
+        arrival = { key, seq, chain, payload, attempt: randomUUID(), task: parseTaskInfo(req.headers), request: req };
+      } catch (error) {
+        return send(res, rejected(core, req, error));
+      }
+      send(res, await runAttempt(core, arrival, handler, factory));
+    })().catch((error: unknown) => {
+      core.config.logger.error('task request failed unexpectedly', { error: String(error) });
+      if (!res.headersSent) send(res, { status: 500, message: 'internal error' });
+    });
+  };
+}
+
+export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'authenticate'>): RequestHandler {
+  return (req, res) => {
+    void (async () => {
+      const answer = await admit(core, req, options.authenticate);
+      if (answer) return send(res, answer);
+      try {
+        res.status(200).json(await core.sweep());
+      } catch (error) {
+        core.config.logger.error('sweep failed', { error: String(error) });
+        send(res, { status: 503, message: 'sweep failed; retry', retryAfter: 1 });
+      }
+    })();
+  };
+}
+
+/** Authenticates a request; returns the refusal, or undefined to go on. */
+async function admit(core: Core, req: Request, routeAuth: Authenticator | false | undefined): Promise<Answer | undefined> {
+  if (req.method !== 'POST') return { status: 405, message: 'task requests are POSTs' };
+  const authenticate = routeAuth ?? core.config.authenticate;
+  if (authenticate === false) return undefined;
+  try {
+    const verdict = await authenticate({ method: req.method, url: req.originalUrl ?? req.url, headers: req.headers });
+    if (verdict.ok) return undefined;
+    core.config.logger.warn('task request refused', { status: verdict.status, reason: verdict.reason, path: req.path });
+    return { status: verdict.status, message: verdict.status === 401 ? 'unauthenticated' : 'forbidden' };
+  } catch (error) {
+    core.config.logger.warn('task request refused: the authenticator failed', { error: String(error), path: req.path });
+    return { status: 401, message: 'unauthenticated' };
+  }
+}
+
+/** Reads `X-Lock-Key`, `X-Lock-Seq` and `X-Lock-Chain`; throws `BadRequestError` on anything malformed. */
+export function parseLockHeaders(req: Pick<Request, 'headers'>): { key: Key; seq: number; chain: string | undefined } {
+  const rawKey = single(req.headers[Headers.key]);
+  const rawSeq = single(req.headers[Headers.seq]);
+  const rawChain = single(req.headers[Headers.chain]);
+  if (rawKey === undefined) throw new BadRequestError('X-Lock-Key is missing: this is not a task request');
+  if (rawSeq === undefined) throw new BadRequestError('X-Lock-Seq is missing: this is not a task request');
+  if (!SEQ_PATTERN.test(rawSeq)) throw new BadRequestError('X-Lock-Seq must be a positive whole number');
+  if (rawChain !== undefined && !CHAIN_PATTERN.test(rawChain)) throw new BadRequestError('X-Lock-Chain is malformed');
+  return { key: decodeKey(rawKey), seq: Number(rawSeq), chain: rawChain };
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  if (Array.isArray(value)) {
+    if (value.length > 1) throw new BadRequestError('a lock header was sent more than once');
+    return value[0];
+  }
+  return value;
+}
+
+/** The JSON payload: from a body parser that already ran, or read here. Empty is undefined. */
+async function readPayload(req: Request, maxBytes: number): Promise<Json | undefined> {
+  const parsed: unknown = req.body;
+  if (parsed !== undefined && !Buffer.isBuffer(parsed) && typeof parsed !== 'string') {
+    // express.json() ran: it leaves {} for an empty body.
+    return isEmptyObject(parsed) && req.headers['content-length'] === '0' ? undefined : (parsed as Json);
+  }
+  const text = parsed === undefined ? await readBody(req, maxBytes) : Buffer.isBuffer(parsed) ? parsed.toString('utf8') : parsed;
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text) as Json;
+  } catch {
+    throw new BadRequestError('the body is not valid JSON');
+  }
+}
+
+function isEmptyObject(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
+}
+
+function readBody(req: Request, maxBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    if (req.readableEnded) return resolve('');
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxBytes) chunks.push(chunk); // past the limit the rest is read and dropped, so an answer can still be sent
+    });
+    req.on('end', () => {
+      if (size > maxBytes) reject(new BadRequestError(`the body is larger than ${maxBytes} bytes`));
+      else resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    req.on('error', (error) => reject(new BadRequestError('the body could not be read', { cause: error })));
+  });
+}
+
+function rejected(core: Core, req: Request, error: unknown): Answer {
+  if (error instanceof BadRequestError) {
+    core.config.logger.warn('task request rejected', { reason: error.message, path: req.path });
+    return { status: 400, message: error.message };
+  }
+  core.config.logger.error('task request could not be read', { error: String(error), path: req.path });
+  return { status: 500, message: 'internal error' };
+}
+
+function send(res: Response, answer: Answer): void {
+  if (res.headersSent) return;
+  if (answer.retryAfter !== undefined) res.set('Retry-After', String(answer.retryAfter));
+  res.status(answer.status).type('text/plain').send(answer.message);
+}

@@ -1,0 +1,188 @@
+/**
+ * The Locker's options: what users pass, the defaults, and the one parse that turns the first into
+ * a complete, checked configuration. Nothing else in the library looks at raw options.
+ */
+import { ConfigError } from './errors';
+import type { Alerter, Authenticator, Logger, Queue, Store } from './types';
+
+/** Options of `new Locker(options)`. Only `store` is required. */
+export interface LockerOptions {
+  /** Where entities live: `DatastoreStore` in production, `MemoryStore` for local runs. */
+  store: Store;
+  /** Where tasks go: `CloudTasksQueue` in production, `LocalQueue` for local runs. Needed to schedule. */
+  queue?: Queue;
+  /** Who is told about lease overwrites and permanent failures. */
+  alerter?: Alerter;
+  /** Alert when a stale lease is overwritten. Defaults to true when an alerter is given. */
+  alertOnOverwrite?: boolean;
+  /** Alert when a step fails for good. Defaults to true when an alerter is given. */
+  alertOnFailure?: boolean;
+  /** How long the Locker waits for the alerter before answering the task anyway, ms. Defaults to 5 000. */
+  alertTimeout?: number;
+  /**
+   * How long a lease lasts without renewal, ms. A running handler renews it every third of this;
+   * a lease not renewed for this long is stale and may be overwritten. Defaults to 60 000 (1 min).
+   */
+  leaseDuration?: number;
+  /**
+   * The longest an attempt may run, ms: then its signal aborts and its lease is no longer renewed.
+   * Defaults to 630 000 (10 min 30 s), above Cloud Tasks' default dispatch deadline of 10 min.
+   */
+  leaseTimeout?: number;
+  /**
+   * Attempts a step may fail before it is failed for good (the failure that brings `lock_try` to
+   * this number fails the step). Keep it within the queue's `maxAttempts`. Defaults to 10.
+   */
+  maxRetries?: number;
+  /** The status of a task refused because another attempt holds the lease. Defaults to 503. */
+  lockFailedStatus?: number;
+  /**
+   * How requests are authenticated before the store is touched. Defaults to the queue's own
+   * authenticator (the local dispatcher's signature; OIDC for Cloud Tasks HTTP targets must be
+   * configured here with `oidcAuthenticator`). `false` accepts every request: only behind a proxy
+   * that already checked it.
+   */
+  authenticate?: Authenticator | false;
+  /** Where the Locker logs. Defaults to one line per event on the console. */
+  logger?: Logger;
+  /** The clock, in epoch ms. Defaults to `Date.now`. */
+  clock?: () => number;
+  /** Retries of a transaction that aborts on contention. Defaults to 5 attempts, 20 ms to 1 s backoff. */
+  contention?: { attempts?: number; baseDelayMs?: number; maxDelayMs?: number };
+  /** The `app` written into encoded keys (`X-Lock-Key`), e.g. `s~my-project`. Defaults to the store's project id. */
+  keyAppId?: string;
+  /** Properties of your entities to keep out of indexes when the Locker writes them. Defaults to none. */
+  excludeFromIndexes?: readonly string[];
+  /** How old an outbox record must be before `sweep()` re-sends it, ms. Defaults to 60 000. */
+  sweepGrace?: number;
+}
+
+/** The complete configuration the rest of the library sees. */
+export interface Config {
+  readonly store: Store;
+  readonly queue: Queue | undefined;
+  readonly alerter: Alerter | undefined;
+  readonly alertOnOverwrite: boolean;
+  readonly alertOnFailure: boolean;
+  readonly alertTimeout: number;
+  readonly leaseDuration: number;
+  readonly leaseTimeout: number;
+  readonly maxRetries: number;
+  readonly lockFailedStatus: number;
+  readonly authenticate: Authenticator | false;
+  readonly logger: Logger;
+  readonly clock: () => number;
+  readonly contention: { readonly attempts: number; readonly baseDelayMs: number; readonly maxDelayMs: number };
+  readonly keyAppId: string;
+  readonly excludeFromIndexes: readonly string[];
+  readonly sweepGrace: number;
+}
+
+/** Every default, in one place. */
+export const DEFAULTS = Object.freeze({
+  alertTimeout: 5_000,
+  leaseDuration: 60_000,
+  leaseTimeout: 630_000,
+  maxRetries: 10,
+  lockFailedStatus: 503,
+  contention: Object.freeze({ attempts: 5, baseDelayMs: 20, maxDelayMs: 1_000 }),
+  keyAppId: 'datastore-locker',
+  sweepGrace: 60_000,
+});
+
+/** A logger writing one line per message to the console. */
+export const consoleLogger: Logger = {
+  info: (message, fields) => console.info(line(message, fields)),
+  warn: (message, fields) => console.warn(line(message, fields)),
+  error: (message, fields) => console.error(line(message, fields)),
+};
+
+function line(message: string, fields?: Record<string, unknown>): string {
+  return fields ? `datastore-locker: ${message} ${JSON.stringify(fields)}` : `datastore-locker: ${message}`;
+}
+
+/** Parses user options once: fills defaults, checks every value and plug-in, and freezes the result. */
+export function parseOptions(options: LockerOptions): Config {
+  if (typeof options !== 'object' || options === null) throw new ConfigError('Locker options must be an object.');
+  const o = dropUndefined(options);
+  requireShape('store', o.store, ['transaction', 'get', 'listOutbox', 'deleteOutbox']);
+  if (o.queue !== undefined) requireShape('queue', o.queue, ['enqueue']);
+  if (o.alerter !== undefined && typeof o.alerter !== 'function') requireShape('alerter', o.alerter, ['send']);
+  if (o.logger !== undefined) requireShape('logger', o.logger, ['info', 'warn', 'error']);
+  if (o.clock !== undefined && typeof o.clock !== 'function') throw new ConfigError('clock must be a function returning epoch milliseconds.');
+
+  const leaseDuration = positiveInteger('leaseDuration', o.leaseDuration ?? DEFAULTS.leaseDuration, 'ms');
+  const leaseTimeout = positiveInteger('leaseTimeout', o.leaseTimeout ?? DEFAULTS.leaseTimeout, 'ms');
+  if (leaseTimeout < leaseDuration) {
+    throw new ConfigError(`leaseTimeout (${leaseTimeout} ms) must not be shorter than leaseDuration (${leaseDuration} ms).`);
+  }
+  const maxRetries = positiveInteger('maxRetries', o.maxRetries ?? DEFAULTS.maxRetries, '');
+  const lockFailedStatus = o.lockFailedStatus ?? DEFAULTS.lockFailedStatus;
+  if (!Number.isInteger(lockFailedStatus) || lockFailedStatus < 400 || lockFailedStatus > 599) {
+    throw new ConfigError(`lockFailedStatus must be a 4xx or 5xx status so Cloud Tasks retries the task; got ${String(lockFailedStatus)}.`);
+  }
+  const authenticate = resolveAuthenticator(o.authenticate, o.queue);
+  const c = { ...DEFAULTS.contention, ...dropUndefined(o.contention ?? {}) };
+  positiveInteger('contention.attempts', c.attempts, '');
+  positiveInteger('contention.baseDelayMs', c.baseDelayMs, 'ms');
+  positiveInteger('contention.maxDelayMs', c.maxDelayMs, 'ms');
+  const excludeFromIndexes = o.excludeFromIndexes ?? [];
+  if (!Array.isArray(excludeFromIndexes) || excludeFromIndexes.some((n) => typeof n !== 'string')) {
+    throw new ConfigError('excludeFromIndexes must be an array of property names.');
+  }
+  const keyAppId = o.keyAppId ?? o.store.projectId ?? DEFAULTS.keyAppId;
+  if (typeof keyAppId !== 'string' || keyAppId === '') throw new ConfigError('keyAppId must be a non-empty string.');
+
+  return Object.freeze({
+    store: o.store,
+    queue: o.queue,
+    alerter: o.alerter,
+    alertOnOverwrite: o.alertOnOverwrite ?? o.alerter !== undefined,
+    alertOnFailure: o.alertOnFailure ?? o.alerter !== undefined,
+    alertTimeout: positiveInteger('alertTimeout', o.alertTimeout ?? DEFAULTS.alertTimeout, 'ms'),
+    leaseDuration,
+    leaseTimeout,
+    maxRetries,
+    lockFailedStatus,
+    authenticate,
+    logger: o.logger ?? consoleLogger,
+    clock: o.clock ?? Date.now,
+    contention: Object.freeze(c),
+    keyAppId,
+    excludeFromIndexes: Object.freeze([...excludeFromIndexes]),
+    sweepGrace: positiveInteger('sweepGrace', o.sweepGrace ?? DEFAULTS.sweepGrace, 'ms'),
+  });
+}
+
+function resolveAuthenticator(given: Authenticator | false | undefined, queue: Queue | undefined): Authenticator | false {
+  if (given === false) return false;
+  if (given !== undefined) {
+    if (typeof given !== 'function') throw new ConfigError('authenticate must be a function (req) => verdict, or false.');
+    return given;
+  }
+  const fromQueue = queue?.authenticator?.();
+  if (fromQueue) return fromQueue;
+  throw new ConfigError(
+    'No way to authenticate task requests: pass `authenticate` (e.g. oidcAuthenticator(...) for Cloud Tasks HTTP targets, ' +
+      'appEngineAuthenticator() on App Engine), use a queue that signs its requests (LocalQueue), ' +
+      'or pass `authenticate: false` to accept every request when a trusted proxy has checked it.',
+  );
+}
+
+function positiveInteger(name: string, value: unknown, unit: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new ConfigError(`${name} must be a positive whole number${unit ? ` of ${unit}` : ''}; got ${String(value)}.`);
+  }
+  return value;
+}
+
+function requireShape(name: string, value: unknown, methods: readonly string[]): void {
+  if (typeof value !== 'object' || value === null) throw new ConfigError(`${name} must be an object with ${methods.join(', ')}.`);
+  const record = value as Record<string, unknown>;
+  const missing = methods.filter((m) => typeof record[m] !== 'function');
+  if (missing.length > 0) throw new ConfigError(`${name} is missing method${missing.length > 1 ? 's' : ''} ${missing.join(', ')}.`);
+}
+
+function dropUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

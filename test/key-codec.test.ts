@@ -1,0 +1,68 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { Datastore } from '@google-cloud/datastore';
+import { decodeKey, encodeKey, keyPath } from '../src/key-codec';
+import { BadRequestError } from '../src/errors';
+
+const ds = new Datastore({ projectId: 'my-project' });
+
+describe('key codec: the legacy url-safe encoding of X-Lock-Key', () => {
+  it('encodes exactly as @google-cloud/datastore keyToLegacyUrlSafe does (the Go/App Engine format)', async () => {
+    const keys = [
+      ds.key(['Counter', 42]),
+      ds.key(['Order', 'a-b', 'Line', 7]),
+      ds.key({ namespace: 'tenant-1', path: ['Counter', 'x'] }),
+      ds.key(['Ünïcode', 'naïve ✓']),
+    ];
+    for (const key of keys) {
+      const [theirs] = await ds.keyToLegacyUrlSafe(key, 's~');
+      assert.equal(encodeKey(key, 's~my-project'), theirs, keyPath(key));
+    }
+  });
+
+  it('decodes what it encodes: kinds, ids, names, ancestors and namespace', () => {
+    fc.assert(fc.property(
+      fc.array(fc.tuple(fc.string({ minLength: 1, maxLength: 12 }), fc.oneof(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), fc.string({ minLength: 1, maxLength: 12 }))), { minLength: 1, maxLength: 4 }),
+      fc.option(fc.string({ minLength: 1, maxLength: 10 }), { nil: undefined }),
+      (elements, namespace) => {
+        const key = ds.key({ namespace, path: elements.flat() });
+        const back = decodeKey(encodeKey(key, 'app'));
+        assert.equal(keyPath(back), keyPath(key));
+        assert.equal(back.namespace, namespace);
+        assert.equal(back.kind, key.kind);
+      },
+    ));
+  });
+
+  it('decodes keys made by the datastore library', async () => {
+    const key = ds.key({ namespace: 'ns', path: ['A', 1, 'B', 'x'] });
+    const [encoded] = await ds.keyToLegacyUrlSafe(key);
+    const back = decodeKey(encoded);
+    assert.equal(keyPath(back), 'A:1/B:"x"');
+    assert.equal(back.namespace, 'ns');
+    assert.equal(back.parent?.id, 1);
+  });
+
+  it('rejects malformed input with BadRequestError, never a crash', () => {
+    const good = encodeKey(ds.key(['Counter', 42]), 'app');
+    const bad = ['', 'not base64!', good.slice(0, good.length - 3), 'AAAA', Buffer.from([0x72, 0x05, 0x0b, 0x12, 0x01]).toString('base64url'),
+      encodeKey(ds.key(['Counter', 'x']), 'app').replace(/./, 'z'), 'x'.repeat(9000)];
+    for (const input of bad) assert.throws(() => decodeKey(input), BadRequestError, JSON.stringify(input.slice(0, 20)));
+  });
+
+  it('survives arbitrary bytes: every input is a key or a BadRequestError', () => {
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+      try {
+        decodeKey(Buffer.from(bytes).toString('base64url'));
+      } catch (error) {
+        assert.ok(error instanceof BadRequestError, String(error));
+      }
+    }));
+  });
+
+  it('rejects incomplete keys (no id or name)', () => {
+    const incomplete = Buffer.from([0x6a, 0x01, 0x61, 0x72, 0x05, 0x0b, 0x12, 0x01, 0x41, 0x0c]).toString('base64url');
+    assert.throws(() => decodeKey(incomplete), /neither an id nor a name/);
+  });
+});
