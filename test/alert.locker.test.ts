@@ -1,0 +1,150 @@
+// Alerts from a running Locker: real SMTP on loopback, the Datastore emulator, two Locker
+// instances sharing it. At most one alert per (key, step, reason); a broken mail server never
+// changes a task's answer or what is stored.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Key } from '@google-cloud/datastore';
+import { EmailAlerter } from '../src/alert/email';
+import { DatastoreStore } from '../src/store/datastore';
+import { MAX_ERROR_LENGTH } from '../src/lock-fields';
+import { StepState, type Properties, type Store } from '../src/types';
+import { legacyDatastore, uniqueNamespace, closedPort } from './support/emulator';
+import { TestSmtpServer } from './support/smtp';
+import { keys, taskApp, type TaskApp } from './support/task-app';
+
+describe('alerts from the Locker', () => {
+  let smtp: TestSmtpServer;
+  const namespace = uniqueNamespace('alerts');
+  const storeA = new DatastoreStore(legacyDatastore());
+  const storeB = new DatastoreStore(legacyDatastore());
+  let n = 0;
+  const newKey = (): Key => keys.key({ namespace, path: ['Order', `o${++n}`] });
+  const seed = (store: Store, key: Key, props: Properties) => store.transaction(async (tx) => { tx.put(key, props, []); });
+  const stale = (over: Properties = {}): Properties => ({
+    total: 12, lock_ts: new Date(Date.now() - 10 * 60_000), lock_req: 'crashed-attempt', lock_seq: 1, lock_try: 0, lock_state: StepState.scheduled, ...over,
+  });
+  const emailApp = (store: Store, transport: object, extra: Parameters<typeof taskApp>[1] = {}): TaskApp => taskApp(store, {
+    alerter: new EmailAlerter({ transport, to: ['ops@example.com', 'oncall@example.com'], from: 'locker@example.com', rateLimit: { max: 100, perMs: 60_000 } }),
+    alertTimeout: 1_000,
+    ...extra,
+  });
+
+  before(async () => { smtp = await TestSmtpServer.start(); });
+  after(async () => { await smtp.stop(); });
+
+  it('emails a permanent failure with the facts a person needs', async () => {
+    smtp.mode = 'accept';
+    const before = smtp.messages.length;
+    const t = emailApp(storeA, smtp.transportOptions(), { maxRetries: 1 });
+    const key = newKey();
+    await seed(storeA, key, stale({ lock_req: '', lock_ts: new Date() }));
+    t.behave(() => { throw new Error('payment gateway said no'); });
+    const res = await t.send(key, 1, undefined, { 'x-cloudtasks-taskname': 'charge-1', 'x-cloudtasks-queuename': 'orders' });
+    assert.equal(res.status, 200);
+    const mails = smtp.messages.slice(before);
+    assert.equal(mails.length, 1);
+    const mail = mails[0]!;
+    assert.deepEqual(mail.envelope.to.sort(), ['oncall@example.com', 'ops@example.com']);
+    assert.match(mail.subject, /failed/i);
+    assert.match(mail.subject, new RegExp(`Order:"${key.name}"`));
+    for (const fact of ['payment gateway said no', 'charge-1', 'orders', namespace, t.runs[0]!.attempt, '12']) {
+      assert.ok(mail.text.includes(fact), `text mentions ${fact}`);
+    }
+    await t.locker.shutdown();
+  });
+
+  it('sends one overwrite alert per step, also when two instances take the same step over in turn', async () => {
+    smtp.mode = 'accept';
+    const before = smtp.messages.length;
+    const a = emailApp(storeA, smtp.transportOptions(), { maxRetries: 10 });
+    const b = emailApp(storeB, smtp.transportOptions(), { maxRetries: 10 });
+    const key = newKey();
+    await seed(storeA, key, stale());
+    // instance A takes over the stale lease; its handler fails
+    a.behave(() => { throw new Error('crash'); });
+    assert.equal((await a.send(key, 1)).status, 500);
+    // then an attempt holds the lease and dies without releasing it
+    const current = (await storeA.get(key))!;
+    assert.deepEqual(current.lock_alerts, ['overwrite:1'], 'the alert is recorded on the entity');
+    await seed(storeA, key, { ...current, lock_req: 'a-died', lock_ts: new Date(Date.now() - 10 * 60_000) });
+    const res = await b.send(key, 1);
+    assert.equal(res.status, 200);
+    assert.equal(b.events.filter((e) => e.name === 'overwritten').length, 1);
+    assert.equal(a.events.filter((e) => e.name === 'overwritten').length, 1);
+    await Promise.all([a.locker.shutdown(), b.locker.shutdown()]);
+    const overwrites = smtp.messages.slice(before).filter((m) => /overwritten/i.test(m.subject));
+    assert.equal(overwrites.length, 1, 'one alert for (key, step 1, overwrite) across both instances');
+  });
+
+  it('sends one alert when two instances race to overwrite the same stale lease', async () => {
+    smtp.mode = 'accept';
+    const before = smtp.messages.length;
+    const a = emailApp(storeA, smtp.transportOptions());
+    const b = emailApp(storeB, smtp.transportOptions());
+    const key = newKey();
+    await seed(storeA, key, stale());
+    const answers = await Promise.all([a.send(key, 1), b.send(key, 1), a.send(key, 1), b.send(key, 1)]);
+    assert.equal(a.runs.length + b.runs.length, 1, `answers ${answers.map((x) => x.status)}`);
+    await Promise.all([a.locker.shutdown(), b.locker.shutdown()]);
+    assert.equal(smtp.messages.slice(before).length, 1);
+  });
+
+  describe('a mail server that is down or hangs changes nothing', () => {
+    /** Runs the same scenario (a stale lease overwritten, then a failure at maxRetries) and returns what it observed. */
+    async function scenario(transport: object | undefined): Promise<{ statuses: number[]; stored: Properties; runs: number }> {
+      const t = transport ? emailApp(storeA, transport, { maxRetries: 2, alertTimeout: 500 }) : taskApp(storeA, { maxRetries: 2, alerter: undefined });
+      const key = newKey();
+      await seed(storeA, key, stale());
+      t.behave(() => { throw new Error('always fails'); });
+      const statuses = [(await t.send(key, 1)).status, (await t.send(key, 1)).status, (await t.send(key, 1)).status];
+      await t.locker.shutdown();
+      const stored = (await storeA.get(key))!;
+      const { lock_ts: _ts, lock_err: err, lock_alerts: _alerts, ...rest } = stored;
+      return { statuses, stored: { ...rest, lock_err_first_line: String(err).split('\n')[0] }, runs: t.runs.length };
+    }
+
+    it('answers and stores exactly as with a working server, or with no alerts at all', async () => {
+      smtp.mode = 'accept';
+      const working = await scenario(smtp.transportOptions());
+      const none = await scenario(undefined);
+      const down = await scenario({ host: '127.0.0.1', port: await closedPort(), secure: false, ignoreTLS: true, connectionTimeout: 300 });
+      const hanging = await TestSmtpServer.start('hang-greeting');
+      try {
+        const hung = await scenario(hanging.transportOptions({ greetingTimeout: 10_000, connectionTimeout: 10_000 }));
+        for (const [name, seen] of [['no alerter', none], ['server down', down], ['server hangs', hung]] as const) {
+          assert.deepEqual(seen, working, name);
+        }
+      } finally {
+        await hanging.stop();
+      }
+      // overwrite of the stale lease (try 1), the handler throws (try 2 = maxRetries): failed; then duplicates
+      assert.deepEqual(working.statuses, [200, 200, 200]);
+      assert.equal(working.runs, 1);
+      assert.equal(working.stored.lock_state, StepState.failed);
+    });
+
+    it('logs the failed send with its cause', async () => {
+      const t = emailApp(storeA, { host: '127.0.0.1', port: await closedPort(), secure: false, ignoreTLS: true, connectionTimeout: 300 }, { maxRetries: 1 });
+      const key = newKey();
+      await seed(storeA, key, stale({ lock_req: '', lock_ts: new Date() }));
+      t.behave(() => { throw new Error('nope'); });
+      assert.equal((await t.send(key, 1)).status, 200);
+      await t.locker.shutdown();
+      const line = t.logger.lines.find((l) => l.message === 'alert could not be sent');
+      assert.ok(line, 'logged');
+      assert.match(String(line.fields?.cause), /ECONNREFUSED|connect/i);
+    });
+  });
+
+  it('stores the last error with the failure, bounded in size', async () => {
+    const t = taskApp(storeA, { maxRetries: 1 });
+    const key = newKey();
+    await seed(storeA, key, stale({ lock_req: '', lock_ts: new Date() }));
+    t.behave(() => { throw new Error(`huge ${'x'.repeat(100_000)}`); });
+    assert.equal((await t.send(key, 1)).status, 200);
+    const stored = (await storeA.get(key))!;
+    assert.equal(stored.lock_state, StepState.failed);
+    assert.ok(String(stored.lock_err).startsWith('Error: huge xxx'));
+    assert.ok(String(stored.lock_err).length <= MAX_ERROR_LENGTH);
+  });
+});
