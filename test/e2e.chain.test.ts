@@ -42,7 +42,7 @@ describe('a 10-step chain, end to end', () => {
       }
       if (ctx.seq < 10) await ctx.schedule('/count', { from: ctx.seq });
     }, (props: Properties) => ({ count: typeof props.count === 'number' ? props.count : 0 })));
-    await new Promise<void>((resolve) => { server = app.listen(0, '127.0.0.1', resolve); });
+    await new Promise<void>((resolve) => { server = app.listen(0, '127.0.0.1', () => resolve()); });
   });
 
   after(async () => {
