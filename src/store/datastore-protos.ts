@@ -1,0 +1,143 @@
+/**
+ * Entities and keys as the Datastore API sends them, and their decoding. The store decodes lookups
+ * itself instead of through the client's `get()`, because the client's decoding forgets what a
+ * faithful write-back needs: a double `1.0` and an integer `1` both become `1`, a geo point and an
+ * embedded entity `{ latitude, longitude }` look alike, and index exclusions are dropped.
+ */
+import { Datastore, Key } from '@google-cloud/datastore';
+import type { Properties } from '../types';
+
+/** One stored value (`google.datastore.v1.Value`), as the client's gRPC layer decodes it. */
+export interface RawValue {
+  valueType?: string | null;
+  excludeFromIndexes?: boolean | null;
+  booleanValue?: boolean | null;
+  integerValue?: string | number | null;
+  doubleValue?: number | null;
+  timestampValue?: { seconds?: string | number | null; nanos?: number | null } | null;
+  keyValue?: RawKey | null;
+  stringValue?: string | null;
+  blobValue?: Uint8Array | string | null;
+  geoPointValue?: { latitude?: number | null; longitude?: number | null } | null;
+  entityValue?: RawEntity | null;
+  arrayValue?: { values?: RawValue[] | null } | null;
+}
+
+/** A stored entity (`google.datastore.v1.Entity`). */
+export interface RawEntity {
+  key?: RawKey | null;
+  properties?: Record<string, RawValue> | null;
+}
+
+/** A key (`google.datastore.v1.Key`). */
+export interface RawKey {
+  partitionId?: { namespaceId?: string | null } | null;
+  path?: { kind?: string | null; id?: string | number | null; name?: string | null; idType?: string | null }[] | null;
+}
+
+/** An entity's properties as handed out, and what a write-back needs to store them as they were. */
+export interface Decoded {
+  /**
+   * The properties: integers as numbers (`Datastore.int` beyond 2^53), doubles as numbers, geo
+   * points as `Datastore.geoPoint`, timestamps as `Date`, blobs as `Buffer`, keys as `Key`,
+   * embedded entities as plain objects.
+   */
+  properties: Properties;
+  /** Where doubles with integral values were (paths as {@link pathKey} writes them). */
+  integralDoubles: Set<string>;
+  /** Values that were excluded from indexes, as `excludeFromIndexes` paths (`a`, `a[]`, `a.b`). */
+  unindexed: Set<string>;
+}
+
+/** One step into a value: a property name or an array index. */
+export type Step = string | number;
+
+/** The text form of a path, as stored in `integralDoubles`. */
+export function pathKey(path: readonly Step[]): string {
+  return JSON.stringify(path);
+}
+
+/** Decodes a stored entity. */
+export function decodeEntity(entity: RawEntity): Decoded {
+  const decoded: Decoded = { properties: {}, integralDoubles: new Set(), unindexed: new Set() };
+  decoded.properties = decodeProperties(entity.properties ?? {}, [], '', decoded);
+  return decoded;
+}
+
+/** The API form of a complete key. */
+export function keyToProto(key: Key): RawKey {
+  const path: NonNullable<RawKey['path']> = [];
+  for (let k: Key | undefined = key; k; k = k.parent) {
+    path.unshift(k.name !== undefined ? { kind: k.kind, name: k.name } : { kind: k.kind, id: String(k.id) });
+  }
+  return { partitionId: { namespaceId: key.namespace ?? '' }, path };
+}
+
+/** A `Key` from its API form. */
+export function keyFromProto(proto: RawKey): Key {
+  const path = (proto.path ?? []).flatMap((element) => {
+    const kind = element.kind ?? '';
+    if (element.name !== undefined && element.name !== null && element.idType !== 'id') return [kind, element.name];
+    if (element.id !== undefined && element.id !== null) return [kind, Datastore.int(String(element.id))];
+    return [kind];
+  });
+  const namespace = proto.partitionId?.namespaceId;
+  return new Key(namespace ? { namespace, path } : { path });
+}
+
+function decodeProperties(
+  properties: Record<string, RawValue>,
+  path: Step[],
+  indexPath: string,
+  into: Decoded,
+): Properties {
+  const decoded: Properties = {};
+  for (const [name, value] of Object.entries(properties)) {
+    decoded[name] = decodeValue(value, [...path, name], indexPath ? `${indexPath}.${name}` : name, into);
+  }
+  return decoded;
+}
+
+function decodeValue(value: RawValue, path: Step[], indexPath: string, into: Decoded): unknown {
+  if (value.excludeFromIndexes) into.unindexed.add(indexPath);
+  switch (value.valueType) {
+    case 'nullValue':
+      return null;
+    case 'booleanValue':
+      return value.booleanValue === true;
+    case 'stringValue':
+      return value.stringValue ?? '';
+    case 'integerValue':
+      return decodeInteger(String(value.integerValue ?? '0'));
+    case 'doubleValue':
+      return decodeDouble(Number(value.doubleValue ?? 0), path, into);
+    case 'timestampValue':
+      return decodeTimestamp(value.timestampValue ?? {});
+    case 'blobValue':
+      return typeof value.blobValue === 'string' ? Buffer.from(value.blobValue, 'base64') : Buffer.from(value.blobValue ?? []);
+    case 'keyValue':
+      return keyFromProto(value.keyValue ?? {});
+    case 'geoPointValue':
+      return Datastore.geoPoint({ latitude: value.geoPointValue?.latitude ?? 0, longitude: value.geoPointValue?.longitude ?? 0 });
+    case 'entityValue':
+      return decodeProperties(value.entityValue?.properties ?? {}, path, indexPath, into);
+    case 'arrayValue':
+      return (value.arrayValue?.values ?? []).map((item, i) => decodeValue(item, [...path, i], `${indexPath}[]`, into));
+    default:
+      throw new TypeError(`property ${pathKey(path)} has a value of unknown type ${String(value.valueType)}`);
+  }
+}
+
+function decodeInteger(digits: string): unknown {
+  const number = Number(digits);
+  return Number.isSafeInteger(number) ? number : Datastore.int(digits);
+}
+
+function decodeDouble(number: number, path: Step[], into: Decoded): number {
+  if (Number.isInteger(number)) into.integralDoubles.add(pathKey(path));
+  return number;
+}
+
+function decodeTimestamp(timestamp: { seconds?: string | number | null; nanos?: number | null }): Date {
+  return new Date(Number(timestamp.seconds ?? 0) * 1000 + Math.floor(Number(timestamp.nanos ?? 0) / 1e6));
+}

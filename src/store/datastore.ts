@@ -1,0 +1,206 @@
+/**
+ * The production store: Google Cloud Datastore (Firestore in Datastore mode, or the legacy
+ * emulator) through an injected `@google-cloud/datastore` client.
+ *
+ * Transactions. By default a transaction begins with its first lookup (`ReadOptions.newTransaction`,
+ * what the v10 client does when `get()` comes before `run()`), saving the `beginTransaction` round
+ * trip. `beginWithFirstRead: false` calls `run()` first instead; use it against the Firestore
+ * emulator, which leaves keys read that way locked for a minute. A failed transaction is always
+ * rolled back (rollback errors are ignored). Errors: ABORTED and lock timeouts become
+ * `ContentionError`; any other failure becomes `StoreUnavailableError`; what `fn` throws passes
+ * through unchanged.
+ *
+ * Fidelity. Lookups are decoded by the store itself (`datastore-protos.ts`), so an entity read
+ * and put back in one transaction keeps every property's type and index setting: integral doubles
+ * stay doubles, integers beyond 2^53 keep every digit (handed out as `Datastore.int`), geo points
+ * stay geo points, unindexed values stay unindexed; a put also excludes the names it is given, and
+ * strings and blobs too long to be indexed.
+ *
+ * Outbox. Records are entities of kind `outboxKind` in the namespace of the entity whose step they
+ * carry, so the user's entity and its record commit in one transaction. `listOutbox` must
+ * therefore look in every namespace: by default it asks the `__namespace__` metadata query (the
+ * legacy emulator and production support it). The Firestore emulator refuses that query; there
+ * the store falls back to the namespaces it has written records to itself, plus the default one.
+ * Set `namespaces` to list the namespaces to sweep explicitly, which also saves the metadata query.
+ */
+import { Datastore, PropertyFilter, type Key, type Transaction } from '@google-cloud/datastore';
+import type { CallOptions } from 'google-gax';
+import { ConfigError } from '../errors';
+import type { OutboxRecord, Properties, Store, StoreTransaction } from '../types';
+import { call, grpcCode, toStoreError } from './datastore-errors';
+import { outboxKey, outboxRecord } from './datastore-outbox';
+import { lookup } from './datastore-lookup';
+import { decodeEntity } from './datastore-protos';
+import { DatastoreTransaction } from './datastore-transaction';
+import { keyString } from './keys';
+
+/** Options of {@link DatastoreStore}. */
+export interface DatastoreStoreOptions {
+  /** Kind of the outbox records. Defaults to `LockerOutbox`. */
+  outboxKind?: string;
+  /**
+   * Begin each transaction with its first lookup instead of a separate `beginTransaction` call.
+   * Defaults to true; set it to false against the Firestore emulator.
+   */
+  beginWithFirstRead?: boolean;
+  /**
+   * The namespaces `listOutbox` looks in. Defaults to every namespace, found with the
+   * `__namespace__` metadata query.
+   */
+  namespaces?: readonly string[];
+  /**
+   * Call options for every request (e.g. `{ timeout: 10_000 }` to bound how long an unreachable
+   * Datastore is retried). Defaults to the client's own settings.
+   */
+  gaxOptions?: CallOptions;
+}
+
+/** Every default of {@link DatastoreStoreOptions}. */
+export const DATASTORE_STORE_DEFAULTS = Object.freeze({
+  outboxKind: 'LockerOutbox',
+  beginWithFirstRead: true,
+});
+
+/** gRPC codes a refused `__namespace__` query answers with (the Firestore emulator's is the first). */
+const UNSUPPORTED = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
+
+/** A {@link Store} on Google Cloud Datastore. */
+export class DatastoreStore implements Store {
+  private readonly outboxKind: string;
+  private readonly beginWithFirstRead: boolean;
+  private readonly namespaces?: readonly string[];
+  private readonly gaxOptions: CallOptions;
+  /** Namespaces this store wrote outbox records to: the fallback when namespaces can't be listed. */
+  private readonly writtenNamespaces = new Set<string>(['']);
+  private namespaceQueryRefused = false;
+  private knownProjectId?: string;
+
+  constructor(
+    private readonly datastore: Datastore,
+    options: DatastoreStoreOptions = {},
+  ) {
+    checkClient(datastore);
+    this.outboxKind = options.outboxKind ?? DATASTORE_STORE_DEFAULTS.outboxKind;
+    this.beginWithFirstRead = options.beginWithFirstRead ?? DATASTORE_STORE_DEFAULTS.beginWithFirstRead;
+    this.gaxOptions = { ...options.gaxOptions };
+    if (typeof this.outboxKind !== 'string' || this.outboxKind === '' || this.outboxKind.startsWith('__')) {
+      throw new ConfigError('DatastoreStore: outboxKind must be a non-empty kind name not starting with "__"');
+    }
+    if (options.namespaces !== undefined) this.namespaces = checkNamespaces(options.namespaces);
+    const projectId = datastore.options?.projectId;
+    if (projectId) this.knownProjectId = projectId;
+  }
+
+  /** The client's project id, once known (given to the client, or resolved by `init()`). */
+  get projectId(): string | undefined {
+    return this.knownProjectId;
+  }
+
+  /** Resolves the project id when the client was not given one. */
+  async init(): Promise<void> {
+    this.knownProjectId ??= await call('project id lookup', () => this.datastore.getProjectId());
+  }
+
+  async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    const tx = this.datastore.transaction();
+    const adapter = new DatastoreTransaction(tx, {
+      outboxKind: this.outboxKind,
+      gaxOptions: this.gaxOptions,
+      onOutboxNamespace: (namespace) => this.writtenNamespaces.add(namespace),
+    });
+    try {
+      if (!this.beginWithFirstRead) await call('begin transaction', () => tx.run({ gaxOptions: this.gaxOptions }));
+      const result = await fn(adapter);
+      adapter.finish();
+      await call('commit', () => tx.commit(this.gaxOptions));
+      return result;
+    } catch (error) {
+      adapter.finish();
+      await rollBack(tx, this.gaxOptions);
+      throw error;
+    }
+  }
+
+  async get(key: Key): Promise<Properties | undefined> {
+    keyString(key);
+    const { entity } = await call('lookup', () => lookup(this.datastore, key, false, this.gaxOptions));
+    return entity && decodeEntity(entity).properties;
+  }
+
+  async listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
+    if (limit <= 0) return [];
+    const namespaces = await this.outboxNamespaces();
+    const lists = await Promise.all(namespaces.map((namespace) => this.queryOutbox(namespace, before, limit)));
+    return lists.flat().sort(oldestFirst).slice(0, limit);
+  }
+
+  async deleteOutbox(record: OutboxRecord): Promise<void> {
+    await call('outbox delete', () => this.datastore.delete(outboxKey(this.outboxKind, record), this.gaxOptions));
+  }
+
+  private async queryOutbox(namespace: string, before: Date, limit: number): Promise<OutboxRecord[]> {
+    const query = this.datastore
+      .createQuery(namespace, this.outboxKind)
+      .filter(new PropertyFilter('createdAt', '<', before))
+      .order('createdAt')
+      .limit(limit);
+    const [entities] = await call('outbox query', () => this.datastore.runQuery(query, { gaxOptions: this.gaxOptions }));
+    return entities.map(outboxRecord);
+  }
+
+  /** The namespaces to sweep: as configured, else all (or, where that query is refused, the known ones). */
+  private async outboxNamespaces(): Promise<readonly string[]> {
+    if (this.namespaces) return this.namespaces;
+    if (!this.namespaceQueryRefused) {
+      try {
+        return await this.allNamespaces();
+      } catch (error) {
+        if (!UNSUPPORTED.has(grpcCode(error) ?? -1)) throw toStoreError('namespace query', error);
+        this.namespaceQueryRefused = true;
+      }
+    }
+    return [...this.writtenNamespaces];
+  }
+
+  private async allNamespaces(): Promise<string[]> {
+    const query = this.datastore.createQuery('__namespace__').select('__key__');
+    const [entities] = await this.datastore.runQuery(query, { gaxOptions: this.gaxOptions });
+    const names = entities.map((entity: Record<string | symbol, unknown>) => {
+      const key = entity[Datastore.KEY];
+      return typeof key === 'object' && key !== null && Datastore.isKey(key) ? (key.name ?? '') : '';
+    });
+    return [...new Set(['', ...names])];
+  }
+}
+
+/** Rolls back a failed transaction; a rollback that fails too changes nothing for the caller. */
+async function rollBack(tx: Transaction, gaxOptions: CallOptions): Promise<void> {
+  try {
+    await tx.rollback(gaxOptions);
+  } catch {
+    // Not started, already rolled back by a failed commit, or unreachable: the server drops it.
+  }
+}
+
+function checkClient(datastore: unknown): void {
+  const client = datastore as Partial<Record<'transaction' | 'get' | 'createQuery' | 'runQuery' | 'delete', unknown>>;
+  const missing = (['transaction', 'get', 'createQuery', 'runQuery', 'delete'] as const).filter(
+    (method) => typeof client?.[method] !== 'function',
+  );
+  if (missing.length > 0) {
+    throw new ConfigError(
+      `DatastoreStore needs a @google-cloud/datastore Datastore client; the one given lacks ${missing.join(', ')}`,
+    );
+  }
+}
+
+function checkNamespaces(namespaces: readonly string[]): readonly string[] {
+  if (!Array.isArray(namespaces) || namespaces.length === 0 || namespaces.some((ns) => typeof ns !== 'string')) {
+    throw new ConfigError('DatastoreStore: namespaces must be a non-empty array of strings ("" is the default namespace)');
+  }
+  return Object.freeze([...new Set(namespaces)]);
+}
+
+function oldestFirst(a: OutboxRecord, b: OutboxRecord): number {
+  return a.createdAt.getTime() - b.createdAt.getTime() || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}

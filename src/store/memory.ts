@@ -1,0 +1,217 @@
+/**
+ * The in-memory store: the embedded default for local runs, demos and tests, with the transaction
+ * semantics of Datastore's optimistic mode.
+ *
+ * - Reads inside a transaction see committed data only (not the transaction's own writes) and
+ *   record the version of each entity they read; writes are buffered until commit.
+ * - Commit fails with `ContentionError`, applying nothing, when an entity the transaction read was
+ *   changed by another commit since it was read, or an entity it wrote without reading was changed
+ *   since the transaction began: the first committer wins.
+ * - A throwing `fn` rolls back (nothing is applied) and its error is rethrown unchanged.
+ * - Values are deep-copied in and out, and handed out the way a Datastore read hands them out
+ *   (`Datastore.double` as a plain number, safe `Datastore.int` as a plain number).
+ * - Failures can be injected (`fault`, `failNext`) to test how callers live through an outage.
+ */
+import type { Key } from '@google-cloud/datastore';
+import { ContentionError, StoreUnavailableError } from '../errors';
+import type { OutboxRecord, Properties, Store, StoreTransaction } from '../types';
+import { copyKey, describeKey, keyString } from './keys';
+import { copyProperties } from './values';
+
+/** The operations a fault can be injected into. */
+export type MemoryStoreOperation = 'begin' | 'lookup' | 'commit' | 'get' | 'listOutbox' | 'deleteOutbox';
+
+/** Options of {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  /** The project id keys are encoded with. Defaults to none. */
+  projectId?: string;
+  /**
+   * Consulted before every operation; an error it returns is thrown by that operation (a failed
+   * `commit` applies nothing). Use `StoreUnavailableError` to simulate an outage and
+   * `ContentionError` to simulate contention. Defaults to no faults.
+   */
+  fault?: (operation: MemoryStoreOperation) => Error | undefined;
+}
+
+interface Stored {
+  key: Key;
+  /** Undefined once deleted: the version still counts, so a delete conflicts like a write. */
+  properties: Properties | undefined;
+  version: number;
+}
+
+/** A buffered write: properties to store, or undefined to delete. */
+interface Write {
+  key: Key;
+  properties: Properties | undefined;
+}
+
+/** What a transaction sees of its store. */
+interface StoreView {
+  /** Throws the injected or hooked error for `operation`, if any. */
+  check(operation: MemoryStoreOperation): void;
+  /** The version of an entity now: 0 if it was never written. */
+  versionOf(id: string): number;
+  /** Committed properties of an entity (not a copy). */
+  stored(id: string): Properties | undefined;
+}
+
+/** An in-memory {@link Store} with Datastore's optimistic transaction semantics. */
+export class MemoryStore implements Store {
+  readonly projectId?: string;
+  private readonly entities = new Map<string, Stored>();
+  private readonly outbox = new Map<string, OutboxRecord>();
+  private readonly fault?: (operation: MemoryStoreOperation) => Error | undefined;
+  private readonly injected: Error[] = [];
+  /** Number of commits so far; an entity's version is the commit that last wrote it. */
+  private clock = 0;
+  /** What a transaction may see of this store. */
+  private readonly view: StoreView = {
+    check: (operation) => this.check(operation),
+    versionOf: (id) => this.entities.get(id)?.version ?? 0,
+    stored: (id) => this.entities.get(id)?.properties,
+  };
+
+  constructor(options: MemoryStoreOptions = {}) {
+    if (options.projectId !== undefined) this.projectId = options.projectId;
+    if (options.fault !== undefined) this.fault = options.fault;
+  }
+
+  /** Makes the next `count` operations (of any kind) throw `error`. */
+  failNext(count: number, error: Error = new StoreUnavailableError('injected outage of the memory store')): void {
+    for (let i = 0; i < count; i++) this.injected.push(error);
+  }
+
+  async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    this.check('begin');
+    const tx = new MemoryTransaction(this.view, this.clock);
+    try {
+      const result = await fn(tx);
+      this.commit(tx);
+      return result;
+    } finally {
+      tx.finish();
+    }
+  }
+
+  async get(key: Key): Promise<Properties | undefined> {
+    const id = keyString(key);
+    this.check('get');
+    return readOut(this.entities.get(id)?.properties);
+  }
+
+  async listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
+    this.check('listOutbox');
+    return [...this.outbox.values()]
+      .filter((record) => record.createdAt.getTime() < before.getTime())
+      .sort(oldestFirst)
+      .slice(0, Math.max(0, limit))
+      .map(copyRecord);
+  }
+
+  async deleteOutbox(record: OutboxRecord): Promise<void> {
+    this.check('deleteOutbox');
+    this.outbox.delete(outboxId(record));
+  }
+
+  /** Throws the injected or hooked error for `operation`, if any. */
+  private check(operation: MemoryStoreOperation): void {
+    const error = this.injected.shift() ?? this.fault?.(operation);
+    if (error) throw error;
+  }
+
+  private commit(tx: MemoryTransaction): void {
+    this.check('commit');
+    const conflict = tx.conflict();
+    if (conflict) {
+      throw new ContentionError(`transaction aborted: ${describeKey(conflict)} was changed by another transaction`);
+    }
+    const version = ++this.clock;
+    for (const [id, write] of tx.writes) this.entities.set(id, { ...write, version });
+    for (const record of tx.outbox) this.outbox.set(outboxId(record), record);
+  }
+}
+
+/** One transaction of a {@link MemoryStore}. */
+class MemoryTransaction implements StoreTransaction {
+  /** Versions of the entities read, by key string, as first read. */
+  readonly reads = new Map<string, { key: Key; version: number }>();
+  readonly writes = new Map<string, Write>();
+  readonly outbox: OutboxRecord[] = [];
+  private finished = false;
+
+  constructor(
+    private readonly store: StoreView,
+    /** The store's clock when the transaction began. */
+    private readonly began: number,
+  ) {}
+
+  async get(key: Key): Promise<Properties | undefined> {
+    this.checkOpen();
+    const id = keyString(key);
+    this.store.check('lookup');
+    if (!this.reads.has(id)) this.reads.set(id, { key: copyKey(key), version: this.store.versionOf(id) });
+    return readOut(this.store.stored(id));
+  }
+
+  put(key: Key, properties: Properties, _excludeFromIndexes: readonly string[]): void {
+    this.checkOpen();
+    this.writes.set(keyString(key), { key: copyKey(key), properties: copyProperties(properties) });
+  }
+
+  delete(key: Key): void {
+    this.checkOpen();
+    this.writes.set(keyString(key), { key: copyKey(key), properties: undefined });
+  }
+
+  putOutbox(record: OutboxRecord): void {
+    this.checkOpen();
+    keyString(record.key);
+    this.outbox.push(copyRecord(record));
+  }
+
+  /** The key of an entity changed by another commit after this transaction saw it, if any. */
+  conflict(): Key | undefined {
+    for (const [id, read] of this.reads) {
+      if (this.store.versionOf(id) !== read.version) return read.key;
+    }
+    for (const [id, write] of this.writes) {
+      if (!this.reads.has(id) && this.store.versionOf(id) > this.began) return write.key;
+    }
+    return undefined;
+  }
+
+  finish(): void {
+    this.finished = true;
+  }
+
+  private checkOpen(): void {
+    if (this.finished) throw new Error('this transaction has already committed or rolled back');
+  }
+}
+
+function readOut(properties: Properties | undefined): Properties | undefined {
+  return properties && copyProperties(properties, { unwrapNumbers: true });
+}
+
+function copyRecord(record: OutboxRecord): OutboxRecord {
+  const copy: OutboxRecord = {
+    name: record.name,
+    key: copyKey(record.key),
+    seq: record.seq,
+    path: record.path,
+    body: record.body,
+    createdAt: new Date(record.createdAt.getTime()),
+  };
+  if (record.scheduleTime !== undefined) copy.scheduleTime = new Date(record.scheduleTime.getTime());
+  return copy;
+}
+
+/** Outbox records live in their entity's namespace, named by task name, as in Datastore. */
+function outboxId(record: OutboxRecord): string {
+  return JSON.stringify([record.key.namespace ?? '', record.name]);
+}
+
+function oldestFirst(a: OutboxRecord, b: OutboxRecord): number {
+  return a.createdAt.getTime() - b.createdAt.getTime() || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}

@@ -1,0 +1,484 @@
+/**
+ * The store contract: what every `Store` must do, run against the in-memory store and against the
+ * Datastore store on both emulators.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Datastore, Key } from '@google-cloud/datastore';
+import { ContentionError, LeaseLostError } from '../src/errors';
+import type { OutboxRecord, Properties, Store, StoreTransaction } from '../src/types';
+import { withContentionRetry } from '../src/store/retry';
+import { rawProperties } from './support/emulator';
+
+/** A store under test, and how to look behind it. */
+export interface ContractSubject {
+  store: Store;
+  /** The client the store writes through, to read what was really stored (Datastore only). */
+  raw?: Datastore;
+  /**
+   * True when reads take locks (Firestore in Datastore mode): a transaction that read an entity
+   * may make another one's commit wait instead of losing to it.
+   */
+  lockingReads?: boolean;
+}
+
+/**
+ * Makes a fresh subject whose outbox listing covers `namespaces` (the namespaces the test writes
+ * in); a Datastore store is pinned to them so other suites' records don't show.
+ */
+export type MakeSubject = (namespaces: readonly string[]) => ContractSubject | Promise<ContractSubject>;
+
+let counter = 0;
+
+/** Fresh namespaces for one test. */
+function namespacesFor(): [string, string] {
+  counter += 1;
+  const tag = `${process.pid}-${counter}-${Math.random().toString(36).slice(2, 8)}`;
+  return [`contract-a-${tag}`, `contract-b-${tag}`];
+}
+
+function key(namespace: string, ...path: (string | number)[]): Key {
+  return new Key({ namespace, path });
+}
+
+function record(namespace: string, name: string, createdAt: Date, extra: Partial<OutboxRecord> = {}): OutboxRecord {
+  return {
+    name,
+    key: key(namespace, 'Order', name),
+    seq: 3,
+    path: '/process',
+    body: JSON.stringify({ note: name }),
+    createdAt,
+    ...extra,
+  };
+}
+
+/** A value a test can compare: keys as namespace and path. */
+function keyShape(value: unknown): { namespace: string | undefined; path: unknown[] } {
+  assert.ok(value instanceof Key, `expected a Key, got ${String(value)}`);
+  return { namespace: value.namespace, path: value.path.map(String) };
+}
+
+/** Resolves once `count` callers have arrived. */
+function barrier(count: number): () => Promise<void> {
+  let arrived = 0;
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return () => {
+    arrived += 1;
+    if (arrived === count) open();
+    return opened;
+  };
+}
+
+async function increment(store: Store, k: Key, afterRead?: () => Promise<void>): Promise<number> {
+  return store.transaction(async (tx) => {
+    const current = await tx.get(k);
+    const n = typeof current?.n === 'number' ? current.n : 0;
+    await afterRead?.();
+    tx.put(k, { ...current, n: n + 1 }, []);
+    return n + 1;
+  });
+}
+
+async function putOne(store: Store, k: Key, properties: Properties, exclude: readonly string[] = []): Promise<void> {
+  await store.transaction(async (tx) => tx.put(k, properties, exclude));
+}
+
+/** Runs the contract against the subjects `make` builds. */
+export function storeContract(name: string, make: MakeSubject): void {
+  describe(`${name}: store contract`, () => {
+    describe('reads and writes', () => {
+      it('reads a missing key as undefined, outside and inside a transaction', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const missing = key(ns, 'Order', 'nobody');
+        assert.equal(await store.get(missing), undefined);
+        assert.equal(await store.transaction((tx) => tx.get(missing)), undefined);
+      });
+
+      it('rejects keys with neither an id nor a name', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const incomplete = new Key({ namespace: ns, path: ['Order'] });
+        await assert.rejects(store.get(incomplete), TypeError);
+        await assert.rejects(
+          store.transaction(async (tx) => tx.put(incomplete, { a: 1 }, [])),
+          (err: Error) => err instanceof TypeError && /neither an id nor a name/.test(err.message),
+        );
+      });
+
+      it('round-trips every property type, also through a read and a write back', async () => {
+        const [ns] = namespacesFor();
+        const { store, raw } = await make([ns]);
+        const k = key(ns, 'Order', 'types');
+        const ref = key(ns, 'Customer', 7, 'Address', 'home');
+        const when = new Date('2024-05-06T07:08:09.123Z');
+        await putOne(store, k, everyType(ref, when));
+        checkEveryType(await store.get(k), ref, when);
+
+        // What the Locker does: read, change lock fields, write everything back.
+        await store.transaction(async (tx) => {
+          const read = await tx.get(k);
+          assert.ok(read);
+          tx.put(k, { ...read, lock_seq: 2, lock_req: 'attempt-1' }, ['lock_seq', 'lock_req']);
+        });
+        const after = await store.get(k);
+        checkEveryType(after, ref, when);
+        assert.equal(after?.lock_seq, 2);
+
+        if (raw) {
+          const stored = await rawProperties(raw, k);
+          assert.ok(stored);
+          assert.equal(stored.whole?.valueType, 'doubleValue', 'a double 1.0 stays a double');
+          assert.equal(stored.half?.valueType, 'doubleValue');
+          assert.equal(stored.count?.valueType, 'integerValue');
+          assert.equal(stored.big?.valueType, 'integerValue');
+          assert.equal(String(stored.big?.integerValue), '9007199254740993');
+          assert.deepEqual(
+            stored.list?.arrayValue?.values.map((v) => v.valueType),
+            ['integerValue', 'doubleValue', 'stringValue', 'nullValue'],
+          );
+          const embedded = stored.embedded?.entityValue?.properties;
+          assert.equal(embedded?.ratio?.valueType, 'doubleValue', 'an embedded double 2.0 stays a double');
+          assert.equal(stored.place?.valueType, 'geoPointValue', 'a geo point stays a geo point');
+          assert.equal(stored.ref?.valueType, 'keyValue');
+          assert.equal(stored.when?.valueType, 'timestampValue');
+          assert.equal(stored.bytes?.valueType, 'blobValue');
+          assert.equal(stored.nothing?.valueType, 'nullValue');
+        }
+      });
+
+      it('keeps what was unindexed unindexed when an entity is read and written back', async (t) => {
+        const [ns] = namespacesFor();
+        const { store, raw } = await make([ns]);
+        if (!raw) return t.skip('index settings exist only in Datastore');
+        const k = key(ns, 'Order', 'indexes-kept');
+        await raw.save({
+          key: k,
+          data: { note: 'quiet', tags: ['a', 'b'], inner: { secret: 's', shown: 'v' }, label: 'loud' },
+          excludeFromIndexes: ['note', 'tags[]', 'inner.secret'],
+        });
+        await store.transaction(async (tx) => {
+          const read = await tx.get(k);
+          tx.put(k, { ...read, lock_seq: 1 }, ['lock_seq']);
+        });
+        const stored = await rawProperties(raw, k);
+        assert.ok(stored);
+        assert.equal(stored.note?.excludeFromIndexes, true);
+        assert.deepEqual(stored.tags?.arrayValue?.values.map((v) => v.excludeFromIndexes), [true, true]);
+        assert.equal(stored.inner?.entityValue?.properties.secret?.excludeFromIndexes, true);
+        assert.equal(stored.inner?.entityValue?.properties.shown?.excludeFromIndexes ?? false, false);
+        assert.equal(stored.label?.excludeFromIndexes ?? false, false);
+        assert.equal(stored.lock_seq?.excludeFromIndexes, true);
+      });
+
+      it('hands out unsafe integers as Int with every digit, safe ones as numbers', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'ints');
+        await putOne(store, k, { big: Datastore.int('-9007199254740993'), small: Datastore.int('12'), n: 5 });
+        const read = await store.get(k);
+        assert.ok(Datastore.isInt(read?.big as object), 'an unsafe integer stays an Int');
+        assert.equal((read?.big as { value: string }).value, '-9007199254740993');
+        assert.equal(read?.small, 12);
+        assert.equal(read?.n, 5);
+      });
+
+      it('excludes the named properties, long strings and large blobs from indexes', async (t) => {
+        const [ns] = namespacesFor();
+        const { store, raw } = await make([ns]);
+        const k = key(ns, 'Order', 'indexes');
+        const long = 'é'.repeat(1000); // 2000 bytes: too long to be indexed
+        await putOne(
+          store,
+          k,
+          { lock_req: 'a', lock_alerts: ['x', 'y'], lock_ts: new Date(0), label: 'indexed', long, blob: Buffer.alloc(2000, 7) },
+          ['lock_req', 'lock_alerts', 'lock_ts'],
+        );
+        const read = await store.get(k);
+        assert.equal(read?.long, long);
+        assert.ok(Buffer.isBuffer(read?.blob) && read.blob.length === 2000);
+        if (!raw) return t.skip('index settings exist only in Datastore');
+        const stored = await rawProperties(raw, k);
+        assert.ok(stored);
+        assert.equal(stored.lock_req?.excludeFromIndexes, true);
+        assert.equal(stored.lock_ts?.excludeFromIndexes, true);
+        assert.deepEqual(stored.lock_alerts?.arrayValue?.values.map((v) => v.excludeFromIndexes), [true, true]);
+        assert.equal(stored.long?.excludeFromIndexes, true);
+        assert.equal(stored.blob?.excludeFromIndexes, true);
+        assert.equal(stored.label?.excludeFromIndexes ?? false, false);
+      });
+
+      it('copies values in and out: changing them later changes nothing stored', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'copies');
+        const props = { tags: ['a'], nested: { n: 1 }, when: new Date(1000) };
+        await store.transaction(async (tx) => {
+          tx.put(k, props, []);
+          props.tags.push('b');
+          props.nested.n = 2;
+          props.when.setTime(2000);
+        });
+        const read = await store.get(k);
+        assert.deepEqual(read, { tags: ['a'], nested: { n: 1 }, when: new Date(1000) });
+        (read?.tags as string[]).push('c');
+        assert.deepEqual((await store.get(k))?.tags, ['a']);
+      });
+
+      it('leaves undefined properties out and refuses values Datastore cannot store', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'values');
+        await putOne(store, k, { kept: 1, gone: undefined });
+        assert.deepEqual(await store.get(k), { kept: 1 });
+        for (const bad of [{ f: () => 1 }, { nested: [[1]] }, { map: new Map() }, { n: 10n }]) {
+          await assert.rejects(
+            store.transaction(async (tx) => tx.put(k, bad, [])),
+            TypeError,
+            `refuses ${Object.keys(bad)[0]}`,
+          );
+        }
+        assert.deepEqual(await store.get(k), { kept: 1 });
+      });
+
+      it('deletes entities; deleting a missing one is no error', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'doomed');
+        await putOne(store, k, { a: 1 });
+        await store.transaction(async (tx) => {
+          assert.deepEqual(await tx.get(k), { a: 1 });
+          tx.delete(k);
+          tx.delete(key(ns, 'Order', 'never-existed'));
+        });
+        assert.equal(await store.get(k), undefined);
+      });
+
+      it('keeps namespaces and ancestors apart', async () => {
+        const [a, b] = namespacesFor();
+        const { store } = await make([a, b]);
+        const keys = [
+          key(a, 'Line', 'x'),
+          key(b, 'Line', 'x'),
+          key(a, 'Order', 1, 'Line', 'x'),
+          key(a, 'Order', 2, 'Line', 'x'),
+          key(a, 'Order', '1', 'Line', 'x'),
+        ];
+        await store.transaction(async (tx) => {
+          keys.forEach((k, i) => tx.put(k, { i, self: k }, []));
+        });
+        for (const [i, k] of keys.entries()) {
+          const read = await store.get(k);
+          assert.equal(read?.i, i, `entity ${i}`);
+          assert.deepEqual(keyShape(read?.self), keyShape(k));
+        }
+        const kept = await store.get(keys[2]!);
+        assert.equal((kept?.self as Key).parent?.id !== undefined, true, 'a numeric ancestor id stays an id');
+      });
+
+      it('does not show a transaction its own uncommitted writes', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'own-writes');
+        await putOne(store, k, { n: 1 });
+        const seen = await store.transaction(async (tx) => {
+          tx.put(k, { n: 2 }, []);
+          return tx.get(k);
+        });
+        assert.deepEqual(seen, { n: 1 });
+        assert.deepEqual(await store.get(k), { n: 2 });
+      });
+
+      it('refuses to use a transaction after it ended', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        let kept: StoreTransaction | undefined;
+        await store.transaction(async (tx) => {
+          kept = tx;
+        });
+        assert.ok(kept);
+        assert.throws(() => kept?.put(key(ns, 'Order', 'late'), { a: 1 }, []), /already committed or rolled back/);
+        assert.equal(await store.get(key(ns, 'Order', 'late')), undefined);
+      });
+    });
+
+    describe('rollback', () => {
+      it('applies nothing when fn throws, and rethrows the very same error', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const existing = key(ns, 'Order', 'existing');
+        const kept = key(ns, 'Order', 'kept');
+        const fresh = key(ns, 'Order', 'fresh');
+        await store.transaction(async (tx) => {
+          tx.put(existing, { n: 1 }, []);
+          tx.put(kept, { n: 1 }, []);
+        });
+        for (const thrown of [new Error('user code failed'), new LeaseLostError('lease lost')]) {
+          const rejection = store.transaction(async (tx) => {
+            const read = await tx.get(existing);
+            tx.put(existing, { n: (read?.n as number) + 1 }, []);
+            tx.put(fresh, { n: 1 }, []);
+            tx.delete(kept);
+            tx.putOutbox(record(ns, 'rolled-back', new Date(1000)));
+            throw thrown;
+          });
+          await assert.rejects(rejection, (err) => err === thrown);
+        }
+        assert.deepEqual(await store.get(existing), { n: 1 });
+        assert.deepEqual(await store.get(kept), { n: 1 });
+        assert.equal(await store.get(fresh), undefined);
+        assert.deepEqual(await store.listOutbox(new Date(Date.now() + 60_000), 10), []);
+        // The rolled-back transaction holds nothing: the next one on the same entity commits.
+        assert.equal(await increment(store, existing), 2);
+      });
+    });
+
+    describe('contention', () => {
+      it('lets exactly one of two transactions that read the same entity commit', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Counter', 'race');
+        await putOne(store, k, { n: 0 });
+        const bothRead = barrier(2);
+        const results = await Promise.allSettled([increment(store, k, bothRead), increment(store, k, bothRead)]);
+        const committed = results.filter((r) => r.status === 'fulfilled');
+        const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+        assert.equal(committed.length, 1, 'exactly one commits');
+        assert.equal(failed.length, 1);
+        assert.ok(failed[0]!.reason instanceof ContentionError, `the other gets ContentionError, not ${failed[0]!.reason}`);
+        assert.deepEqual(await store.get(k), { n: 1 });
+      });
+
+      it('reports a lost update as ContentionError', async (t) => {
+        const [ns] = namespacesFor();
+        const { store, lockingReads } = await make([ns]);
+        if (lockingReads) return t.skip('with locking reads the second writer waits instead of winning');
+        const k = key(ns, 'Counter', 'lost-update');
+        await putOne(store, k, { n: 0 });
+        const slow = store.transaction(async (tx) => {
+          const read = await tx.get(k);
+          assert.equal(await increment(store, k), 1, 'another transaction commits meanwhile');
+          tx.put(k, { n: (read?.n as number) + 1 }, []);
+        });
+        await assert.rejects(slow, ContentionError);
+        assert.deepEqual(await store.get(k), { n: 1 });
+      });
+
+      it('counts every one of concurrent increments retried on contention', { timeout: 120_000 }, async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Counter', 'many');
+        const n = 4;
+        const retry = { attempts: 30, baseDelayMs: 10, maxDelayMs: 200 };
+        await Promise.all(Array.from({ length: n }, () => withContentionRetry(() => increment(store, k), retry)));
+        assert.deepEqual(await store.get(k), { n });
+      });
+    });
+
+    describe('outbox', () => {
+      it('commits a record with the entity, in the same transaction', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'with-task');
+        const rec = record(ns, 'task-with-entity', new Date('2024-01-01T00:00:00.000Z'), {
+          key: k,
+          scheduleTime: new Date('2024-01-01T00:05:00.000Z'),
+          body: 'x'.repeat(5000),
+        });
+        await store.transaction(async (tx) => {
+          tx.put(k, { lock_seq: 3 }, ['lock_seq']);
+          tx.putOutbox(rec);
+        });
+        assert.deepEqual(await store.get(k), { lock_seq: 3 });
+        const [listed, ...rest] = await store.listOutbox(new Date('2025-01-01T00:00:00.000Z'), 10);
+        assert.deepEqual(rest, []);
+        assert.ok(listed);
+        assert.deepEqual(keyShape(listed.key), keyShape(k));
+        assert.deepEqual({ ...listed, key: undefined }, { ...rec, key: undefined });
+      });
+
+      it('lists records created before a time, oldest first, at most limit, across namespaces', async () => {
+        const [a, b] = namespacesFor();
+        const { store } = await make([a, b]);
+        const t0 = Date.parse('2024-02-01T00:00:00.000Z');
+        const records = [
+          record(a, 'third', new Date(t0 + 3000)),
+          record(b, 'first', new Date(t0 + 1000)),
+          record(a, 'second', new Date(t0 + 2000)),
+        ];
+        await store.transaction(async (tx) => records.slice(0, 2).forEach((r) => tx.putOutbox(r)));
+        await store.transaction(async (tx) => tx.putOutbox(records[2]!));
+        const names = async (before: number, limit: number) =>
+          (await store.listOutbox(new Date(before), limit)).map((r) => r.name);
+        assert.deepEqual(await names(t0 + 60_000, 10), ['first', 'second', 'third']);
+        assert.deepEqual(await names(t0 + 60_000, 2), ['first', 'second']);
+        assert.deepEqual(await names(t0 + 2000, 10), ['first'], 'strictly before');
+        assert.deepEqual(await names(t0 + 1000, 10), []);
+        assert.deepEqual(await names(t0 + 60_000, 0), []);
+        const [first] = await store.listOutbox(new Date(t0 + 60_000), 1);
+        assert.equal(first?.key.namespace, b);
+        assert.equal(first?.scheduleTime, undefined, 'no schedule time stays none');
+      });
+
+      it('deletes records idempotently', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const rec = record(ns, 'to-delete', new Date('2024-03-01T00:00:00.000Z'));
+        await store.transaction(async (tx) => tx.putOutbox(rec));
+        assert.equal((await store.listOutbox(new Date('2025-01-01'), 10)).length, 1);
+        await store.deleteOutbox(rec);
+        await store.deleteOutbox(rec);
+        await store.deleteOutbox(record(ns, 'never-written', new Date()));
+        assert.deepEqual(await store.listOutbox(new Date('2025-01-01'), 10), []);
+      });
+    });
+  });
+}
+
+/** One property of each type a store must keep. */
+function everyType(ref: Key, when: Date): Properties {
+  return {
+    text: 'hello',
+    empty: '',
+    long: 'x'.repeat(2000),
+    count: 42,
+    negative: -7,
+    half: 0.5,
+    whole: Datastore.double(1),
+    big: Datastore.int('9007199254740993'),
+    yes: true,
+    no: false,
+    nothing: null,
+    when,
+    bytes: Buffer.from([0, 1, 2, 255]),
+    list: [1, Datastore.double(2), 'three', null],
+    embedded: { name: 'inner', ratio: Datastore.double(2), deeper: { at: when, tags: ['a', 'b'] } },
+    ref,
+    place: Datastore.geoPoint({ latitude: 52.37, longitude: 4.89 }),
+  };
+}
+
+function checkEveryType(read: Properties | undefined, ref: Key, when: Date): void {
+  assert.ok(read, 'the entity exists');
+  assert.equal(read.text, 'hello');
+  assert.equal(read.empty, '');
+  assert.equal(read.long, 'x'.repeat(2000));
+  assert.equal(read.count, 42);
+  assert.equal(read.negative, -7);
+  assert.equal(read.half, 0.5);
+  assert.equal(read.whole, 1, 'a double 1.0 reads as the number 1');
+  assert.ok(Datastore.isInt(read.big as object), 'an integer beyond 2^53 reads as an Int');
+  assert.equal((read.big as { value: string }).value, '9007199254740993');
+  assert.equal(read.yes, true);
+  assert.equal(read.no, false);
+  assert.equal(read.nothing, null);
+  assert.ok(read.when instanceof Date && read.when.getTime() === when.getTime());
+  assert.ok(Buffer.isBuffer(read.bytes) && read.bytes.equals(Buffer.from([0, 1, 2, 255])));
+  assert.deepEqual(read.list, [1, 2, 'three', null]);
+  assert.deepEqual(read.embedded, { name: 'inner', ratio: 2, deeper: { at: when, tags: ['a', 'b'] } });
+  assert.deepEqual(keyShape(read.ref), keyShape(ref));
+  assert.ok(Datastore.isGeoPoint(read.place as object));
+  assert.deepEqual((read.place as { value: unknown }).value, { latitude: 52.37, longitude: 4.89 });
+}

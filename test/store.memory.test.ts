@@ -1,0 +1,56 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Key } from '@google-cloud/datastore';
+import { ContentionError, StoreUnavailableError } from '../src/errors';
+import { MemoryStore, type MemoryStoreOperation } from '../src/store/memory';
+import { storeContract } from './store-contract';
+
+storeContract('MemoryStore', () => ({ store: new MemoryStore() }));
+
+describe('MemoryStore: injected faults', () => {
+  const k = new Key({ path: ['Order', 'faulty'] });
+
+  it('fails the next n operations with the given error, then works again', async () => {
+    const store = new MemoryStore();
+    store.failNext(2);
+    await assert.rejects(store.get(k), StoreUnavailableError);
+    await assert.rejects(store.listOutbox(new Date(), 10), StoreUnavailableError);
+    assert.equal(await store.get(k), undefined);
+    const contention = new ContentionError('injected');
+    store.failNext(1, contention);
+    await assert.rejects(store.transaction(async () => 'never runs'), (err) => err === contention);
+  });
+
+  it('consults the fault hook before every operation; a failed commit applies nothing', async () => {
+    const seen: MemoryStoreOperation[] = [];
+    let failCommit = true;
+    const store = new MemoryStore({
+      fault: (operation) => {
+        seen.push(operation);
+        return operation === 'commit' && failCommit ? new StoreUnavailableError('outage') : undefined;
+      },
+    });
+    const outbox = { name: 't', key: k, seq: 1, path: '/p', body: '{}', createdAt: new Date(0) };
+    const write = () =>
+      store.transaction(async (tx) => {
+        await tx.get(k);
+        tx.put(k, { n: 1 }, []);
+        tx.putOutbox(outbox);
+      });
+    await assert.rejects(write(), StoreUnavailableError);
+    assert.deepEqual(seen, ['begin', 'lookup', 'commit']);
+    assert.equal(await store.get(k), undefined);
+    assert.deepEqual(await store.listOutbox(new Date(1), 10), []);
+    failCommit = false;
+    await write();
+    assert.deepEqual(await store.get(k), { n: 1 });
+    assert.equal((await store.listOutbox(new Date(1), 10)).length, 1);
+    await store.deleteOutbox(outbox);
+    assert.deepEqual(seen.slice(-3), ['get', 'listOutbox', 'deleteOutbox']);
+  });
+
+  it('takes a project id', () => {
+    assert.equal(new MemoryStore({ projectId: 'demo' }).projectId, 'demo');
+    assert.equal(new MemoryStore().projectId, undefined);
+  });
+});
