@@ -1,0 +1,77 @@
+/**
+ * The example's Express app: the status page and its JSON, the buttons that start chains, the
+ * task handlers of the chains, and the sweep routes.
+ */
+import express, { type Express, type Request, type Response } from 'express';
+import type { Locker } from '../src/index';
+import type { Chains } from './chains';
+import { renderPage } from './page';
+import type { Records } from './records';
+import { readStatus } from './status';
+
+/** What the app is made of. */
+export interface AppDeps {
+  locker: Locker;
+  chains: Chains;
+  records: Records;
+  /** On App Engine, `GET /cron/sweep` accepts App Engine cron's requests. */
+  appEngine: boolean;
+  say: (line: string) => void;
+}
+
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+
+  app.get('/', async (_req, res) => {
+    await answer(res, deps, async () => {
+      res.set('Cache-Control', 'no-store').type('html').send(renderPage(await readStatus(deps.records)));
+    });
+  });
+  app.get('/status.json', async (_req, res) => {
+    await answer(res, deps, async () => {
+      res.set('Cache-Control', 'no-store').json(await readStatus(deps.records));
+    });
+  });
+  app.post('/start/counter', (req, res) => start(req, res, deps, () => deps.chains.startCounter()));
+  app.post('/start/order', (req, res) => start(req, res, deps, () => deps.chains.startOrder()));
+
+  // Task handlers: each authenticates the request (the local dispatcher's signature, an OIDC
+  // token or App Engine's queue header) before it touches the store.
+  app.use(deps.chains.router);
+
+  // Re-sends tasks committed but never created. For Cloud Scheduler (POST, authenticated like a
+  // task request); the local set-up sweeps in-process instead.
+  app.post('/sweep', deps.locker.sweepHandler());
+  // App Engine cron sends GET requests with `X-Appengine-Cron: true`, a header App Engine strips
+  // from outside requests; anywhere else the header proves nothing, so the route is off.
+  app.get('/cron/sweep', async (req, res) => {
+    if (!deps.appEngine || req.get('x-appengine-cron') !== 'true') {
+      res.status(403).type('text').send('only App Engine cron may call this route');
+      return;
+    }
+    await answer(res, deps, async () => {
+      res.json(await deps.locker.sweep());
+    });
+  });
+  return app;
+}
+
+/** Starts a chain; answers a form with a redirect to the page, anything else with JSON. */
+async function start(req: Request, res: Response, deps: AppDeps, run: () => Promise<{ kind: string; name: string }>): Promise<void> {
+  await answer(res, deps, async () => {
+    const ref = await run();
+    if (req.accepts(['html', 'json']) === 'json') res.status(201).json(ref);
+    else res.redirect(303, '/');
+  });
+}
+
+/** Runs a route; a failure (the store or queue unreachable) is logged and answered with 503. */
+async function answer(res: Response, deps: AppDeps, run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (error) {
+    deps.say(`request failed: ${error instanceof Error ? error.message : String(error)}`);
+    if (!res.headersSent) res.status(503).set('Retry-After', '1').type('text').send('the store or the queue is unavailable; try again');
+  }
+}

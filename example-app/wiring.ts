@@ -1,0 +1,95 @@
+/**
+ * Builds the example's parts from its configuration: the store, the queue, the alerter and the
+ * Locker that ties them together. Every constructor here checks its options, so a bad value
+ * surfaces as a `ConfigError` before the app listens.
+ */
+import { Datastore } from '@google-cloud/datastore';
+import { CloudTasksClient } from '@google-cloud/tasks';
+import {
+  appEngineAuthenticator, CloudTasksQueue, DatastoreStore, EmailAlerter, LocalQueue, Locker, MemoryStore, oidcAuthenticator,
+  type Alerter, type Authenticator, type Logger, type Queue, type Store,
+} from '../src/index';
+import type { ExampleConfig, QueueConfig } from './config';
+
+/** The built parts, and how to stop them. */
+export interface Parts {
+  store: Store;
+  queue: Queue;
+  locker: Locker;
+  /** Builds keys (without a connection when the store is in memory). */
+  keys: Datastore;
+  /** The namespace of every key the app writes. */
+  namespace: string | undefined;
+  /** Says in one line what the app runs on, e.g. `in-memory store, local dispatcher`. */
+  description: string;
+  /** Stops the queue, the Locker and the alerter; closes clients. */
+  shutdown(): Promise<void>;
+}
+
+/** Builds every part; `baseUrl` is the app's own URL, asked at each delivery of the local dispatcher. */
+export function buildParts(config: ExampleConfig, baseUrl: () => string): Parts {
+  const closers: Array<() => Promise<void>> = [];
+  const { store, keys, namespace, storeName } = buildStore(config);
+  const { queue, authenticate, queueName } = buildQueue(config.queue, baseUrl, closers);
+  let alerter: Alerter | undefined;
+  if (config.alert) {
+    const email = new EmailAlerter({ transport: config.alert.smtpUrl, to: config.alert.to, from: config.alert.from });
+    closers.push(() => email.shutdown());
+    alerter = email;
+  }
+  const locker = new Locker({ store, queue, alerter, authenticate, maxRetries: config.maxRetries });
+  if (config.queue.type === 'local') locker.startSweeping(config.queue.sweepIntervalMs);
+  return {
+    store, queue, locker, keys, namespace,
+    description: `${storeName}, ${queueName}${alerter ? ', email alerts' : ''}`,
+    async shutdown() {
+      await queue.shutdown?.();
+      await locker.shutdown();
+      for (const close of closers) await close();
+      await store.shutdown?.();
+    },
+  };
+}
+
+function buildStore(config: ExampleConfig): { store: Store; keys: Datastore; namespace: string | undefined; storeName: string } {
+  if (config.store.type === 'memory') {
+    return { store: new MemoryStore(), keys: new Datastore({ projectId: 'datastore-locker-example' }), namespace: undefined, storeName: 'in-memory store' };
+  }
+  const { projectId, namespace, emulatorHost } = config.store;
+  const datastore = new Datastore({ projectId });
+  const store = new DatastoreStore(datastore, namespace === undefined ? {} : { namespaces: [namespace] });
+  const where = emulatorHost ? `the Datastore emulator at ${emulatorHost}` : `Datastore in project ${projectId}`;
+  return { store, keys: datastore, namespace, storeName: `${where}${namespace ? `, namespace ${namespace}` : ''}` };
+}
+
+function buildQueue(config: QueueConfig, baseUrl: () => string, closers: Array<() => Promise<void>>): { queue: Queue; authenticate: Authenticator | undefined; queueName: string } {
+  if (config.type === 'local') {
+    // The dispatcher signs its requests; the Locker checks the signature by default.
+    return { queue: new LocalQueue({ baseUrl, logger: oneLineLogger }), authenticate: undefined, queueName: 'local dispatcher' };
+  }
+  const client = new CloudTasksClient();
+  closers.push(() => client.close());
+  const { project, location, queue: queueId, target } = config;
+  const name = `Cloud Tasks queue ${queueId} in ${location}`;
+  if (target.type === 'http') {
+    const queue = new CloudTasksQueue({
+      client, project, location, queue: queueId,
+      target: { type: 'http', url: target.url, oidc: { serviceAccountEmail: target.serviceAccountEmail } },
+    });
+    const authenticate = oidcAuthenticator({ audience: target.url, serviceAccountEmail: target.serviceAccountEmail });
+    return { queue, authenticate, queueName: `${name} (HTTP target ${target.url}, OIDC)` };
+  }
+  const queue = new CloudTasksQueue({ client, project, location, queue: queueId, target: { type: 'appengine', service: target.service } });
+  return { queue, authenticate: appEngineAuthenticator({ queues: [queueId] }), queueName: `${name} (App Engine target)` };
+}
+
+/** Logs one line per message, like the Locker's default logger. */
+const oneLineLogger: Logger = {
+  info: (message, fields) => console.info(logLine(message, fields)),
+  warn: (message, fields) => console.warn(logLine(message, fields)),
+  error: (message, fields) => console.error(logLine(message, fields)),
+};
+
+function logLine(message: string, fields?: Record<string, unknown>): string {
+  return `datastore-locker: ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`;
+}
