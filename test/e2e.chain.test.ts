@@ -32,13 +32,13 @@ describe('a 10-step chain, end to end', () => {
         thrownAt3 = true;
         throw new Error('transient failure at step 3');
       }
-      effects.push(ctx.seq); if (process.env.E2E_DEBUG) console.log('step', ctx.seq, Date.now() % 100000);
+      effects.push(ctx.seq);
       ctx.entity.count = ctx.seq;
-      if (ctx.seq === 6 && !forged) {
+      if (ctx.seq === 7 && !forged) {
         forged = true;
-        // A forged duplicate of step 6, under another task name, delivered after step 6 finished.
+        // A forged duplicate of step 6, under another task name, delivered once step 6 finished.
         const headers = { [Headers.key]: locker.encodeKey(ctx.key), [Headers.seq]: '6' };
-        setTimeout(() => { void queue.enqueue({ name: 'forged-duplicate-of-6', path: '/count', headers, body: '' }); }, 0);
+        await queue.enqueue({ name: 'forged-duplicate-of-6', path: '/count', headers, body: '' });
       }
       if (ctx.seq < 10) await ctx.schedule('/count', { from: ctx.seq });
     }, (props: Properties) => ({ count: typeof props.count === 'number' ? props.count : 0 })));
