@@ -26,12 +26,15 @@ export * from './types';
 export { decodeKey, encodeKey, keyPath } from './key-codec';
 
 // Stores: Datastore in production, in memory for local runs and tests.
-export { DatastoreStore, type DatastoreStoreOptions } from './store/datastore';
-export { MemoryStore } from './store/memory';
+export { DatastoreStore, DATASTORE_STORE_DEFAULTS, type DatastoreStoreOptions } from './store/datastore';
+export { MemoryStore, type MemoryStoreOptions, type MemoryStoreOperation } from './store/memory';
+// The contention retry the Locker uses, for your own read-check-write transactions.
+export { withContentionRetry, CONTENTION_RETRY_DEFAULTS, type ContentionRetryOptions } from './store/retry';
 
 // Queues: Cloud Tasks in production, the local dispatcher for local runs.
-export { CloudTasksQueue, type CloudTasksQueueOptions } from './queue/cloud-tasks';
-export { LocalQueue, type LocalQueueOptions } from './queue/local';
+export { CloudTasksQueue, type CloudTasksQueueOptions, type CloudTasksTarget, type HttpTarget, type AppEngineTarget } from './queue/cloud-tasks';
+export { LocalQueue, type LocalQueueOptions, type LocalQueueStats } from './queue/local';
+export { verifyLocalSignature } from './queue/local-signature';
 
 // Authenticators for task requests.
 export { oidcAuthenticator, type OidcAuthenticatorOptions, type OidcTokenVerifier } from './auth/oidc';
@@ -40,3 +43,7 @@ export { anyOf } from './auth/any-of';
 
 // Alerts by email.
 export { EmailAlerter, type EmailAlerterOptions } from './alert/email';
+export type { RateLimitOptions } from './alert/rate-limit';
+export type { Redaction } from './alert/redact';
+// The alert's wording, for alerters of your own (chat, pager) that want the same message.
+export { formatAlert, type AlertMessage } from './alert/message';

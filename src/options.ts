@@ -3,6 +3,7 @@
  * a complete, checked configuration. Nothing else in the library looks at raw options.
  */
 import { ConfigError } from './errors';
+import { CONTENTION_RETRY_DEFAULTS } from './store/retry';
 import type { Alerter, Authenticator, Logger, Queue, Store } from './types';
 
 /** Options of `new Locker(options)`. Only `store` is required. */
@@ -85,7 +86,7 @@ export const DEFAULTS = Object.freeze({
   leaseTimeout: 630_000,
   maxRetries: 10,
   lockFailedStatus: 503,
-  contention: Object.freeze({ attempts: 5, baseDelayMs: 20, maxDelayMs: 1_000 }),
+  contention: CONTENTION_RETRY_DEFAULTS,
   keyAppId: 'datastore-locker',
   sweepGrace: 60_000,
 });
