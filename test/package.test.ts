@@ -4,7 +4,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import ts from 'typescript';
 import { join } from 'node:path';
 
 const root = join(__dirname, '..');
@@ -31,8 +32,27 @@ describe('the built package', () => {
     }
   });
 
-  it('declares the public types', () => {
-    const dts = readFileSync(join(root, 'dist', 'index.d.ts'), 'utf8');
-    for (const name of ['Locker', 'LockerOptions', 'TaskContext', 'Store', 'Queue', 'AlertEvent']) assert.match(dts, new RegExp(`\\b${name}\\b`));
+  it('declares the public types, resolved through the exports map', () => {
+    const dir = mkdtempSync(join(root, 'test', '.package-'));
+    try {
+      const file = join(dir, 'consumer.ts');
+      writeFileSync(file, [
+        "import { Locker, MemoryStore, type LockerOptions, type TaskContext, type Store, type Queue, type AlertEvent } from 'datastore-locker';",
+        'const store: Store = new MemoryStore();',
+        'const options: LockerOptions = { store, authenticate: false };',
+        'export const locker: Locker = new Locker(options);',
+        'export type Used = [TaskContext<{ n: number }>, Queue, AlertEvent];',
+        '',
+      ].join('\n'));
+      const program = ts.createProgram([file], {
+        module: ts.ModuleKind.Node16, moduleResolution: ts.ModuleResolutionKind.Node16, strict: true, noEmit: true, skipLibCheck: true, types: ['node'],
+      });
+      const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      assert.deepEqual(problems, []);
+      const resolved = program.getSourceFiles().map((f) => f.fileName).filter((f) => f.includes('/dist/'));
+      assert.ok(resolved.some((f) => f.endsWith('dist/index.d.ts')), 'types come from dist/index.d.ts');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
