@@ -11,9 +11,9 @@ import { afterFailure, decide, type Decision } from './decision';
 import { LeaseLostError, LockerError, PermanentError, StoreUnavailableError } from './errors';
 import { keyPath } from './key-codec';
 import { Lease } from './lease';
-import { describeError, readLock, userProperties, type Lock } from './lock-fields';
-import { writeLock } from './lock-fields';
+import { describeError, readLock, userProperties, writeLock, type Lock } from './lock-fields';
 import { checkStep, dispatch, scheduledStep } from './outbox';
+import { newChainId } from './task-name';
 import { AlertReason, StepState, type Json, type Properties, type TaskInfo } from './types';
 
 /** How a task request is answered. */
@@ -107,23 +107,7 @@ async function take(core: Core, a: Arrival): Promise<{ answer: Answer } | { prop
 
   const d = taken.decision;
   if (d.action === 'overwrite' || d.action === 'expire') {
-    const reason = d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure;
-    const retries = readLock(taken.props!).tries + 1;
-    if (d.action === 'overwrite') {
-      core.emit('overwritten', { key: a.key, seq: a.seq, attempt: a.attempt, previous: d.previous, leaseAgeMs: d.leaseAgeMs });
-      core.config.logger.warn('stale lease overwritten', { key: keyPath(a.key), seq: a.seq, previous: d.previous, attempt: a.attempt, leaseAgeMs: d.leaseAgeMs });
-    } else {
-      core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error: new Error('lease expired') });
-      core.config.logger.error('step failed: its lease expired too often', { key: keyPath(a.key), seq: a.seq, previous: d.previous, retries });
-    }
-    if (taken.alerts) {
-      const alert = core.alert(alertEvent({
-        reason, key: a.key, seq: a.seq, retries, previousAttempt: d.previous, newAttempt: d.action === 'overwrite' ? a.attempt : undefined,
-        leaseAgeMs: d.leaseAgeMs, task: a.task, properties: taken.props!, at: now,
-        error: d.action === 'expire' ? new Error(`the lease of attempt ${d.previous} expired and the step has no attempts left`) : undefined,
-      }));
-      if (d.action === 'expire') await alert;
-    }
+    await reportTakeover(core, a, d, taken.props!, taken.alerts !== undefined, now);
     if (d.action === 'expire') return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left` } };
     return { props: taken.props! };
   }
@@ -132,6 +116,33 @@ async function take(core: Core, a: Arrival): Promise<{ answer: Answer } | { prop
     return { props: taken.props! };
   }
   return { answer: answerFor(core, a, d) };
+}
+
+/**
+ * Reports a stale lease taken over (`overwrite`) or ended (`expire`): event, log line and, when
+ * this transaction claimed it, the alert. An overwrite's alert is not awaited: the handler runs.
+ */
+async function reportTakeover(
+  core: Core, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, alert: boolean, now: Date,
+): Promise<void> {
+  const retries = readLock(props).tries + 1;
+  const where = { key: keyPath(a.key), seq: a.seq, previous: d.previous };
+  let error: Error | undefined;
+  if (d.action === 'overwrite') {
+    core.emit('overwritten', { key: a.key, seq: a.seq, attempt: a.attempt, previous: d.previous, leaseAgeMs: d.leaseAgeMs });
+    core.config.logger.warn('stale lease overwritten', { ...where, attempt: a.attempt, leaseAgeMs: d.leaseAgeMs });
+  } else {
+    error = new Error(`the lease of attempt ${d.previous} expired and the step has no attempts left`);
+    core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error });
+    core.config.logger.error('step failed: its lease expired too often', { ...where, retries });
+  }
+  if (!alert) return;
+  const sending = core.alert(alertEvent({
+    reason: d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure,
+    key: a.key, seq: a.seq, retries, previousAttempt: d.previous, newAttempt: d.action === 'overwrite' ? a.attempt : undefined,
+    leaseAgeMs: d.leaseAgeMs, task: a.task, properties: props, at: now, error,
+  }));
+  if (d.action === 'expire') await sending;
 }
 
 function arrivalDecision(core: Core, a: Arrival, props: Properties | undefined): Decision {
@@ -189,11 +200,11 @@ function context<E>(core: Core, a: Arrival, lease: Lease, entity: E, step: { don
       await lease.stop();
       const now = new Date(core.config.clock());
       const { record, chain } = await lease.fenced((tx, props, lock) => {
-        const chainId = lock.chain ?? `seq${lock.seq}`;
+        const chainId = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
         const planned = scheduledStep(a.key, lock, chainId, next, now);
         core.write(tx, a.key, writeLock({ ...props, ...entityProperties(entity) }, planned.lock, now));
         tx.putOutbox(planned.record);
-        return { record: planned.record, chain: lock.chain };
+        return { record: planned.record, chain: chainId };
       });
       step.done = true;
       step.next = record.seq;

@@ -133,6 +133,22 @@ export function chainSuite(name: string, open: () => Promise<StoreUnderTest>): v
         for (const task of queue.tasks) assert.equal((await deliver(t, task)).status, 200);
         assert.equal(t.runs.length, 3);
       });
+      it('runs a step of an entity the Go library wrote, and gives the chain an id when it schedules', async () => {
+        const queue = new RecordingQueue();
+        const t = taskApp(s.store, { queue });
+        const key = newKey();
+        await s.store.transaction(async (tx) => {
+          tx.put(key, { count: 4, lock_ts: new Date(), lock_req: '', lock_seq: 7, lock_try: 0 }, []); // no lock_state, no lock_chain
+        });
+        t.behave(async (ctx) => { await ctx.schedule('/task'); });
+        const goTask: TaskRequest = { name: 'go', path: '/task', body: '', headers: { [Headers.key]: t.locker.encodeKey(key), [Headers.seq]: '7' } };
+        assert.equal((await deliver(t, goTask)).status, 200);
+        assert.equal(t.runs.length, 1);
+        const props = await stored(key);
+        assert.equal(props.lock_seq, 8);
+        assert.equal(typeof props.lock_chain, 'string');
+        assert.equal(queue.tasks[0]!.headers[Headers.chain], props.lock_chain);
+      });
       it('is fenced: a handler that lost its lease cannot schedule', async () => {
         const queue = new RecordingQueue();
         const t = taskApp(s.store, { queue });
