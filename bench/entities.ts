@@ -1,0 +1,53 @@
+/**
+ * The benchmark's entities: keys that never collide, and the stored forms a step, a finished step
+ * and a held step start from. Seeded in batches outside every timed part.
+ */
+import type { Datastore, Key } from '@google-cloud/datastore';
+import { UNINDEXED_LOCK_FIELDS } from '../src/lock-fields';
+import { StepState, type Properties } from '../src/types';
+
+export const KIND = 'BenchCounter';
+
+/** Hands out fresh keys in one namespace. */
+export class KeySource {
+  private next = 0;
+  constructor(
+    private readonly datastore: Datastore,
+    readonly namespace: string,
+  ) {}
+
+  key(prefix: string): Key {
+    this.next += 1;
+    return this.datastore.key({ namespace: this.namespace, path: [KIND, `${prefix}-${this.next}`] });
+  }
+
+  keys(prefix: string, count: number): Key[] {
+    return Array.from({ length: count }, () => this.key(prefix));
+  }
+}
+
+/** A step scheduled and free: the lease is taken on arrival. */
+export function scheduledStep(seq: number, now = new Date()): Properties {
+  return { count: 0, label: 'bench', lock_ts: now, lock_req: '', lock_seq: seq, lock_try: 0, lock_state: StepState.scheduled };
+}
+
+/** A chain whose step `seq - 1` finished: a task for that step is a duplicate. */
+export function finishedStep(seq: number, now = new Date()): Properties {
+  return { ...scheduledStep(seq, now), lock_state: StepState.complete };
+}
+
+/** A step another attempt holds with a fresh lease (`lock_ts` now). */
+export function heldStep(seq: number, now = new Date()): Properties {
+  return { ...scheduledStep(seq, now), lock_req: 'another-attempt' };
+}
+
+/** Lock fields stay out of indexes, as the Locker writes them. */
+export const EXCLUDED: string[] = [...UNINDEXED_LOCK_FIELDS];
+
+/** Writes `props(i)` to every key, 500 per commit, without transactions. */
+export async function seed(datastore: Datastore, keys: readonly Key[], props: (i: number) => Properties): Promise<void> {
+  for (let start = 0; start < keys.length; start += 500) {
+    const batch = keys.slice(start, start + 500).map((key, j) => ({ key, data: props(start + j), excludeFromIndexes: EXCLUDED }));
+    await datastore.upsert(batch);
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * What a run prints: a readable table, then, as the very last line, one JSON object with the
+ * medians, the ratios to the floor and the memory check, for scripts that compare runs.
+ */
+import { availableParallelism } from 'node:os';
+import type { LeakReport } from './leak';
+import type { LatencySamples } from './latency';
+import type { RpcCounts } from './rpc-count';
+import { describeRpcs, totalRpcs } from './rpc-count';
+import { round, summarize, type Summary } from './stats';
+import type { ThroughputSamples } from './throughput';
+import type { Settings } from './settings';
+
+/** The issue's targets, as medians on the legacy emulator. */
+export const TARGETS = Object.freeze({ stepToFloor: 1.4, duplicateToFloor: 0.35, throughput16ToFloor: 0.6 });
+
+/** Everything one run measured. */
+export interface Results {
+  settings: Settings;
+  emulator: string;
+  latency: LatencySamples;
+  throughput: ThroughputSamples;
+  rpcs: { floor?: RpcCounts; step?: RpcCounts; duplicateFinished?: RpcCounts; duplicateHeld?: RpcCounts };
+  leaks: LeakReport[];
+}
+
+/** The medians and ratios both outputs are made of. */
+function figures(r: Results) {
+  const l = Object.fromEntries(Object.entries(r.latency).map(([k, v]) => [k, summarize(v)])) as Record<keyof LatencySamples, Summary>;
+  const floorOps = summarize(r.throughput.floorOpsPerSec).median;
+  const stepOps = summarize(r.throughput.stepOpsPerSec).median;
+  const floor = l.floor.median;
+  const duplicate = Math.max(l.duplicateFinished.median, l.duplicateHeld.median);
+  return {
+    l, floorOps, stepOps, duplicate,
+    stepToFloor: l.step.median / floor,
+    duplicateToFloor: duplicate / floor,
+    duplicateFinishedToFloor: l.duplicateFinished.median / floor,
+    duplicateHeldToFloor: l.duplicateHeld.median / floor,
+    throughput16ToFloor: stepOps / floorOps,
+    stepNetOfHttpToFloor: (l.step.median - l.http.median) / floor,
+    duplicateNetOfHttpToFloor: (duplicate - l.http.median) / floor,
+  };
+}
+
+/** The JSON line: flat numbers, so runs compare with a one-line script. */
+export function summaryJson(r: Results): Record<string, unknown> {
+  const f = figures(r);
+  const { l } = f;
+  const leak = r.leaks[0];
+  return {
+    bench: 'datastore-locker step',
+    emulator: r.emulator,
+    quick: r.settings.quick,
+    rounds: r.settings.rounds,
+    floorMs: round(l.floor.median), floorP99Ms: round(l.floor.p99),
+    stepMs: round(l.step.median), stepP99Ms: round(l.step.p99),
+    duplicateMs: round(f.duplicate),
+    duplicateFinishedMs: round(l.duplicateFinished.median), duplicateFinishedP99Ms: round(l.duplicateFinished.p99),
+    duplicateHeldMs: round(l.duplicateHeld.median), duplicateHeldP99Ms: round(l.duplicateHeld.p99),
+    floorOpsPerSec16: round(f.floorOps, 1), stepOpsPerSec16: round(f.stepOps, 1),
+    floorCpuMicros16: round(summarize(r.throughput.floorCpuMicros).median, 1), stepCpuMicros16: round(summarize(r.throughput.stepCpuMicros).median, 1),
+    stepToFloor: round(f.stepToFloor),
+    duplicateToFloor: round(f.duplicateToFloor),
+    duplicateFinishedToFloor: round(f.duplicateFinishedToFloor),
+    duplicateHeldToFloor: round(f.duplicateHeldToFloor),
+    throughput16ToFloor: round(f.throughput16ToFloor),
+    stepNetOfHttpToFloor: round(f.stepNetOfHttpToFloor),
+    duplicateNetOfHttpToFloor: round(f.duplicateNetOfHttpToFloor),
+    lookupMs: round(l.lookup.median), httpMs: round(l.http.median),
+    floorBeginMs: round(l.floorBegin.median), floorLookupMs: round(l.floorLookup.median), floorCommitMs: round(l.floorCommit.median),
+    rpcsPerStep: r.rpcs.step ? totalRpcs(r.rpcs.step) : null,
+    rpcsPerDuplicate: r.rpcs.duplicateFinished ? totalRpcs(r.rpcs.duplicateFinished) : null,
+    rpcsPerFloor: r.rpcs.floor ? totalRpcs(r.rpcs.floor) : null,
+    heapGrowthBytes: leak?.heapGrowthBytes ?? null,
+    timersBefore: leak?.timersBefore ?? null,
+    timersAfter: leak?.timersAfter ?? null,
+    timersLeftAlive: leak?.timersLeftAlive ?? null,
+    libraryTimersLeftAlive: leak?.libraryTimersLeftAlive ?? null,
+    leakSteps: leak?.steps ?? null,
+    leakStore: leak?.store ?? null,
+    leaks: r.leaks.map((k) => ({ store: k.store, steps: k.steps, heapGrowthBytes: k.heapGrowthBytes, timersBefore: k.timersBefore, timersAfter: k.timersAfter, timersLeftAlive: k.timersLeftAlive, libraryTimersLeftAlive: k.libraryTimersLeftAlive })),
+    targetsMet:
+      f.stepToFloor <= TARGETS.stepToFloor && f.duplicateToFloor <= TARGETS.duplicateToFloor && f.throughput16ToFloor >= TARGETS.throughput16ToFloor,
+  };
+}
+
+const LATENCY_COLUMNS = [32, 10, 9, 9, 14, 0];
+const THROUGHPUT_COLUMNS = [32, 13, 9, 9, 13, 9, 14];
+
+/** The readable table. */
+export function table(r: Results): string {
+  const f = figures(r);
+  const { l } = f;
+  const s = r.settings;
+  const lines: string[] = [];
+  lines.push(`datastore-locker benchmark on the ${r.emulator}${s.quick ? ', quick run' : ''}`);
+  lines.push('');
+  lines.push(`Latency at concurrency 1: ${s.rounds} interleaved rounds after ${s.jvmWarmup} warm-up operations and ${s.warmup} warm-up rounds`);
+  lines.push(row(['', 'median ms', 'p99 ms', '× floor', 'target', 'RPCs per op'], LATENCY_COLUMNS));
+  const latencyRow = (label: string, x: Summary, target: string, rpcs: RpcCounts | undefined): string =>
+    row([label, ms(x.median), ms(x.p99), (x.median / l.floor.median).toFixed(2), target, describeRpcs(rpcs)], LATENCY_COLUMNS);
+  lines.push(latencyRow('raw read-write transaction', l.floor, '(floor)', r.rpcs.floor));
+  lines.push(latencyRow('step through handle()', l.step, verdict(f.stepToFloor, TARGETS.stepToFloor, 'max'), r.rpcs.step));
+  lines.push(latencyRow('duplicate of a finished step', l.duplicateFinished, verdict(f.duplicateFinishedToFloor, TARGETS.duplicateToFloor, 'max'), r.rpcs.duplicateFinished));
+  lines.push(latencyRow('duplicate of a held step', l.duplicateHeld, verdict(f.duplicateHeldToFloor, TARGETS.duplicateToFloor, 'max'), r.rpcs.duplicateHeld));
+  lines.push('');
+  const t = r.throughput;
+  lines.push(`Throughput at concurrency ${s.concurrency}: ${s.batches} alternating batches of ${s.batchOps * s.concurrency} operations of each kind`);
+  lines.push(row(['', 'median ops/s', 'p50 ms', 'p99 ms', 'node CPU µs', '× floor', 'target'], THROUGHPUT_COLUMNS));
+  const throughputRow = (label: string, rate: number, latencies: number[], cpu: number[], target: string): string => {
+    const lat = summarize(latencies);
+    return row([label, rate.toFixed(0), ms(lat.median), ms(lat.p99), summarize(cpu).median.toFixed(0), (rate / f.floorOps).toFixed(2), target], THROUGHPUT_COLUMNS);
+  };
+  lines.push(throughputRow('raw read-write transactions', f.floorOps, t.floorLatency, t.floorCpuMicros, '(floor)'));
+  lines.push(throughputRow('steps through handle()', f.stepOps, t.stepLatency, t.stepCpuMicros, verdict(f.throughput16ToFloor, TARGETS.throughput16ToFloor, 'min')));
+  lines.push(`  (node CPU µs: this process's CPU time per operation, median over batches; the emulator's JVM runs beside it on ${availableParallelism()} CPUs)`);
+  lines.push('');
+  lines.push(...breakdown(r, l));
+  lines.push(`  less the HTTP round trip's median: a step costs ${f.stepNetOfHttpToFloor.toFixed(2)} × floor, a duplicate ${f.duplicateNetOfHttpToFloor.toFixed(2)} × floor (an approximation; the targets above include HTTP)`);
+  for (const leak of r.leaks) lines.push('', ...leakLines(leak, s.concurrency));
+  return lines.join('\n');
+}
+
+/** Where the time goes: the floor's round trips, a lookup, an HTTP round trip, and the step modelled from its RPCs. */
+function breakdown(r: Results, l: Record<keyof LatencySamples, Summary>): string[] {
+  const cost: Record<keyof RpcCounts, number> = {
+    lookup: l.floorLookup.median, beginTransaction: l.floorBegin.median, commit: l.floorCommit.median,
+    rollback: l.floorBegin.median, runQuery: l.floorLookup.median,
+  };
+  const model = (rpcs: RpcCounts | undefined, measured: Summary, label: string): string => {
+    if (!rpcs) return `  ${label}: RPCs not counted`;
+    const sum = (Object.keys(cost) as Array<keyof RpcCounts>).reduce((acc, m) => acc + rpcs[m] * cost[m], l.http.median);
+    return `  ${label}: HTTP + ${describeRpcs(rpcs)} one after another ≈ ${ms(sum)} ms; measured ${ms(measured.median)} ms`;
+  };
+  return [
+    'Where the time goes (medians at concurrency 1)',
+    `  the floor's round trips: beginTransaction ${ms(l.floorBegin.median)} ms, lookup ${ms(l.floorLookup.median)} ms, commit ${ms(l.floorCommit.median)} ms`,
+    `  a lookup outside a transaction: ${ms(l.lookup.median)} ms; an HTTP round trip to an express route that answers at once: ${ms(l.http.median)} ms`,
+    model(r.rpcs.step, l.step, 'step'),
+    model(r.rpcs.duplicateFinished, l.duplicateFinished, 'duplicate of a finished step'),
+    model(r.rpcs.duplicateHeld, l.duplicateHeld, 'duplicate of a held step'),
+  ];
+}
+
+function leakLines(leak: LeakReport, concurrency: number): string[] {
+  const n = leak.steps.toLocaleString('en-US');
+  const lines = [
+    `Memory and timers over ${n} steps through handle() at concurrency ${concurrency} on the ${leak.store} (${leak.seconds.toFixed(1)} s)`,
+    `  heap used after a forced GC: ${kb(leak.heapBeforeBytes)} before, ${kb(leak.heapAfterBytes)} after: growth ${leak.heapGrowthBytes} bytes (${(leak.heapGrowthBytes / leak.steps).toFixed(1)} bytes per step)`,
+    `  live timers (process.getActiveResourcesInfo, which lists ref'd timers only): ${leak.timersBefore} before, ${leak.timersAfter} after; handler runs: ${leak.handlerRuns}`,
+    `  live resources before: ${describeResources(leak.resourcesBefore)}; after: ${describeResources(leak.resourcesAfter)}`,
+    `  a second pass of ${n} steps under async_hooks: timers and handles it created (unref'd included) still alive once the HTTP connections closed: ${leak.timersLeftAlive} timers, ${leak.libraryTimersLeftAlive} of them created by the library`,
+  ];
+  for (const [what, count] of Object.entries(leak.leftAlive)) lines.push(`    ${count} × ${what}`);
+  if (Object.keys(leak.leftAlive).some((what) => /^(PendingRequest|RANDOMBYTESREQUEST) /.test(what))) {
+    lines.push("    (node's http2 PendingRequest and crypto RANDOMBYTESREQUEST resources never report their end to async_hooks; the heap above says whether anything is kept)");
+  }
+  return lines;
+}
+
+function verdict(ratio: number, target: number, kind: 'max' | 'min'): string {
+  const met = kind === 'max' ? ratio <= target : ratio >= target;
+  return `${kind === 'max' ? '≤' : '≥'} ${target} ${met ? 'met' : 'MISSED'}`;
+}
+
+/** Left-aligned first cell, right-aligned number cells of the given widths; a width of 0 leaves the cell as it is. */
+function row(cells: string[], widths: number[]): string {
+  return cells
+    .map((cell, i) => {
+      const width = widths[i] ?? 0;
+      if (i === 0) return cell.padEnd(width);
+      return width === 0 ? `  ${cell}` : cell.padStart(width);
+    })
+    .join('')
+    .trimEnd();
+}
+
+function ms(value: number): string {
+  return value.toFixed(2);
+}
+
+function kb(bytes: number): string {
+  return `${(bytes / 1024).toFixed(0)} KiB`;
+}
+
+function describeResources(counts: Record<string, number>): string {
+  const entries = Object.entries(counts).sort(([a], [b]) => a.localeCompare(b));
+  return entries.length === 0 ? 'none' : entries.map(([name, n]) => `${name} ${n}`).join(', ');
+}

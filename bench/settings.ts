@@ -1,0 +1,52 @@
+/**
+ * How much the benchmark measures. `BENCH_QUICK=1` makes a short run; single sizes can be
+ * overridden (`BENCH_JVM_WARMUP`, `BENCH_ROUNDS`, `BENCH_WARMUP`, `BENCH_BATCHES`, `BENCH_BATCH_OPS`, `BENCH_LEAK_STEPS`),
+ * which the smoke test uses for a tiny round.
+ */
+
+/** The sizes of one benchmark run. */
+export interface Settings {
+  /** Interleaved latency rounds (each: one floor, one step, one duplicate of each kind). */
+  rounds: number;
+  /** Raw transactions and steps (each) run at concurrency 16 before anything else, to warm the emulator's JVM. */
+  jvmWarmup: number;
+  /** Rounds run first and thrown away. */
+  warmup: number;
+  /** Alternating throughput batches of each kind at concurrency 16. */
+  batches: number;
+  /** Operations per worker in one throughput batch. */
+  batchOps: number;
+  /** Concurrency of the throughput part. */
+  concurrency: number;
+  /** Steps of the memory and timer check. */
+  leakSteps: number;
+  /** Steps run before the memory baseline, so caches and JIT settle first. */
+  leakWarmup: number;
+  quick: boolean;
+}
+
+const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, quick: false };
+const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, quick: true };
+
+/** The settings for this run, from the environment. */
+export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const base = env.BENCH_QUICK === '1' || env.BENCH_QUICK === 'true' ? QUICK : FULL;
+  return {
+    ...base,
+    jvmWarmup: count(env, 'BENCH_JVM_WARMUP', base.jvmWarmup, 0),
+    rounds: count(env, 'BENCH_ROUNDS', base.rounds),
+    warmup: count(env, 'BENCH_WARMUP', base.warmup, 0),
+    batches: count(env, 'BENCH_BATCHES', base.batches),
+    batchOps: count(env, 'BENCH_BATCH_OPS', base.batchOps),
+    leakSteps: count(env, 'BENCH_LEAK_STEPS', base.leakSteps),
+    leakWarmup: count(env, 'BENCH_LEAK_WARMUP', base.leakWarmup, 0),
+  };
+}
+
+function count(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min) throw new Error(`${name} must be a whole number of at least ${min}; got ${JSON.stringify(raw)}`);
+  return value;
+}

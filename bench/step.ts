@@ -1,0 +1,89 @@
+/**
+ * `npm run bench`: the cost of a step through `handle()` next to the cost of one raw Datastore
+ * read-write transaction, on the legacy Datastore emulator that `scripts/with-emulators.mjs`
+ * starts. Measures, in one run: the raw floor; a full step (HTTP in, acquire, trivial handler,
+ * finish) at concurrency 1 and 16; the answer to a duplicate of a finished and of a held step;
+ * and heap and timer growth over 10,000 steps. Prints a table, then one JSON line, last.
+ *
+ * `BENCH_QUICK=1` makes a short run (see `settings.ts` for single sizes). `BENCH_LEAK_STORE`
+ * chooses the store of the memory check: `datastore` (the emulator, default), `memory` (the
+ * in-memory store: the library alone, faster) or `both`. The memory check forces full GCs: with
+ * `global.gc` when node runs with `--expose-gc` (e.g. `NODE_OPTIONS=--expose-gc npm run bench`),
+ * else by setting that V8 flag at run time.
+ */
+import { DatastoreStore } from '../src/store/datastore';
+import { MemoryStore } from '../src/store/memory';
+import { legacyDatastore } from '../test/support/emulator';
+import { KeySource, finishedStep, heldStep, seed } from './entities';
+import { DUPLICATE_FINISHED, DUPLICATE_HELD, STEP_DONE, expectReply } from './expect';
+import { rawTransaction } from './floor';
+import { measureLatency, seededSteps, type Target } from './latency';
+import { measureLeak, type LeakReport } from './leak';
+import { summaryJson, table, type Results } from './report';
+import { rpcsPerOp } from './rpc-count';
+import { startStepServer } from './server';
+import { readSettings } from './settings';
+import { measureThroughput } from './throughput';
+import { warmUp } from './warmup';
+
+const RPC_SAMPLE = 20;
+
+async function main(): Promise<void> {
+  const settings = readSettings();
+  const leakStores = leakStoreChoice(process.env.BENCH_LEAK_STORE);
+  const datastore = legacyDatastore();
+  const keys = new KeySource(datastore, `bench-${process.pid}-${Date.now().toString(36)}`);
+  const server = await startStepServer(new DatastoreStore(datastore));
+  const target: Target = { datastore, server, keys };
+  const progress = (text: string): void => void process.stderr.write(`bench: ${text}\n`);
+  let results: Results;
+  try {
+    progress(`warming up the emulator: ${settings.jvmWarmup} raw transactions and steps`);
+    await warmUp(target, settings.jvmWarmup, settings.concurrency);
+    progress(`latency, ${settings.warmup} + ${settings.rounds} rounds`);
+    const latency = await measureLatency(target, settings.rounds, settings.warmup);
+    progress('counting RPCs per operation');
+    const rpcs = await countRpcs(target);
+    progress(`throughput at concurrency ${settings.concurrency}, ${settings.batches} batches of each`);
+    const throughput = await measureThroughput(target, settings.batches, settings.batchOps, settings.concurrency);
+    const leaks: LeakReport[] = [];
+    for (const name of leakStores) {
+      progress(`memory and timers, ${settings.leakWarmup} + ${settings.leakSteps} steps on the ${name === 'memory' ? 'in-memory store' : 'emulator'}`);
+      const store = name === 'memory' ? new MemoryStore({ projectId: datastore.options.projectId }) : new DatastoreStore(datastore);
+      leaks.push(await measureLeak(name === 'memory' ? 'in-memory store' : 'legacy Datastore emulator', store, keys, settings.leakSteps, settings.leakWarmup, settings.concurrency));
+    }
+    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks };
+  } finally {
+    await server.close();
+  }
+  console.log(table(results));
+  console.log(JSON.stringify(summaryJson(results)));
+}
+
+/** RPCs each kind of operation sends, counted in an untimed pass. */
+async function countRpcs(t: Target): Promise<Results['rpcs']> {
+  const steps = await seededSteps(t, 'rpc-step', RPC_SAMPLE);
+  const floors = await seededSteps(t, 'rpc-floor', RPC_SAMPLE);
+  const finished = t.keys.key('rpc-finished');
+  const held = t.keys.key('rpc-held');
+  await seed(t.datastore, [finished], () => finishedStep(2));
+  await seed(t.datastore, [held], () => heldStep(1));
+  return {
+    floor: await rpcsPerOp(t.datastore, RPC_SAMPLE, async (i) => void (await rawTransaction(t.datastore, floors[i]!))),
+    step: await rpcsPerOp(t.datastore, RPC_SAMPLE, async (i) => expectReply(await t.server.send(steps[i]!, 1), STEP_DONE, 'a step')),
+    duplicateFinished: await rpcsPerOp(t.datastore, RPC_SAMPLE, async () => expectReply(await t.server.send(finished, 1), DUPLICATE_FINISHED, 'a duplicate of a finished step')),
+    duplicateHeld: await rpcsPerOp(t.datastore, RPC_SAMPLE, async () => expectReply(await t.server.send(held, 1), DUPLICATE_HELD, 'a duplicate of a held step')),
+  };
+}
+
+function leakStoreChoice(raw: string | undefined): Array<'memory' | 'datastore'> {
+  if (raw === undefined || raw === '' || raw === 'datastore') return ['datastore'];
+  if (raw === 'memory') return ['memory'];
+  if (raw === 'both') return ['datastore', 'memory'];
+  throw new Error(`BENCH_LEAK_STORE must be datastore, memory or both; got ${JSON.stringify(raw)}`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+  process.exitCode = 1;
+});

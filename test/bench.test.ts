@@ -1,0 +1,71 @@
+/**
+ * The benchmark runs end to end: a tiny round of `bench/step.ts` against the emulator, in a child
+ * process as `npm run bench` runs it, prints its table and ends with one JSON line that scripts
+ * can compare. No timing is asserted: speed is the benchmark's business, not a test's.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..');
+
+/** Sizes for a round of a few seconds. */
+const TINY = {
+  BENCH_QUICK: '1',
+  BENCH_JVM_WARMUP: '20',
+  BENCH_WARMUP: '2',
+  BENCH_ROUNDS: '6',
+  BENCH_BATCHES: '2',
+  BENCH_BATCH_OPS: '2',
+  BENCH_LEAK_WARMUP: '16',
+  BENCH_LEAK_STEPS: '64',
+  BENCH_LEAK_STORE: 'both',
+};
+
+function runBench(): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', join('bench', 'step.ts')],
+      { cwd: ROOT, env: { ...process.env, ...TINY }, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('npm run bench', () => {
+  it('prints a table and, last, one JSON line with the medians, the ratios to the floor and the memory check', { timeout: 200_000 }, async () => {
+    const { code, stdout, stderr } = await runBench();
+    assert.equal(code, 0, `the benchmark failed:\n${stderr}`);
+    const lines = stdout.trimEnd().split('\n');
+    const table = lines.slice(0, -1).join('\n');
+    for (const row of ['raw read-write transaction', 'step through handle()', 'duplicate of a finished step', 'duplicate of a held step', 'steps through handle()', 'Memory and timers over 64 steps']) {
+      assert.ok(table.includes(row), `the table shows "${row}"`);
+    }
+
+    const result = JSON.parse(lines.at(-1)!) as Record<string, unknown>;
+    for (const name of ['floorMs', 'stepMs', 'duplicateFinishedMs', 'duplicateHeldMs', 'floorOpsPerSec16', 'stepOpsPerSec16', 'stepToFloor', 'duplicateToFloor', 'throughput16ToFloor']) {
+      const value = result[name];
+      assert.ok(typeof value === 'number' && Number.isFinite(value) && value > 0, `${name} is a positive number, got ${String(value)}`);
+    }
+    assert.equal(result.duplicateToFloor, Math.max(result.duplicateFinishedToFloor as number, result.duplicateHeldToFloor as number));
+    assert.equal(typeof result.targetsMet, 'boolean');
+    assert.equal(typeof result.heapGrowthBytes, 'number');
+    assert.equal(result.leakSteps, 64);
+
+    // What is counted, not timed: a step writes twice, a duplicate is answered from one lookup.
+    assert.ok((result.rpcsPerStep as number) >= 2, `a step sends at least its two commits, got ${String(result.rpcsPerStep)} RPCs`);
+    assert.equal(result.rpcsPerDuplicate, 1);
+
+    const leaks = result.leaks as Array<Record<string, unknown>>;
+    assert.deepEqual(leaks.map((l) => l.store), ['legacy Datastore emulator', 'in-memory store']);
+    for (const leak of leaks) {
+      assert.equal(leak.steps, 64);
+      assert.equal(leak.libraryTimersLeftAlive, 0, `no timer of the library outlives its step on the ${String(leak.store)}`);
+    }
+  });
+});
