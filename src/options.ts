@@ -106,7 +106,7 @@ function line(message: string, fields?: Record<string, unknown>): string {
 export function parseOptions(options: LockerOptions): Config {
   if (typeof options !== 'object' || options === null) throw new ConfigError('Locker options must be an object.');
   const o = dropUndefined(options);
-  requireShape('store', o.store, ['transaction', 'get', 'listOutbox', 'deleteOutbox']);
+  requireShape('store', o.store, ['transaction', 'get', 'read', 'replaceIfUnchanged', 'listOutbox', 'deleteOutbox']);
   if (o.queue !== undefined) requireShape('queue', o.queue, ['enqueue']);
   if (o.alerter !== undefined && typeof o.alerter !== 'function') requireShape('alerter', o.alerter, ['send']);
   if (o.logger !== undefined) requireShape('logger', o.logger, ['info', 'warn', 'error']);

@@ -89,6 +89,16 @@ export interface StoreTransaction {
 }
 
 /**
+ * An entity as a versioned read found it. `version` is the store's own, opaque to everyone else:
+ * it says which version was read (and whatever else the store needs to write the entity back
+ * faithfully).
+ */
+export interface Snapshot {
+  readonly properties: Properties;
+  readonly version: unknown;
+}
+
+/**
  * Transactional persistence of entities. A store only reads and writes: every lease rule lives
  * above it. Errors it raises: `ContentionError` when a transaction aborts on contention (retried
  * whole by the caller), `StoreUnavailableError` for any other failure to reach the store.
@@ -101,6 +111,16 @@ export interface Store {
   transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   /** A strongly consistent read outside any transaction. */
   get(key: Key): Promise<Properties | undefined>;
+  /** A strongly consistent read outside any transaction, with the entity's version. */
+  read(key: Key): Promise<Snapshot | undefined>;
+  /**
+   * Compare-and-swap on one entity, outside any transaction: replaces it with `properties` only if
+   * it is still at the version `snapshot` was read at. Resolves to the new snapshot, or to
+   * undefined when the entity changed or was deleted since (then nothing was written). One round
+   * trip where the store can (Datastore's `baseVersion`): the Locker's hot path is a read and two
+   * of these.
+   */
+  replaceIfUnchanged(key: Key, snapshot: Snapshot, properties: Properties, excludeFromIndexes: readonly string[]): Promise<Snapshot | undefined>;
   /** Outbox records created before `before`, oldest first, at most `limit`. */
   listOutbox(before: Date, limit: number): Promise<OutboxRecord[]>;
   /** Removes an outbox record once its task was created (a missing record is not an error). */
