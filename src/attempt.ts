@@ -8,13 +8,14 @@ import { alertEvent, claimAlert } from './alerts';
 import { entityProperties, type EntityFactory, type ScheduledStep, type TaskContext, type TaskHandler } from './context';
 import type { Core } from './core';
 import { afterFailure, decide, type Decision } from './decision';
-import { LeaseLostError, LockerError, PermanentError, StoreUnavailableError } from './errors';
+import { ContentionError, LeaseLostError, LockerError, PermanentError, StoreUnavailableError } from './errors';
 import { keyPath } from './key-codec';
 import { Lease } from './lease';
 import { describeError, readLock, userProperties, writeLock, type Lock } from './lock-fields';
 import { checkStep, dispatch, scheduledStep } from './outbox';
 import { newChainId } from './task-name';
-import { AlertReason, StepState, type Json, type Properties, type TaskInfo } from './types';
+import { withContentionRetry } from './store/retry';
+import { AlertReason, StepState, type Json, type Properties, type Snapshot, type TaskInfo } from './types';
 
 /** How a task request is answered. */
 export interface Answer {
@@ -53,7 +54,7 @@ async function attempt<E, P>(core: Core, a: Arrival, handler: TaskHandler<E, P>,
   const taken = await take(core, a);
   if ('answer' in taken) return taken.answer;
 
-  const lease = new Lease(core, a.key, a.seq, a.attempt);
+  const lease = new Lease(core, a.key, a.seq, a.attempt, taken.snapshot);
   const step = { done: false, next: undefined as number | undefined };
   let entity: E | undefined;
   let failure: { error: unknown } | undefined;
@@ -77,45 +78,54 @@ async function attempt<E, P>(core: Core, a: Arrival, handler: TaskHandler<E, P>,
 }
 
 /** Decides on a strongly consistent read first (most duplicates end here, without a transaction), then takes the lease in one. */
-async function take(core: Core, a: Arrival): Promise<{ answer: Answer } | { props: Properties }> {
-  const quick = arrivalDecision(core, a, await core.config.store.get(a.key));
-  if (quick.action === 'drop' || quick.action === 'refuse') return { answer: answerFor(core, a, quick) };
-
+/**
+ * Takes the lease, or answers. One strongly consistent read decides; most duplicates end there.
+ * A lease is taken by a compare-and-swap on the version read: when another attempt wrote first,
+ * the entity is read again and decided again (bounded, with backoff).
+ */
+async function take(core: Core, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot; props: Properties }> {
+  const { store, leaseDuration } = core.config;
   const now = new Date(core.config.clock());
-  const taken = await core.transact(async (tx) => {
-    const props = await tx.get(a.key);
-    const decision = arrivalDecision(core, a, props);
-    if (!props || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
-      return { decision, props, alerts: undefined };
+  const known = core.seen.recall(a.key, a.seq, a.chain, now.getTime());
+  if (known) return { answer: answerFor(core, a, known) };
+  let snapshot = await store.read(a.key);
+  core.seen.observe(a.key, snapshot?.properties, now.getTime(), leaseDuration);
+  const taken = await withContentionRetry(async () => {
+    const decision = arrivalDecision(core, a, snapshot?.properties);
+    if (!snapshot || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
+      return { decision, snapshot: undefined, alerts: undefined };
     }
-    const lock = readLock(props);
-    let next: Lock;
-    let alerts: string[] | undefined;
-    if (decision.action === 'acquire') {
-      next = { ...lock, req: a.attempt };
-    } else if (decision.action === 'overwrite') {
-      alerts = claimAlert(core.config, lock, AlertReason.overwrite);
-      next = { ...lock, req: a.attempt, tries: lock.tries + 1, alerts: alerts ?? lock.alerts };
-    } else {
-      alerts = claimAlert(core.config, lock, AlertReason.failure);
-      const err = `lease of attempt ${decision.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
-      next = { ...lock, req: '', tries: lock.tries + 1, state: StepState.failed, err, alerts: alerts ?? lock.alerts };
-    }
-    core.write(tx, a.key, writeLock(props, next, now));
-    return { decision, props, alerts };
-  });
+    const { lock, alerts } = takeover(core, a, decision, readLock(snapshot.properties));
+    const written = await core.replace(a.key, snapshot, writeLock(snapshot.properties, lock, now));
+    if (written) return { decision, snapshot: written, read: snapshot, alerts };
+    snapshot = await store.read(a.key);
+    core.seen.observe(a.key, snapshot?.properties, core.config.clock(), leaseDuration);
+    throw new ContentionError(`${keyPath(a.key)} changed while attempt ${a.attempt} took its lease`);
+  }, core.config.contention);
 
   const d = taken.decision;
+  if (!taken.snapshot || !taken.read) return { answer: answerFor(core, a, d) };
   if (d.action === 'overwrite' || d.action === 'expire') {
-    await reportTakeover(core, a, d, taken.props!, taken.alerts !== undefined, now);
+    await reportTakeover(core, a, d, taken.read.properties, taken.alerts !== undefined, now);
     if (d.action === 'expire') return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left` } };
-    return { props: taken.props! };
-  }
-  if (d.action === 'acquire') {
+  } else {
     core.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
-    return { props: taken.props! };
   }
-  return { answer: answerFor(core, a, d) };
+  return { snapshot: taken.snapshot, props: taken.read.properties };
+}
+
+/** The lock an arriving attempt writes when it takes the lease (or fails a step whose leases kept expiring). */
+function takeover(core: Core, a: Arrival, d: Decision, lock: Lock): { lock: Lock; alerts: string[] | undefined } {
+  if (d.action === 'overwrite') {
+    const alerts = claimAlert(core.config, lock, AlertReason.overwrite);
+    return { lock: { ...lock, req: a.attempt, tries: lock.tries + 1, alerts: alerts ?? lock.alerts }, alerts };
+  }
+  if (d.action === 'expire') {
+    const alerts = claimAlert(core.config, lock, AlertReason.failure);
+    const err = `lease of attempt ${d.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
+    return { lock: { ...lock, req: '', tries: lock.tries + 1, state: StepState.failed, err, alerts: alerts ?? lock.alerts }, alerts };
+  }
+  return { lock: { ...lock, req: a.attempt }, alerts: undefined };
 }
 
 /**
@@ -206,6 +216,7 @@ function context<E>(core: Core, a: Arrival, lease: Lease, entity: E, step: { don
         tx.putOutbox(planned.record);
         return { record: planned.record, chain: chainId };
       });
+      core.seen.forget(a.key);
       step.done = true;
       step.next = record.seq;
       core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: record.seq });
@@ -225,9 +236,9 @@ function context<E>(core: Core, a: Arrival, lease: Lease, entity: E, step: { don
 /** Marks the step complete (`lock_seq + 1`, nothing scheduled) and saves the entity; fenced. */
 async function completeStep(core: Core, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
   const now = new Date(core.config.clock());
-  await lease.fenced((tx, props, lock) => {
+  await lease.update((props, lock) => {
     const done: Lock = { ...lock, ts: now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.complete, task: undefined, err: undefined, alerts: [] };
-    core.write(tx, a.key, writeLock({ ...props, ...entityProperties(entity) }, done, now));
+    return writeLock({ ...props, ...entityProperties(entity) }, done, now);
   });
   core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
 }
@@ -248,15 +259,17 @@ async function fail(core: Core, a: Arrival, lease: Lease, error: unknown): Promi
   const now = new Date(core.config.clock());
   let outcome: { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties };
   try {
-    outcome = await lease.fenced((tx, props, lock) => {
+    let decided: typeof outcome | undefined;
+    await lease.update((props, lock) => {
       const verdict = afterFailure(lock, core.config.maxRetries, error instanceof PermanentError);
       const tries = lock.tries + 1;
       const alerts = verdict === 'fail' ? claimAlert(core.config, lock, AlertReason.failure) : undefined;
       const state = verdict === 'fail' ? StepState.failed : StepState.scheduled;
       const next: Lock = { ...lock, req: '', tries, state, err: describeError(error), alerts: alerts ?? lock.alerts };
-      core.write(tx, a.key, writeLock(props, next, now));
-      return { verdict, tries, alerts, props };
+      decided = { verdict, tries, alerts, props };
+      return writeLock(props, next, now);
     });
+    outcome = decided!;
   } catch (writeError) {
     if (writeError instanceof LeaseLostError) return lost(core, a, writeError);
     throw writeError;

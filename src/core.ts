@@ -5,15 +5,20 @@
 import type { Key } from '@google-cloud/datastore';
 import type { LockerEvents } from './events';
 import type { Config } from './options';
-import type { AlertEvent, Properties, StoreTransaction } from './types';
+import type { SeenSteps } from './seen-steps';
+import type { AlertEvent, Properties, Snapshot, StoreTransaction } from './types';
 
 export interface Core {
   readonly config: Config;
+  /** What this process last saw of each entity's lock (see `seen-steps.ts`). */
+  readonly seen: SeenSteps;
   /** Runs a read-check-write in a transaction, re-running it whole when it aborts on contention. */
   transact<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   emit<K extends keyof LockerEvents>(name: K, ...args: LockerEvents[K]): boolean;
   /** Sends an alert, bounded by `alertTimeout`; never throws (a failed send is logged). */
   alert(event: AlertEvent): Promise<void>;
+  /** Compare-and-swap of an entity outside any transaction (see `Store.replaceIfUnchanged`), with the same index exclusions as `write`. */
+  replace(key: Key, snapshot: Snapshot, properties: Properties): Promise<Snapshot | undefined>;
   /** Writes an entity in `tx`, keeping the lock fields and `excludeFromIndexes` out of indexes. */
   write(tx: StoreTransaction, key: Key, properties: Properties): void;
   encodeKey(key: Key): string;

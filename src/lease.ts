@@ -2,15 +2,18 @@
  * A lease is a value with a life cycle: taken by an attempt, renewed every `leaseDuration / 3`
  * while the handler runs, lost when another attempt overwrites it or `leaseTimeout` passes (then
  * its signal aborts), and stopped before the attempt finishes. Every write made on the attempt's
- * behalf goes through `fenced`, which proceeds only while the attempt still holds the lease.
+ * behalf is fenced: it proceeds only while the attempt still holds the lease. Single-entity writes
+ * (`update`) are compare-and-swaps on the last version this attempt wrote, one round trip each;
+ * writes that add an outbox record go through a transaction (`fenced`).
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Core } from './core';
 import { holds } from './decision';
-import { LeaseLostError, LeaseTimeoutError } from './errors';
+import { ContentionError, LeaseLostError, LeaseTimeoutError } from './errors';
 import { keyPath } from './key-codec';
 import { readLock, writeLock, type Lock } from './lock-fields';
-import type { Properties, StoreTransaction } from './types';
+import { withContentionRetry } from './store/retry';
+import type { Properties, Snapshot, StoreTransaction } from './types';
 
 export class Lease {
   private readonly controller = new AbortController();
@@ -24,6 +27,8 @@ export class Lease {
     readonly key: Key,
     readonly seq: number,
     readonly attempt: string,
+    /** The entity as this attempt last wrote it (the version its next write expects). */
+    private snapshot: Snapshot,
   ) {}
 
   /** Aborts when the lease is lost (`LeaseLostError`) or the attempt runs too long (`LeaseTimeoutError`). */
@@ -47,6 +52,29 @@ export class Lease {
   }
 
   /**
+   * Replaces the entity with `change(props, lock)` only while this attempt holds the lease on step
+   * `seq`; otherwise throws `LeaseLostError` and writes nothing. A compare-and-swap on the version
+   * this attempt last wrote: when something else wrote the entity since, it is read again and
+   * the check and change are made on what is there now (bounded, with backoff).
+   */
+  update(change: (props: Properties, lock: Lock) => Properties): Promise<void> {
+    const { store } = this.core.config;
+    return withContentionRetry(async () => {
+      const lock = readLock(this.snapshot.properties);
+      if (!holds(lock, this.attempt, this.seq)) throw this.lostError();
+      const written = await this.core.replace(this.key, this.snapshot, change(this.snapshot.properties, lock));
+      if (written) {
+        this.snapshot = written;
+        return;
+      }
+      const now = await store.read(this.key);
+      if (!now) throw this.lostError();
+      this.snapshot = now;
+      throw new ContentionError(`${keyPath(this.key)} changed while attempt ${this.attempt} held its lease`);
+    }, this.core.config.contention);
+  }
+
+  /**
    * Runs `write` in a transaction only while this attempt holds the lease on step `seq`;
    * otherwise throws `LeaseLostError` and writes nothing.
    */
@@ -54,11 +82,13 @@ export class Lease {
     return this.core.transact(async (tx) => {
       const props = await tx.get(this.key);
       const lock = props ? readLock(props) : undefined;
-      if (!props || !lock || !holds(lock, this.attempt, this.seq)) {
-        throw new LeaseLostError(`attempt ${this.attempt} no longer holds the lease on ${keyPath(this.key)} step ${this.seq}`);
-      }
+      if (!props || !lock || !holds(lock, this.attempt, this.seq)) throw this.lostError();
       return write(tx, props, lock);
     });
+  }
+
+  private lostError(): LeaseLostError {
+    return new LeaseLostError(`attempt ${this.attempt} no longer holds the lease on ${keyPath(this.key)} step ${this.seq}`);
   }
 
   private scheduleRenewal(): void {
@@ -74,9 +104,7 @@ export class Lease {
 
   private async renew(): Promise<void> {
     try {
-      await this.fenced((tx, props, lock) => {
-        this.core.write(tx, this.key, writeLock(props, lock, new Date(this.core.config.clock())));
-      });
+      await this.update((props, lock) => writeLock(props, lock, new Date(this.core.config.clock())));
     } catch (error) {
       if (error instanceof LeaseLostError) this.lose('lost');
       else this.core.config.logger.warn('lease renewal failed; retrying at the next tick', { key: keyPath(this.key), seq: this.seq, error: String(error) });

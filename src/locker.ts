@@ -18,10 +18,13 @@ import { parseOptions, type Config, type LockerOptions } from './options';
 import { checkStep, dispatch, scheduledStep, sweep, type SweepResult } from './outbox';
 import { withContentionRetry } from './store/retry';
 import { newChainId } from './task-name';
-import { StepState, type AlertEvent, type Json, type Properties, type StoreTransaction } from './types';
+import { SeenSteps } from './seen-steps';
+import { StepState, type AlertEvent, type Json, type Properties, type Snapshot, type StoreTransaction } from './types';
 
 export class Locker extends EventEmitter<LockerEvents> implements Core {
   readonly config: Config;
+  /** @internal */
+  readonly seen: SeenSteps;
   private readonly excludes: readonly string[];
   private readonly alerts = new Set<Promise<void>>();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -31,6 +34,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     super();
     this.config = parseOptions(options);
     this.excludes = [...UNINDEXED_LOCK_FIELDS, ...this.config.excludeFromIndexes];
+    this.seen = new SeenSteps(this.config.duplicateCache);
   }
 
   /**
@@ -61,6 +65,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
       tx.putOutbox(planned.record);
       return planned.record;
     });
+    this.seen.forget(key);
     this.emit('scheduled', { key, seq: record.seq, attempt: '', task: record.name, path: record.path });
     const sent = await dispatch(this, record, chain);
     return { seq: record.seq, task: record.name, sent };
@@ -104,6 +109,13 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   /** @internal */
   transact<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
     return withContentionRetry(() => this.config.store.transaction(fn), this.config.contention);
+  }
+
+  /** @internal */
+  async replace(key: Key, snapshot: Snapshot, properties: Properties): Promise<Snapshot | undefined> {
+    const written = await this.config.store.replaceIfUnchanged(key, snapshot, properties, this.excludes);
+    if (written) this.seen.observe(key, written.properties, this.config.clock(), this.config.leaseDuration);
+    return written;
   }
 
   /** @internal */

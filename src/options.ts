@@ -56,6 +56,12 @@ export interface LockerOptions {
   excludeFromIndexes?: readonly string[];
   /** How old an outbox record must be before `sweep()` re-sends it, ms. Defaults to 60 000. */
   sweepGrace?: number;
+  /**
+   * Remember the lock each entity was last seen with, so repeated duplicates of a finished, failed
+   * or held step are answered without a round trip (see `seen-steps.ts` for why that is safe).
+   * Defaults to `{ size: 1000, ttlMs: 10 000 }`; `false` turns it off.
+   */
+  duplicateCache?: { size?: number; ttlMs?: number } | false;
 }
 
 /** The complete configuration the rest of the library sees. */
@@ -77,6 +83,7 @@ export interface Config {
   readonly keyAppId: string;
   readonly excludeFromIndexes: readonly string[];
   readonly sweepGrace: number;
+  readonly duplicateCache: { readonly size: number; readonly ttlMs: number };
 }
 
 /** Every default, in one place. */
@@ -89,6 +96,7 @@ export const DEFAULTS = Object.freeze({
   contention: CONTENTION_RETRY_DEFAULTS,
   keyAppId: 'datastore-locker',
   sweepGrace: 60_000,
+  duplicateCache: Object.freeze({ size: 1_000, ttlMs: 10_000 }),
 });
 
 /** A logger writing one line per message to the console. */
@@ -152,7 +160,19 @@ export function parseOptions(options: LockerOptions): Config {
     keyAppId,
     excludeFromIndexes: Object.freeze([...excludeFromIndexes]),
     sweepGrace: positiveInteger('sweepGrace', o.sweepGrace ?? DEFAULTS.sweepGrace, 'ms'),
+    duplicateCache: parseDuplicateCache(o.duplicateCache),
   });
+}
+
+function parseDuplicateCache(given: LockerOptions['duplicateCache']): Config['duplicateCache'] {
+  if (given === false) return Object.freeze({ size: 0, ttlMs: 1 });
+  if (given !== undefined && (typeof given !== 'object' || given === null)) {
+    throw new ConfigError('duplicateCache must be { size, ttlMs } or false.');
+  }
+  const c = { ...DEFAULTS.duplicateCache, ...dropUndefined(given ?? {}) };
+  if (!Number.isSafeInteger(c.size) || c.size < 0) throw new ConfigError(`duplicateCache.size must be a whole number ≥ 0; got ${String(c.size)}.`);
+  positiveInteger('duplicateCache.ttlMs', c.ttlMs, 'ms');
+  return Object.freeze(c);
 }
 
 function resolveAuthenticator(given: Authenticator | false | undefined, queue: Queue | undefined): Authenticator | false {

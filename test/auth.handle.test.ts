@@ -10,7 +10,7 @@ import { Locker } from '../src/locker';
 import { MemoryStore } from '../src/store/memory';
 import { oidcAuthenticator } from '../src/auth/oidc';
 import { appEngineAuthenticator } from '../src/auth/app-engine';
-import { StepState, type Authenticator, type Properties, type Store, type StoreTransaction } from '../src/types';
+import { StepState, type Authenticator, type Properties, type Snapshot, type Store, type StoreTransaction } from '../src/types';
 import { generateSigningKey, idTokenClaims, startOidcIssuer, type OidcIssuer } from './support/oidc-issuer';
 import { keys, MemoryLogger } from './support/task-app';
 
@@ -22,6 +22,11 @@ class CountingStore extends MemoryStore {
   calls = 0;
   override transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> { this.calls++; return super.transaction(fn); }
   override get(key: Key): Promise<Properties | undefined> { this.calls++; return super.get(key); }
+  override read(key: Key): Promise<Snapshot | undefined> { this.calls++; return super.read(key); }
+  override replaceIfUnchanged(key: Key, snapshot: Snapshot, props: Properties, excludes: readonly string[]): Promise<Snapshot | undefined> {
+    this.calls++;
+    return super.replaceIfUnchanged(key, snapshot, props, excludes);
+  }
 }
 
 function appWith(store: Store, authenticate: Authenticator) {

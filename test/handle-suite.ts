@@ -9,7 +9,7 @@ import type { Express } from 'express';
 import type { Key } from '@google-cloud/datastore';
 import { taskApp, keys, Counter, TEST_TOKEN } from './support/task-app';
 import { PermanentError, LeaseLostError, LeaseTimeoutError, StoreUnavailableError } from '../src/errors';
-import { StepState, type Properties, type Store, type StoreTransaction } from '../src/types';
+import { StepState, type Properties, type Snapshot, type Store, type StoreTransaction } from '../src/types';
 import request from 'supertest';
 
 export interface StoreUnderTest {
@@ -385,12 +385,12 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
     });
 
     describe('store outages', () => {
-      it('answers 503 and changes nothing when the store fails mid-step, and the step runs later', async () => {
+      it('answers 503 and changes nothing when taking the lease fails, and the step runs later', async () => {
         const faulty = faultyStore(s.store);
         const t = taskApp(faulty);
         const key = newKey();
         await seed(key, scheduled(1, { count: 5 }));
-        faulty.failTransactions = 1;
+        faulty.failWrites = 1;
         const res = await t.send(key, 1);
         assert.equal(res.status, 503);
         assert.equal(t.runs.length, 0);
@@ -401,6 +401,20 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
         assert.ok(t.logger.has('store unavailable'));
         assert.equal((await t.send(key, 1)).status, 200);
         assert.equal(t.runs.length, 1);
+      });
+      it('answers 503 when finishing fails after the handler ran; the lease goes stale and the step is retried, alerted as an overwrite', async () => {
+        const faulty = faultyStore(s.store);
+        const t = taskApp(faulty, { leaseDuration: 60_000 });
+        const key = newKey();
+        await seed(key, scheduled(1, { count: 5 }));
+        t.behave((ctx) => { ctx.entity.count = 6; faulty.failWrites = 1; });
+        const res = await t.send(key, 1);
+        assert.equal(res.status, 503);
+        const after = await stored(key);
+        assert.equal(after.lock_req, t.runs[0]!.attempt, 'the lease is still held: nothing was lost or half-written');
+        assert.equal(after.lock_seq, 1);
+        assert.equal(after.count, 5);
+        assert.equal((await t.send(key, 1)).status, 503, 'a retry waits for the lease to go stale');
       });
       it('answers 503 when every read fails', async () => {
         const faulty = faultyStore(s.store);
@@ -420,6 +434,11 @@ function counting(inner: Store): Store & { calls: number } {
     calls: 0,
     transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> { counted.calls++; return inner.transaction(fn); },
     get(key: Key) { counted.calls++; return inner.get(key); },
+    read(key: Key) { counted.calls++; return inner.read(key); },
+    replaceIfUnchanged(key: Key, snapshot: Snapshot, props: Properties, excludes: readonly string[]) {
+      counted.calls++;
+      return inner.replaceIfUnchanged(key, snapshot, props, excludes);
+    },
     listOutbox(before: Date, limit: number) { counted.calls++; return inner.listOutbox(before, limit); },
     deleteOutbox(record: Parameters<Store['deleteOutbox']>[0]) { counted.calls++; return inner.deleteOutbox(record); },
     projectId: inner.projectId,
@@ -431,17 +450,22 @@ function touches(store: Store): number {
   return (store as Store & { calls: number }).calls;
 }
 
-/** A store whose next transactions or reads fail as an outage would. */
-function faultyStore(inner: Store): Store & { failTransactions: number; failReads: boolean } {
+/** A store whose next writes (transactions and compare-and-swaps) or reads fail as an outage would. */
+function faultyStore(inner: Store): Store & { failWrites: number; failReads: boolean } {
   const outage = (): StoreUnavailableError => new StoreUnavailableError('simulated outage: connection refused');
   const faulty = {
-    failTransactions: 0,
+    failWrites: 0,
     failReads: false,
     async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-      if (faulty.failTransactions > 0) { faulty.failTransactions--; throw outage(); }
+      if (faulty.failWrites > 0) { faulty.failWrites--; throw outage(); }
       return inner.transaction(fn);
     },
+    async replaceIfUnchanged(key: Key, snapshot: Snapshot, props: Properties, excludes: readonly string[]) {
+      if (faulty.failWrites > 0) { faulty.failWrites--; throw outage(); }
+      return inner.replaceIfUnchanged(key, snapshot, props, excludes);
+    },
     async get(key: Key) { if (faulty.failReads) throw outage(); return inner.get(key); },
+    async read(key: Key) { if (faulty.failReads) throw outage(); return inner.read(key); },
     listOutbox: (before: Date, limit: number) => inner.listOutbox(before, limit),
     deleteOutbox: (record: Parameters<Store['deleteOutbox']>[0]) => inner.deleteOutbox(record),
     projectId: inner.projectId,

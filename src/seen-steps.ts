@@ -1,0 +1,94 @@
+/**
+ * What this process last saw of each entity's lock, so a repeated duplicate is answered without
+ * a round trip. Only answers that are safe on stale knowledge come from here:
+ *
+ * - dropping a task whose step is behind the `lock_seq` seen: sequences only grow, so the step is
+ *   still finished (a task of an earlier chain is dropped either way);
+ * - dropping a task for a step seen failed: a failed step never runs again;
+ * - refusing a task whose step was seen held by another attempt with a fresh lease: a refusal only
+ *   delays (the queue retries), and the `Retry-After` it gives is the lease's own.
+ *
+ * Everything else (a free lease, a stale one, a step not seen) goes to the store. Entries live at
+ * most `ttlMs` and at most `size` are kept (least recently seen go first), so memory is bounded
+ * and knowledge of an entity deleted and created again by another process is short-lived.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { Decision } from './decision';
+import { DropReason } from './decision';
+import { keyPath } from './key-codec';
+import { readLock } from './lock-fields';
+import { StepState, type Properties } from './types';
+
+interface Seen {
+  chain: string | undefined;
+  seq: number;
+  state: StepState | undefined;
+  /** The attempt holding the lease, and when that lease goes stale (epoch ms). */
+  holder: string;
+  staleAt: number;
+  /** When this entry is forgotten (epoch ms). */
+  expires: number;
+}
+
+export interface SeenStepsOptions {
+  /** Entities remembered at most. */
+  size: number;
+  /** How long an entry is trusted, ms. */
+  ttlMs: number;
+}
+
+export class SeenSteps {
+  private readonly entries = new Map<string, Seen>();
+
+  constructor(private readonly options: SeenStepsOptions) {}
+
+  /** The answer to a task for step `seq` (of `chain`, if it says), when what was seen decides it safely. */
+  recall(key: Key, seq: number, chain: string | undefined, now: number): Decision | undefined {
+    const id = entityId(key);
+    const seen = this.entries.get(id);
+    if (!seen) return undefined;
+    if (now >= seen.expires) {
+      this.entries.delete(id);
+      return undefined;
+    }
+    if (chain !== seen.chain) return undefined;
+    if (seq < seen.seq) return { action: 'drop', reason: DropReason.finished };
+    if (seq > seen.seq) return undefined;
+    if (seen.state === StepState.failed) return { action: 'drop', reason: DropReason.failed };
+    if (seen.state === StepState.scheduled && seen.holder !== '' && now < seen.staleAt) {
+      return { action: 'refuse', holder: seen.holder, retryAfterMs: seen.staleAt - now };
+    }
+    return undefined;
+  }
+
+  /** Remembers an entity's lock as read or written now; a missing entity is forgotten. */
+  observe(key: Key, props: Properties | undefined, now: number, leaseDuration: number): void {
+    const id = entityId(key);
+    this.entries.delete(id);
+    if (!props || this.options.size === 0) return;
+    const lock = readLock(props);
+    this.entries.set(id, {
+      chain: lock.chain,
+      seq: lock.seq,
+      state: lock.state,
+      holder: lock.req,
+      staleAt: (lock.ts?.getTime() ?? 0) + leaseDuration,
+      expires: now + this.options.ttlMs,
+    });
+    if (this.entries.size > this.options.size) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  /** Forgets an entity (after a write whose result is not at hand). */
+  forget(key: Key): void {
+    this.entries.delete(entityId(key));
+  }
+
+  /** Entities remembered now. */
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+function entityId(key: Key): string {
+  return `${key.namespace ?? ''}\u0000${keyPath(key)}`;
+}
