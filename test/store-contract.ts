@@ -377,6 +377,219 @@ export function storeContract(name: string, make: MakeSubject): void {
       });
     });
 
+    describe('versioned reads and compare-and-swap', () => {
+      it('reads an entity with a version, a missing one as undefined, and hands out copies', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'versioned');
+        assert.equal(await store.read(k), undefined);
+        await putOne(store, k, { n: 1, tags: ['a'], whole: Datastore.double(3), big: Datastore.int('9007199254740993') });
+        const snapshot = await store.read(k);
+        assert.ok(snapshot, 'the entity is read');
+        assert.notEqual(snapshot.version, undefined, 'with a version');
+        assert.notEqual(snapshot.version, null);
+        assert.deepEqual({ ...snapshot.properties, big: undefined }, { n: 1, tags: ['a'], whole: 3, big: undefined });
+        assert.equal((snapshot.properties.big as { value: string }).value, '9007199254740993');
+        (snapshot.properties.tags as string[]).push('b');
+        assert.deepEqual((await store.read(k))?.properties.tags, ['a']);
+        await assert.rejects(store.read(new Key({ namespace: ns, path: ['Order'] })), TypeError);
+      });
+
+      it('replaces an entity read at the current version, and chains replaces on the snapshots they return', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'chained');
+        await putOne(store, k, { n: 0, note: 'kept' });
+        let snapshot = await store.read(k);
+        for (const n of [1, 2, 3]) {
+          assert.ok(snapshot, `snapshot before replace ${n}`);
+          snapshot = await store.replaceIfUnchanged(k, snapshot, { ...snapshot.properties, n }, ['n']);
+          assert.ok(snapshot, `replace ${n} wrote`);
+          assert.deepEqual(snapshot.properties, { n, note: 'kept' });
+          assert.deepEqual(await store.get(k), { n, note: 'kept' });
+        }
+        assert.deepEqual((await store.read(k))?.properties, snapshot?.properties, 'the last snapshot is what a read finds');
+      });
+
+      it('hands back a snapshot that reads as a read would: numbers unwrapped, unsafe integers as Int', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'written-snapshot');
+        await putOne(store, k, { n: 0 });
+        const before = await store.read(k);
+        assert.ok(before);
+        const when = new Date('2024-05-06T07:08:09.123Z');
+        const written = await store.replaceIfUnchanged(
+          k,
+          before,
+          { whole: Datastore.double(2), big: Datastore.int('-9007199254740993'), small: Datastore.int('7'), when, list: [1, 'a'], inner: { x: 1.5 } },
+          ['list'],
+        );
+        assert.ok(written);
+        const read = await store.read(k);
+        assert.ok(read);
+        assert.deepEqual(written.properties, read.properties);
+        assert.equal(written.properties.whole, 2);
+        assert.equal(written.properties.small, 7);
+        assert.ok(Datastore.isInt(written.properties.big as object));
+        assert.equal((written.properties.big as { value: string }).value, '-9007199254740993');
+      });
+
+      it('copies values in and out: changing them later changes nothing stored', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'replace-copies');
+        await putOne(store, k, { n: 0 });
+        const before = await store.read(k);
+        assert.ok(before);
+        const props = { tags: ['a'], nested: { n: 1 } };
+        const written = await store.replaceIfUnchanged(k, before, props, []);
+        assert.ok(written);
+        props.tags.push('b');
+        props.nested.n = 2;
+        (written.properties.tags as string[]).push('c');
+        assert.deepEqual(await store.get(k), { tags: ['a'], nested: { n: 1 } });
+      });
+
+      it('refuses a stale snapshot after another replace, writing nothing', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'stale-replace');
+        await putOne(store, k, { n: 0 });
+        const first = await store.read(k);
+        assert.ok(first);
+        const second = await store.replaceIfUnchanged(k, first, { n: 1 }, []);
+        assert.ok(second);
+        assert.equal(await store.replaceIfUnchanged(k, first, { n: 99 }, []), undefined);
+        assert.deepEqual(await store.get(k), { n: 1 });
+        assert.ok(await store.replaceIfUnchanged(k, second, { n: 2 }, []), 'the fresh snapshot still works');
+        assert.equal(await store.replaceIfUnchanged(k, second, { n: 99 }, []), undefined, 'a used snapshot is stale');
+        assert.deepEqual(await store.get(k), { n: 2 });
+      });
+
+      it('refuses a stale snapshot after a transaction that read and wrote the entity', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Counter', 'stale-after-tx');
+        await putOne(store, k, { n: 0 });
+        const snapshot = await store.read(k);
+        assert.ok(snapshot);
+        assert.equal(await increment(store, k), 1);
+        assert.equal(await store.replaceIfUnchanged(k, snapshot, { n: 99 }, []), undefined);
+        assert.deepEqual(await store.get(k), { n: 1 });
+      });
+
+      it('refuses a stale snapshot after a transactional put that did not read', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'stale-after-put');
+        await putOne(store, k, { n: 0 });
+        const snapshot = await store.read(k);
+        assert.ok(snapshot);
+        await putOne(store, k, { n: 1 });
+        assert.equal(await store.replaceIfUnchanged(k, snapshot, { n: 99 }, []), undefined);
+        assert.deepEqual(await store.get(k), { n: 1 });
+      });
+
+      it('refuses a snapshot of an entity deleted since, and of one deleted and created again', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'deleted');
+        await putOne(store, k, { n: 0 });
+        const snapshot = await store.read(k);
+        assert.ok(snapshot);
+        await store.transaction(async (tx) => tx.delete(k));
+        assert.equal(await store.replaceIfUnchanged(k, snapshot, { n: 1 }, []), undefined);
+        assert.equal(await store.get(k), undefined, 'not created again');
+        await putOne(store, k, { n: 0 });
+        assert.equal(await store.replaceIfUnchanged(k, snapshot, { n: 1 }, []), undefined);
+        assert.deepEqual(await store.get(k), { n: 0 });
+      });
+
+      it('lets exactly one of two concurrent replaces from the same snapshot write', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'race');
+        await putOne(store, k, { by: 'nobody' });
+        const snapshot = await store.read(k);
+        assert.ok(snapshot);
+        const results = await Promise.all(
+          ['a', 'b'].map((by) => store.replaceIfUnchanged(k, snapshot, { by }, [])),
+        );
+        const winners = results.flatMap((result, i) => (result ? [['a', 'b'][i]] : []));
+        assert.equal(winners.length, 1, `exactly one writes, not ${JSON.stringify(winners)}`);
+        assert.deepEqual(await store.get(k), { by: winners[0] });
+      });
+
+      it('makes a transaction that read the entity before a replace fail with ContentionError', async (t) => {
+        const [ns] = namespacesFor();
+        const { store, lockingReads } = await make([ns]);
+        if (lockingReads) return t.skip('with locking reads the replace waits for the transaction instead');
+        const k = key(ns, 'Counter', 'replaced-under-tx');
+        await putOne(store, k, { n: 0 });
+        const slow = store.transaction(async (tx) => {
+          const read = await tx.get(k);
+          const snapshot = await store.read(k);
+          assert.ok(snapshot);
+          assert.ok(await store.replaceIfUnchanged(k, snapshot, { n: 10 }, []), 'the replace writes meanwhile');
+          tx.put(k, { n: (read?.n as number) + 1 }, []);
+        });
+        await assert.rejects(slow, ContentionError);
+        assert.deepEqual(await store.get(k), { n: 10 });
+      });
+
+      it('refuses a snapshot it did not make, an incomplete key and values Datastore cannot store', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const k = key(ns, 'Order', 'refused');
+        await putOne(store, k, { n: 0 });
+        const snapshot = await store.read(k);
+        assert.ok(snapshot);
+        await assert.rejects(store.replaceIfUnchanged(k, { properties: { n: 0 }, version: 'v1' }, { n: 1 }, []), TypeError);
+        await assert.rejects(store.replaceIfUnchanged(new Key({ namespace: ns, path: ['Order'] }), snapshot, { n: 1 }, []), TypeError);
+        await assert.rejects(store.replaceIfUnchanged(k, snapshot, { f: () => 1 }, []), TypeError);
+        assert.deepEqual(await store.get(k), { n: 0 });
+        assert.ok(await store.replaceIfUnchanged(k, snapshot, { n: 1 }, []), 'the snapshot is still fresh');
+      });
+
+      it('keeps raw types and index settings through a read, a replace and a replace on its snapshot', async (t) => {
+        const [ns] = namespacesFor();
+        const { store, raw } = await make([ns]);
+        if (!raw) return t.skip('value types and index settings exist only in Datastore');
+        const k = key(ns, 'Order', 'faithful-replace');
+        const long = 'é'.repeat(1000); // 2000 bytes: too long to be indexed
+        await raw.save({
+          key: k,
+          data: { whole: Datastore.double(1), long, note: 'quiet', tags: ['a', 'b'], inner: { secret: 's', ratio: Datastore.double(2) }, label: 'loud' },
+          excludeFromIndexes: ['long', 'note', 'tags[]', 'inner.secret'],
+        });
+        const check = async (step: string) => {
+          const stored = await rawProperties(raw, k);
+          assert.ok(stored, step);
+          assert.equal(stored.whole?.valueType, 'doubleValue', `${step}: a double 1.0 stays a double`);
+          assert.equal(stored.inner?.entityValue?.properties.ratio?.valueType, 'doubleValue', `${step}: an embedded 2.0 too`);
+          assert.equal(stored.long?.excludeFromIndexes, true, `${step}: a long string stays unindexed`);
+          assert.equal(stored.note?.excludeFromIndexes, true, `${step}: an unindexed value stays unindexed`);
+          assert.deepEqual(stored.tags?.arrayValue?.values.map((v) => v.excludeFromIndexes), [true, true], step);
+          assert.equal(stored.inner?.entityValue?.properties.secret?.excludeFromIndexes, true, step);
+          assert.equal(stored.label?.excludeFromIndexes ?? false, false, `${step}: an indexed value stays indexed`);
+          assert.equal(stored.lock_seq?.excludeFromIndexes, true, `${step}: the named property is unindexed`);
+          assert.equal(stored.lock_seq?.valueType, 'integerValue', step);
+        };
+        const read = await store.read(k);
+        assert.ok(read);
+        assert.equal(read.properties.whole, 1);
+        const first = await store.replaceIfUnchanged(k, read, { ...read.properties, lock_seq: 1 }, ['lock_seq']);
+        assert.ok(first);
+        await check('after a replace');
+        const second = await store.replaceIfUnchanged(k, first, { ...first.properties, lock_seq: 2 }, ['lock_seq']);
+        assert.ok(second);
+        await check('after a replace on its snapshot');
+        assert.equal(second.properties.lock_seq, 2);
+        assert.equal(second.properties.long, long);
+      });
+    });
+
     describe('outbox', () => {
       it('commits a record with the entity, in the same transaction', async () => {
         const [ns] = namespacesFor();

@@ -4,15 +4,23 @@ import { Datastore, Key } from '@google-cloud/datastore';
 import { ConfigError, ContentionError, LeaseLostError, StoreUnavailableError } from '../src/errors';
 import { DatastoreStore } from '../src/store/datastore';
 import { toStoreError } from '../src/store/datastore-errors';
-import type { OutboxRecord } from '../src/types';
+import { EntityVersion } from '../src/store/datastore-snapshot';
+import type { OutboxRecord, Snapshot } from '../src/types';
 import { storeContract } from './store-contract';
 import { closedPort, legacyDatastore, uniqueNamespace, unreachableDatastore } from './support/emulator';
 
 const client = legacyDatastore();
 
-for (const beginWithFirstRead of [true, false]) {
-  storeContract(`DatastoreStore on the Datastore emulator (beginWithFirstRead: ${beginWithFirstRead})`, (namespaces) => ({
-    store: new DatastoreStore(client, { beginWithFirstRead, namespaces }),
+// Conditional writes (the default) with either way of beginning a transaction, and compare-and-swap
+// as a transaction that begins with its read (the Firestore suite covers it after beginTransaction).
+for (const [beginWithFirstRead, conditionalWrites] of [
+  [true, true],
+  [false, true],
+  [true, false],
+] as const) {
+  const options = `beginWithFirstRead: ${beginWithFirstRead}, conditionalWrites: ${conditionalWrites}`;
+  storeContract(`DatastoreStore on the Datastore emulator (${options})`, (namespaces) => ({
+    store: new DatastoreStore(client, { beginWithFirstRead, conditionalWrites, namespaces }),
     raw: client,
   }));
 }
@@ -22,8 +30,14 @@ function outboxRecord(namespace: string, name: string): OutboxRecord {
   return { name, key, seq: 1, path: '/p', body: '{}', createdAt: new Date('2020-01-01T00:00:00.000Z') };
 }
 
-/** Records the names of the transaction RPCs the client sends from now on. */
-async function spyOnCalls(datastore: Datastore): Promise<string[]> {
+/** One RPC the client sent: its method and its request. */
+interface SentCall {
+  method: string;
+  request: { mode?: string; transaction?: unknown; mutations?: Record<string, unknown>[] };
+}
+
+/** Records the names of the RPCs the client sends from now on (and, in `sent`, their requests). */
+async function spyOnCalls(datastore: Datastore, sent: SentCall[] = []): Promise<string[]> {
   await datastore.get(new Key({ path: ['Warm', 'up'] })); // the client creates its gRPC stub on first use
   const stub = datastore.clients_.get('DatastoreClient') as unknown as Record<string, (...args: unknown[]) => unknown>;
   const calls: string[] = [];
@@ -31,10 +45,17 @@ async function spyOnCalls(datastore: Datastore): Promise<string[]> {
     const original = stub[method]!.bind(stub);
     stub[method] = (...args: unknown[]) => {
       calls.push(method);
+      sent.push({ method, request: args[0] as SentCall['request'] });
       return original(...args);
     };
   }
   return calls;
+}
+
+/** The server version a snapshot of a DatastoreStore was read or written at. */
+function versionOf(snapshot: Snapshot | undefined): string {
+  assert.ok(snapshot?.version instanceof EntityVersion, 'a DatastoreStore snapshot');
+  return snapshot.version.version;
 }
 
 describe('DatastoreStore on the Datastore emulator', () => {
@@ -78,6 +99,66 @@ describe('DatastoreStore on the Datastore emulator', () => {
     }
   });
 
+  it('reads with one lookup and replaces with one non-transactional commit carrying baseVersion', async () => {
+    const spied = legacyDatastore();
+    const sent: SentCall[] = [];
+    const calls = await spyOnCalls(spied, sent);
+    const store = new DatastoreStore(spied);
+    const k = new Key({ namespace: uniqueNamespace('cas'), path: ['Order', 'one-commit'] });
+    await store.transaction(async (tx) => tx.put(k, { n: 0 }, []));
+    calls.length = 0;
+    sent.length = 0;
+
+    const read = await store.read(k);
+    assert.deepEqual(calls, ['lookup']);
+    const written = await store.replaceIfUnchanged(k, read!, { n: 1 }, ['n']);
+    assert.ok(written);
+    assert.deepEqual(calls, ['lookup', 'commit'], 'the replace is one commit: no beginTransaction, no lookup');
+    const { request } = sent[1]!;
+    assert.equal(request.mode, 'NON_TRANSACTIONAL');
+    assert.equal(request.transaction ?? undefined, undefined);
+    assert.equal(request.mutations?.length, 1);
+    assert.equal(String(request.mutations?.[0]?.baseVersion), versionOf(read));
+    assert.ok(request.mutations?.[0]?.upsert, 'an upsert');
+    assert.notEqual(versionOf(written), versionOf(read), 'the new snapshot carries the version the commit reported');
+    assert.equal(versionOf(await store.read(k)), versionOf(written));
+
+    assert.equal(await store.replaceIfUnchanged(k, read!, { n: 2 }, []), undefined);
+    assert.deepEqual(calls, ['lookup', 'commit', 'lookup', 'commit'], 'a stale replace is one commit too');
+    assert.deepEqual(await store.get(k), { n: 1 });
+  });
+
+  for (const [beginWithFirstRead, fresh, stale] of [
+    [true, ['lookup', 'commit'], ['lookup', 'rollback']],
+    [false, ['beginTransaction', 'lookup', 'commit'], ['beginTransaction', 'lookup', 'rollback']],
+  ] as const) {
+    it(`replaces in a transaction with conditionalWrites off (beginWithFirstRead: ${beginWithFirstRead})`, async () => {
+      const spied = legacyDatastore();
+      const sent: SentCall[] = [];
+      const calls = await spyOnCalls(spied, sent);
+      const store = new DatastoreStore(spied, { beginWithFirstRead, conditionalWrites: false });
+      const k = new Key({ namespace: uniqueNamespace('cas-tx'), path: ['Order', 'in-transaction'] });
+      await store.transaction(async (tx) => tx.put(k, { n: 0 }, []));
+      const read = await store.read(k);
+      calls.length = 0;
+      sent.length = 0;
+
+      const written = await store.replaceIfUnchanged(k, read!, { n: 1 }, []);
+      assert.ok(written);
+      assert.deepEqual(calls, fresh);
+      const commit = sent.find((call) => call.method === 'commit')!.request;
+      assert.equal(commit.mode, 'TRANSACTIONAL');
+      assert.ok(commit.transaction, 'in the transaction the lookup began');
+      assert.equal(commit.mutations?.[0]?.baseVersion ?? undefined, undefined);
+      assert.equal(versionOf(await store.read(k)), versionOf(written));
+
+      calls.splice(0);
+      assert.equal(await store.replaceIfUnchanged(k, read!, { n: 2 }, []), undefined);
+      assert.deepEqual(calls, stale, 'a stale snapshot is rolled back');
+      assert.deepEqual(await store.get(k), { n: 1 });
+    });
+  }
+
   it('takes the project id from its client', () => {
     assert.equal(new DatastoreStore(client).projectId, 'locker-test');
   });
@@ -90,10 +171,18 @@ describe('DatastoreStore on the Datastore emulator', () => {
   });
 
   for (const beginWithFirstRead of [true, false]) {
-    it(`surfaces an unreachable Datastore as StoreUnavailableError (beginWithFirstRead: ${beginWithFirstRead})`, { timeout: 60_000 }, async () => {
+    const conditionalWrites = beginWithFirstRead;
+    const options = `beginWithFirstRead: ${beginWithFirstRead}, conditionalWrites: ${conditionalWrites}`;
+    it(`surfaces an unreachable Datastore as StoreUnavailableError (${options})`, { timeout: 60_000 }, async () => {
       const port = await closedPort();
-      const store = new DatastoreStore(unreachableDatastore(port), { beginWithFirstRead, gaxOptions: { timeout: 2_000 } });
+      const gaxOptions = { timeout: 2_000 };
+      const store = new DatastoreStore(unreachableDatastore(port), { beginWithFirstRead, conditionalWrites, gaxOptions });
       const k = new Key({ path: ['Order', 'unreachable'] });
+      const reachable = new DatastoreStore(client);
+      const known = new Key({ namespace: uniqueNamespace('unreachable'), path: ['Order', 'known'] });
+      await reachable.transaction(async (tx) => tx.put(known, { n: 0 }, []));
+      const snapshot = await reachable.read(known);
+      assert.ok(snapshot);
       const unavailable = (err: unknown) => {
         assert.ok(err instanceof StoreUnavailableError, `expected StoreUnavailableError, got ${String(err)}`);
         const code = (err.cause as { code?: number } | undefined)?.code;
@@ -101,6 +190,8 @@ describe('DatastoreStore on the Datastore emulator', () => {
         return true;
       };
       await assert.rejects(store.get(k), unavailable);
+      await assert.rejects(store.read(k), unavailable);
+      await assert.rejects(store.replaceIfUnchanged(known, snapshot, { n: 1 }, []), unavailable);
       await assert.rejects(store.transaction((tx) => tx.get(k)), unavailable);
       await assert.rejects(store.transaction(async (tx) => tx.put(k, { a: 1 }, [])), unavailable);
       await assert.rejects(store.listOutbox(new Date(), 10), unavailable);

@@ -49,6 +49,29 @@ describe('MemoryStore: injected faults', () => {
     assert.deepEqual(seen.slice(-3), ['get', 'listOutbox', 'deleteOutbox']);
   });
 
+  it('consults the fault hook before reads and replaces; a failed replace writes nothing', async () => {
+    const seen: MemoryStoreOperation[] = [];
+    let failReplace = true;
+    const store = new MemoryStore({
+      fault: (operation) => {
+        seen.push(operation);
+        return operation === 'replace' && failReplace ? new StoreUnavailableError('outage') : undefined;
+      },
+    });
+    await store.transaction(async (tx) => tx.put(k, { n: 0 }, []));
+    seen.length = 0;
+    const snapshot = await store.read(k);
+    assert.ok(snapshot);
+    await assert.rejects(store.replaceIfUnchanged(k, snapshot, { n: 1 }, []), StoreUnavailableError);
+    assert.deepEqual(seen, ['read', 'replace']);
+    assert.deepEqual(await store.get(k), { n: 0 });
+    failReplace = false;
+    assert.ok(await store.replaceIfUnchanged(k, snapshot, { n: 1 }, []), 'the snapshot is still fresh');
+    assert.deepEqual(await store.get(k), { n: 1 });
+    store.failNext(1);
+    await assert.rejects(store.read(k), StoreUnavailableError);
+  });
+
   it('takes a project id', () => {
     assert.equal(new MemoryStore({ projectId: 'demo' }).projectId, 'demo');
     assert.equal(new MemoryStore().projectId, undefined);

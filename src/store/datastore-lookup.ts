@@ -7,15 +7,17 @@ import type { DatastoreRequest, Key } from '@google-cloud/datastore';
 import type { CallOptions } from 'google-gax';
 import { keyToProto, type RawEntity } from './datastore-protos';
 
-/** What a lookup found, and the transaction it began, if it began one. */
+/** What a lookup found (the entity and its version), and the transaction it began, if it began one. */
 export interface LookupResult {
   entity?: RawEntity;
+  /** The found entity's version (`EntityResult.version`, an int64 in decimal). */
+  version?: string;
   transaction?: Uint8Array;
 }
 
 /** The part of a lookup response the store reads. */
 interface LookupResponse {
-  found?: { entity?: RawEntity | null }[] | null;
+  found?: { entity?: RawEntity | null; version?: string | number | null }[] | null;
   missing?: unknown[] | null;
   deferred?: unknown[] | null;
   transaction?: Uint8Array | null;
@@ -42,11 +44,15 @@ export async function lookup(
       transaction = response.transaction;
       readOptions = { transaction };
     }
-    const entity = response.found?.[0]?.entity;
-    if (entity) return { entity, transaction };
+    const found = response.found?.[0];
+    if (found?.entity) return { entity: found.entity, version: versionOf(found.version), transaction };
     if (!response.deferred?.length) return { transaction };
   }
   throw new Error(`the lookup of ${key.path.join('/')} was deferred ${MAX_DEFERRALS + 1} times`);
+}
+
+function versionOf(version: string | number | null | undefined): string | undefined {
+  return version === undefined || version === null ? undefined : String(version);
 }
 
 function send(requester: DatastoreRequest, reqOpts: object, gaxOpts: CallOptions): Promise<LookupResponse> {

@@ -11,6 +11,7 @@ import type { Properties } from '../types';
 export interface RawValue {
   valueType?: string | null;
   excludeFromIndexes?: boolean | null;
+  nullValue?: number | string | null;
   booleanValue?: boolean | null;
   integerValue?: string | number | null;
   doubleValue?: number | null;
@@ -49,6 +50,9 @@ export interface Decoded {
   unindexed: Set<string>;
 }
 
+/** What a faithful write-back needs to know of an entity as it was read: a {@link Decoded} without its properties. */
+export type Shape = Omit<Decoded, 'properties'>;
+
 /** One step into a value: a property name or an array index. */
 export type Step = string | number;
 
@@ -57,7 +61,10 @@ export function pathKey(path: readonly Step[]): string {
   return JSON.stringify(path);
 }
 
-/** Decodes a stored entity. */
+/**
+ * Decodes a stored entity: one a lookup found, or one the client's `entity.entityToEntityProto`
+ * built (its values carry no `valueType`: the field that is set says the type).
+ */
 export function decodeEntity(entity: RawEntity): Decoded {
   const decoded: Decoded = { properties: {}, integralDoubles: new Set(), unindexed: new Set() };
   decoded.properties = decodeProperties(entity.properties ?? {}, [], '', decoded);
@@ -100,7 +107,7 @@ function decodeProperties(
 
 function decodeValue(value: RawValue, path: Step[], indexPath: string, into: Decoded): unknown {
   if (value.excludeFromIndexes) into.unindexed.add(indexPath);
-  switch (value.valueType) {
+  switch (value.valueType ?? typeOfValue(value)) {
     case 'nullValue':
       return null;
     case 'booleanValue':
@@ -126,6 +133,26 @@ function decodeValue(value: RawValue, path: Step[], indexPath: string, into: Dec
     default:
       throw new TypeError(`property ${pathKey(path)} has a value of unknown type ${String(value.valueType)}`);
   }
+}
+
+/** The value fields of `google.datastore.v1.Value`, one of which is set. */
+const VALUE_FIELDS = [
+  'nullValue',
+  'booleanValue',
+  'stringValue',
+  'integerValue',
+  'doubleValue',
+  'timestampValue',
+  'blobValue',
+  'keyValue',
+  'geoPointValue',
+  'entityValue',
+  'arrayValue',
+] as const;
+
+/** The type of a value built without `valueType`: the name of its one set field. */
+function typeOfValue(value: RawValue): string | undefined {
+  return VALUE_FIELDS.find((field) => value[field] !== undefined && value[field] !== null);
 }
 
 function decodeInteger(digits: string): unknown {

@@ -7,12 +7,11 @@ import type { CallOptions } from 'google-gax';
 import type { OutboxRecord, Properties, StoreTransaction } from '../types';
 import { StoreUnavailableError } from '../errors';
 import { call } from './datastore-errors';
-import { lookup } from './datastore-lookup';
+import { lookup, type LookupResult } from './datastore-lookup';
 import { outboxEntity } from './datastore-outbox';
-import { decodeEntity, type Decoded } from './datastore-protos';
-import { indexExclusions, restoreDoubles } from './datastore-values';
+import { decodeEntity, type Shape } from './datastore-protos';
+import { writeArgs } from './datastore-values';
 import { copyKey, keyString } from './keys';
-import { copyProperties } from './values';
 
 /** The client `Transaction`'s hook for a transaction begun by a read (protected in its types). */
 interface TransactionInternals {
@@ -30,7 +29,7 @@ export interface TransactionConfig {
 /** One Datastore transaction, as `fn` sees it. */
 export class DatastoreTransaction implements StoreTransaction {
   /** What each entity read looked like, by key string, so a put writes it back as it was. */
-  private readonly reads = new Map<string, Omit<Decoded, 'properties'>>();
+  private readonly reads = new Map<string, Shape>();
   /**
    * The first read. When the transaction begins with its first read, later reads wait for it:
    * reads sent before its answer would each begin a transaction of their own.
@@ -54,14 +53,7 @@ export class DatastoreTransaction implements StoreTransaction {
 
   put(key: Key, properties: Properties, excludeFromIndexes: readonly string[]): void {
     this.checkOpen();
-    const read = this.reads.get(keyString(key));
-    const data = restoreDoubles(copyProperties(properties), read?.integralDoubles);
-    this.tx.save({
-      key: copyKey(key),
-      data,
-      excludeFromIndexes: indexExclusions(data, excludeFromIndexes, read?.unindexed),
-      excludeLargeProperties: true,
-    });
+    this.tx.save(writeArgs(key, properties, excludeFromIndexes, this.reads.get(keyString(key))));
   }
 
   delete(key: Key): void {
@@ -82,18 +74,9 @@ export class DatastoreTransaction implements StoreTransaction {
     this.finished = true;
   }
 
-  /**
-   * Reads one entity undecoded. The first read of a transaction not yet begun begins it
-   * (`ReadOptions.newTransaction`) and hands its id to the client's `Transaction`, as the client's
-   * own `get()` does, so the commit and rollback use it.
-   */
+  /** Reads one entity undecoded (see {@link transactionalLookup}) and keeps its shape. */
   private async lookup(key: Key, id: string): Promise<Properties | undefined> {
-    const begin = !this.tx.id;
-    const { entity, transaction } = await call('lookup', () => lookup(this.tx, key, begin, this.config.gaxOptions));
-    if (begin) {
-      if (!transaction) throw new StoreUnavailableError('Datastore lookup began no transaction');
-      (this.tx as unknown as TransactionInternals).parseTransactionResponse({ transaction });
-    }
+    const { entity } = await transactionalLookup(this.tx, key, this.config.gaxOptions);
     if (!entity) return undefined;
     const { properties, ...shape } = decodeEntity(entity);
     this.reads.set(id, shape);
@@ -103,4 +86,19 @@ export class DatastoreTransaction implements StoreTransaction {
   private checkOpen(): void {
     if (this.finished) throw new Error('this transaction has already committed or rolled back');
   }
+}
+
+/**
+ * Looks up one key in `tx`. The first read of a transaction not yet begun begins it
+ * (`ReadOptions.newTransaction`) and hands its id to the client's `Transaction`, as the client's
+ * own `get()` does, so the commit and rollback use it.
+ */
+export async function transactionalLookup(tx: Transaction, key: Key, gaxOptions: CallOptions): Promise<LookupResult> {
+  const begin = !tx.id;
+  const result = await call('lookup', () => lookup(tx, key, begin, gaxOptions));
+  if (begin) {
+    if (!result.transaction) throw new StoreUnavailableError('Datastore lookup began no transaction');
+    (tx as unknown as TransactionInternals).parseTransactionResponse({ transaction: result.transaction });
+  }
+  return result;
 }

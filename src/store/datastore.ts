@@ -16,6 +16,29 @@
  * stay geo points, unindexed values stay unindexed; a put also excludes the names it is given, and
  * strings and blobs too long to be indexed.
  *
+ * Compare-and-swap. `read` is one lookup; its snapshot's opaque `version` holds the entity's
+ * version (`EntityResult.version`) and the shape a faithful write-back needs (integral doubles,
+ * unindexed values). `replaceIfUnchanged` writes the entity back the way a transaction's put does,
+ * by default with ONE non-transactional `commit` whose upsert carries `baseVersion`
+ * (`Mutation.base_version`): the server applies it only if the entity is still at that version and
+ * otherwise reports `conflictDetected`, which resolves to undefined. The new snapshot is what was
+ * written, at the version the commit reports. With `conditionalWrites: false` it is a transaction
+ * instead: a lookup (beginning the transaction, or after `beginTransaction` when
+ * `beginWithFirstRead` is off), a comparison of the version found, and a commit: two round trips
+ * (three without `beginWithFirstRead`); it is run again when it aborts on contention, so a loser
+ * reports a conflict as with `baseVersion` (contention past every retry: `StoreUnavailableError`).
+ * Datastore may keep an entity's version across a write that changes nothing (documented for
+ * `MutationResult.version`; the legacy emulator does, the Firestore emulator does not), so a
+ * snapshot taken before such a write may stay fresh.
+ *
+ * What the emulators do with `baseVersion` (cloud-datastore-emulator 2.3.1 and
+ * cloud-firestore-emulator 1.19.9, Cloud SDK 528): the legacy Datastore emulator honours it: a
+ * stale version, or an entity deleted since, gives `conflictDetected` and nothing is written;
+ * versions are real (a counter, also in lookups). The Firestore emulator in Datastore mode ignores
+ * it (and `updateTime` too): it applies every such write and never reports a conflict, though its
+ * versions are real (update times in microseconds). Against it, set `conditionalWrites: false`.
+ * Production Firestore in Datastore mode documents `base_version`; this library was not tried there.
+ *
  * Outbox. Records are entities of kind `outboxKind` in the namespace of the entity whose step they
  * carry, so the user's entity and its record commit in one transaction. `listOutbox` must
  * therefore look in every namespace: by default it asks the `__namespace__` metadata query (the
@@ -23,15 +46,19 @@
  * the store falls back to the namespaces it has written records to itself, plus the default one.
  * Set `namespaces` to list the namespaces to sweep explicitly, which also saves the metadata query.
  */
-import { Datastore, PropertyFilter, type Key, type Transaction } from '@google-cloud/datastore';
+import { Datastore, PropertyFilter, type Key } from '@google-cloud/datastore';
 import type { CallOptions } from 'google-gax';
 import { ConfigError } from '../errors';
-import type { OutboxRecord, Properties, Store, StoreTransaction } from '../types';
+import type { OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
+import { entityProto, rollBack } from './datastore-commit';
 import { call, grpcCode, toStoreError } from './datastore-errors';
 import { outboxKey, outboxRecord } from './datastore-outbox';
 import { lookup } from './datastore-lookup';
 import { decodeEntity } from './datastore-protos';
+import { replaceAtVersion, type ReplaceConfig } from './datastore-replace';
+import { entityVersionOf, snapshotOf } from './datastore-snapshot';
 import { DatastoreTransaction } from './datastore-transaction';
+import { writeArgs } from './datastore-values';
 import { keyString } from './keys';
 
 /** Options of {@link DatastoreStore}. */
@@ -43,6 +70,12 @@ export interface DatastoreStoreOptions {
    * Defaults to true; set it to false against the Firestore emulator.
    */
   beginWithFirstRead?: boolean;
+  /**
+   * Make `replaceIfUnchanged` one conditional commit (`Mutation.base_version`) instead of a
+   * transaction. Defaults to true; set it to false against the Firestore emulator, which ignores
+   * `baseVersion`.
+   */
+  conditionalWrites?: boolean;
   /**
    * The namespaces `listOutbox` looks in. Defaults to every namespace, found with the
    * `__namespace__` metadata query.
@@ -59,6 +92,7 @@ export interface DatastoreStoreOptions {
 export const DATASTORE_STORE_DEFAULTS = Object.freeze({
   outboxKind: 'LockerOutbox',
   beginWithFirstRead: true,
+  conditionalWrites: true,
 });
 
 /** gRPC codes a refused `__namespace__` query answers with (the Firestore emulator's is the first). */
@@ -70,6 +104,7 @@ export class DatastoreStore implements Store {
   private readonly beginWithFirstRead: boolean;
   private readonly namespaces?: readonly string[];
   private readonly gaxOptions: CallOptions;
+  private readonly replaceConfig: ReplaceConfig;
   /** Namespaces this store wrote outbox records to: the fallback when namespaces can't be listed. */
   private readonly writtenNamespaces = new Set<string>(['']);
   private namespaceQueryRefused = false;
@@ -83,6 +118,12 @@ export class DatastoreStore implements Store {
     this.outboxKind = options.outboxKind ?? DATASTORE_STORE_DEFAULTS.outboxKind;
     this.beginWithFirstRead = options.beginWithFirstRead ?? DATASTORE_STORE_DEFAULTS.beginWithFirstRead;
     this.gaxOptions = { ...options.gaxOptions };
+    this.replaceConfig = {
+      datastore,
+      gaxOptions: this.gaxOptions,
+      conditionalWrites: options.conditionalWrites ?? DATASTORE_STORE_DEFAULTS.conditionalWrites,
+      beginWithFirstRead: this.beginWithFirstRead,
+    };
     if (typeof this.outboxKind !== 'string' || this.outboxKind === '' || this.outboxKind.startsWith('__')) {
       throw new ConfigError('DatastoreStore: outboxKind must be a non-empty kind name not starting with "__"');
     }
@@ -125,6 +166,25 @@ export class DatastoreStore implements Store {
     keyString(key);
     const { entity } = await call('lookup', () => lookup(this.datastore, key, false, this.gaxOptions));
     return entity && decodeEntity(entity).properties;
+  }
+
+  async read(key: Key): Promise<Snapshot | undefined> {
+    keyString(key);
+    const { entity, version } = await call('lookup', () => lookup(this.datastore, key, false, this.gaxOptions));
+    return entity && snapshotOf(entity, version, 'lookup');
+  }
+
+  async replaceIfUnchanged(
+    key: Key,
+    snapshot: Snapshot,
+    properties: Properties,
+    excludeFromIndexes: readonly string[],
+  ): Promise<Snapshot | undefined> {
+    keyString(key);
+    const base = entityVersionOf(snapshot);
+    const entity = entityProto(writeArgs(key, properties, excludeFromIndexes, base.shape));
+    const outcome = await replaceAtVersion(this.replaceConfig, key, entity, base.version);
+    return outcome.conflictDetected ? undefined : snapshotOf(entity, outcome.version, 'commit');
   }
 
   async listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
@@ -170,15 +230,6 @@ export class DatastoreStore implements Store {
       return typeof key === 'object' && key !== null && Datastore.isKey(key) ? (key.name ?? '') : '';
     });
     return [...new Set(['', ...names])];
-  }
-}
-
-/** Rolls back a failed transaction; a rollback that fails too changes nothing for the caller. */
-async function rollBack(tx: Transaction, gaxOptions: CallOptions): Promise<void> {
-  try {
-    await tx.rollback(gaxOptions);
-  } catch {
-    // Not started, already rolled back by a failed commit, or unreachable: the server drops it.
   }
 }
 

@@ -7,6 +7,10 @@
  * - Commit fails with `ContentionError`, applying nothing, when an entity the transaction read was
  *   changed by another commit since it was read, or an entity it wrote without reading was changed
  *   since the transaction began: the first committer wins.
+ * - `read` hands out an entity with its version (the number of the commit that last wrote it);
+ *   `replaceIfUnchanged` writes only while the entity is still at that version, as one commit of
+ *   its own: it changes the version, so a transaction that read the entity before fails its
+ *   commit, and a transaction's commit makes every older snapshot stale.
  * - A throwing `fn` rolls back (nothing is applied) and its error is rethrown unchanged.
  * - Values are deep-copied in and out, and handed out the way a Datastore read hands them out
  *   (`Datastore.double` as a plain number, safe `Datastore.int` as a plain number).
@@ -14,12 +18,20 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreUnavailableError } from '../errors';
-import type { OutboxRecord, Properties, Store, StoreTransaction } from '../types';
+import type { OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
 import { copyKey, describeKey, keyString } from './keys';
 import { copyProperties } from './values';
 
 /** The operations a fault can be injected into. */
-export type MemoryStoreOperation = 'begin' | 'lookup' | 'commit' | 'get' | 'listOutbox' | 'deleteOutbox';
+export type MemoryStoreOperation =
+  | 'begin'
+  | 'lookup'
+  | 'commit'
+  | 'get'
+  | 'read'
+  | 'replace'
+  | 'listOutbox'
+  | 'deleteOutbox';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -98,6 +110,34 @@ export class MemoryStore implements Store {
     const id = keyString(key);
     this.check('get');
     return readOut(this.entities.get(id)?.properties);
+  }
+
+  async read(key: Key): Promise<Snapshot | undefined> {
+    const id = keyString(key);
+    this.check('read');
+    const stored = this.entities.get(id);
+    return stored?.properties && snapshotOf(stored.properties, stored.version);
+  }
+
+  /**
+   * Writes `properties` if the entity is still at the snapshot's version. A failed `replace`
+   * (injected fault) writes nothing.
+   */
+  async replaceIfUnchanged(
+    key: Key,
+    snapshot: Snapshot,
+    properties: Properties,
+    _excludeFromIndexes: readonly string[],
+  ): Promise<Snapshot | undefined> {
+    const id = keyString(key);
+    const base = versionOf(snapshot);
+    const copy = copyProperties(properties);
+    this.check('replace');
+    const stored = this.entities.get(id);
+    if (!stored?.properties || stored.version !== base) return undefined;
+    const version = ++this.clock;
+    this.entities.set(id, { key: copyKey(key), properties: copy, version });
+    return snapshotOf(copy, version);
   }
 
   async listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
@@ -192,6 +232,18 @@ class MemoryTransaction implements StoreTransaction {
 
 function readOut(properties: Properties | undefined): Properties | undefined {
   return properties && copyProperties(properties, { unwrapNumbers: true });
+}
+
+/** A snapshot of stored properties: a copy as a read hands it out, and the version as a number. */
+function snapshotOf(properties: Properties, version: number): Snapshot {
+  return { properties: copyProperties(properties, { unwrapNumbers: true }), version };
+}
+
+/** The version of a snapshot a memory store made; a `TypeError` for any other. */
+function versionOf(snapshot: Snapshot): number {
+  const version: unknown = snapshot?.version;
+  if (typeof version === 'number' && Number.isInteger(version) && version > 0) return version;
+  throw new TypeError('replaceIfUnchanged needs a snapshot that a MemoryStore read or wrote');
 }
 
 function copyRecord(record: OutboxRecord): OutboxRecord {
