@@ -17,6 +17,8 @@ export interface LatencySamples {
   step: number[];
   duplicateFinished: number[];
   duplicateHeld: number[];
+  /** The first duplicate of a step this process never saw: answered from one lookup. */
+  duplicateFirst: number[];
   lookup: number[];
   http: number[];
   floorBegin: number[];
@@ -40,8 +42,10 @@ export async function measureLatency(t: Target, rounds: number, warmup: number):
   const finished = t.keys.key('finished');
   const held = t.keys.key('held');
   await seed(t.datastore, [finished], () => finishedStep(2));
+  const firsts = t.keys.keys('first', total);
+  await seed(t.datastore, firsts, () => finishedStep(2));
 
-  const samples: LatencySamples = { floor: [], step: [], duplicateFinished: [], duplicateHeld: [], lookup: [], http: [], floorBegin: [], floorLookup: [], floorCommit: [] };
+  const samples: LatencySamples = { floor: [], step: [], duplicateFinished: [], duplicateHeld: [], duplicateFirst: [], lookup: [], http: [], floorBegin: [], floorLookup: [], floorCommit: [] };
   let recording = false;
   const floor: Timed = async (i) => {
     const phases = await rawTransaction(t.datastore, floorKeys[i]!);
@@ -55,6 +59,7 @@ export async function measureLatency(t: Target, rounds: number, warmup: number):
     ['step', (i) => sent(t.server.send(stepKeys[i]!, 1), STEP_DONE, 'a step')],
     ['duplicateFinished', () => sent(t.server.send(finished, 1), DUPLICATE_FINISHED, 'a duplicate of a finished step')],
     ['duplicateHeld', () => sent(t.server.send(held, 1), DUPLICATE_HELD, 'a duplicate of a held step')],
+    ['duplicateFirst', (i) => sent(t.server.send(firsts[i]!, 1), DUPLICATE_FINISHED, 'the first duplicate of a finished step')],
     ['lookup', async () => void (await t.datastore.get(finished))],
     ['http', () => sent(t.server.ping(), { status: 200, body: /^ok$/ }, 'the empty route')],
   ];

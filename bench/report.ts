@@ -20,7 +20,7 @@ export interface Results {
   emulator: string;
   latency: LatencySamples;
   throughput: ThroughputSamples;
-  rpcs: { floor?: RpcCounts; step?: RpcCounts; duplicateFinished?: RpcCounts; duplicateHeld?: RpcCounts };
+  rpcs: { floor?: RpcCounts; step?: RpcCounts; duplicateFinished?: RpcCounts; duplicateHeld?: RpcCounts; duplicateFirst?: RpcCounts };
   leaks: LeakReport[];
 }
 
@@ -37,6 +37,7 @@ function figures(r: Results) {
     duplicateToFloor: duplicate / floor,
     duplicateFinishedToFloor: l.duplicateFinished.median / floor,
     duplicateHeldToFloor: l.duplicateHeld.median / floor,
+    duplicateFirstToFloor: l.duplicateFirst.median / floor,
     throughput16ToFloor: stepOps / floorOps,
     stepNetOfHttpToFloor: (l.step.median - l.http.median) / floor,
     duplicateNetOfHttpToFloor: (duplicate - l.http.median) / floor,
@@ -58,12 +59,14 @@ export function summaryJson(r: Results): Record<string, unknown> {
     duplicateMs: round(f.duplicate),
     duplicateFinishedMs: round(l.duplicateFinished.median), duplicateFinishedP99Ms: round(l.duplicateFinished.p99),
     duplicateHeldMs: round(l.duplicateHeld.median), duplicateHeldP99Ms: round(l.duplicateHeld.p99),
+    duplicateFirstMs: round(l.duplicateFirst.median), duplicateFirstP99Ms: round(l.duplicateFirst.p99),
     floorOpsPerSec16: round(f.floorOps, 1), stepOpsPerSec16: round(f.stepOps, 1),
     floorCpuMicros16: round(summarize(r.throughput.floorCpuMicros).median, 1), stepCpuMicros16: round(summarize(r.throughput.stepCpuMicros).median, 1),
     stepToFloor: round(f.stepToFloor),
     duplicateToFloor: round(f.duplicateToFloor),
     duplicateFinishedToFloor: round(f.duplicateFinishedToFloor),
     duplicateHeldToFloor: round(f.duplicateHeldToFloor),
+    duplicateFirstToFloor: round(f.duplicateFirstToFloor),
     throughput16ToFloor: round(f.throughput16ToFloor),
     stepNetOfHttpToFloor: round(f.stepNetOfHttpToFloor),
     duplicateNetOfHttpToFloor: round(f.duplicateNetOfHttpToFloor),
@@ -71,6 +74,7 @@ export function summaryJson(r: Results): Record<string, unknown> {
     floorBeginMs: round(l.floorBegin.median), floorLookupMs: round(l.floorLookup.median), floorCommitMs: round(l.floorCommit.median),
     rpcsPerStep: r.rpcs.step ? totalRpcs(r.rpcs.step) : null,
     rpcsPerDuplicate: r.rpcs.duplicateFinished ? totalRpcs(r.rpcs.duplicateFinished) : null,
+    rpcsPerFirstDuplicate: r.rpcs.duplicateFirst ? totalRpcs(r.rpcs.duplicateFirst) : null,
     rpcsPerFloor: r.rpcs.floor ? totalRpcs(r.rpcs.floor) : null,
     heapGrowthBytes: leak?.heapGrowthBytes ?? null,
     timersBefore: leak?.timersBefore ?? null,
@@ -102,8 +106,9 @@ export function table(r: Results): string {
     row([label, ms(x.median), ms(x.p99), (x.median / l.floor.median).toFixed(2), target, describeRpcs(rpcs)], LATENCY_COLUMNS);
   lines.push(latencyRow('raw read-write transaction', l.floor, '(floor)', r.rpcs.floor));
   lines.push(latencyRow('step through handle()', l.step, verdict(f.stepToFloor, TARGETS.stepToFloor, 'max'), r.rpcs.step));
-  lines.push(latencyRow('duplicate of a finished step', l.duplicateFinished, verdict(f.duplicateFinishedToFloor, TARGETS.duplicateToFloor, 'max'), r.rpcs.duplicateFinished));
-  lines.push(latencyRow('duplicate of a held step', l.duplicateHeld, verdict(f.duplicateHeldToFloor, TARGETS.duplicateToFloor, 'max'), r.rpcs.duplicateHeld));
+  lines.push(latencyRow('repeated duplicate, finished step', l.duplicateFinished, verdict(f.duplicateFinishedToFloor, TARGETS.duplicateToFloor, 'max'), r.rpcs.duplicateFinished));
+  lines.push(latencyRow('repeated duplicate, held step', l.duplicateHeld, verdict(f.duplicateHeldToFloor, TARGETS.duplicateToFloor, 'max'), r.rpcs.duplicateHeld));
+  lines.push(latencyRow('first duplicate (one lookup)', l.duplicateFirst, '(no target)', r.rpcs.duplicateFirst));
   lines.push('');
   const t = r.throughput;
   lines.push(`Throughput at concurrency ${s.concurrency}: ${s.batches} alternating batches of ${s.batchOps * s.concurrency} operations of each kind`);

@@ -68,11 +68,14 @@ async function countRpcs(t: Target): Promise<Results['rpcs']> {
   const held = t.keys.key('rpc-held');
   await seed(t.datastore, [finished], () => finishedStep(2));
   await seed(t.datastore, [held], () => heldStep(1));
+  const firsts = t.keys.keys('rpc-first', RPC_SAMPLE);
+  await seed(t.datastore, firsts, () => finishedStep(2));
   return {
     floor: await rpcsPerOp(t.datastore, RPC_SAMPLE, async (i) => void (await rawTransaction(t.datastore, floors[i]!))),
     step: await rpcsPerOp(t.datastore, RPC_SAMPLE, async (i) => expectReply(await t.server.send(steps[i]!, 1), STEP_DONE, 'a step')),
     duplicateFinished: await rpcsPerOp(t.datastore, RPC_SAMPLE, async () => expectReply(await t.server.send(finished, 1), DUPLICATE_FINISHED, 'a duplicate of a finished step')),
     duplicateHeld: await rpcsPerOp(t.datastore, RPC_SAMPLE, async () => expectReply(await t.server.send(held, 1), DUPLICATE_HELD, 'a duplicate of a held step')),
+    duplicateFirst: await rpcsPerOp(t.datastore, RPC_SAMPLE, async (i) => expectReply(await t.server.send(firsts[i]!, 1), DUPLICATE_FINISHED, 'the first duplicate of a finished step')),
   };
 }
 

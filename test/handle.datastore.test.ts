@@ -7,7 +7,8 @@ import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/
 
 const legacy = async () => ({ store: new DatastoreStore(legacyDatastore()), namespace: uniqueNamespace('handle') });
 const firestore = async () => ({
-  store: new DatastoreStore(firestoreDatastore(), { beginWithFirstRead: false }),
+  // The Firestore emulator ignores baseVersion (production honours it), so compare-and-swap runs as a transaction there.
+  store: new DatastoreStore(firestoreDatastore(), { beginWithFirstRead: false, conditionalWrites: false }),
   namespace: uniqueNamespace('handle'),
 });
 

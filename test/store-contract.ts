@@ -336,19 +336,24 @@ export function storeContract(name: string, make: MakeSubject): void {
     });
 
     describe('contention', () => {
-      it('lets exactly one of two transactions that read the same entity commit', async () => {
+      it('never lets two transactions that read the same entity both commit', async () => {
         const [ns] = namespacesFor();
-        const { store } = await make([ns]);
+        const { store, lockingReads } = await make([ns]);
         const k = key(ns, 'Counter', 'race');
         await putOne(store, k, { n: 0 });
         const bothRead = barrier(2);
         const results = await Promise.allSettled([increment(store, k, bothRead), increment(store, k, bothRead)]);
         const committed = results.filter((r) => r.status === 'fulfilled');
         const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-        assert.equal(committed.length, 1, 'exactly one commits');
-        assert.equal(failed.length, 1);
-        assert.ok(failed[0]!.reason instanceof ContentionError, `the other gets ContentionError, not ${failed[0]!.reason}`);
-        assert.deepEqual(await store.get(k), { n: 1 });
+        if (lockingReads) {
+          // Both hold read locks and wait for each other; the emulator's lock timeout aborts one, and
+          // sometimes both. Never both commit.
+          assert.ok(committed.length <= 1, 'at most one commits');
+        } else {
+          assert.equal(committed.length, 1, 'exactly one commits (first committer wins)');
+        }
+        for (const f of failed) assert.ok(f.reason instanceof ContentionError, `a loser gets ContentionError, not ${f.reason}`);
+        assert.deepEqual(await store.get(k), { n: committed.length }, 'no lost update');
       });
 
       it('reports a lost update as ContentionError', async (t) => {
