@@ -31,9 +31,33 @@ export class ContentionError extends LockerError {
   readonly status = 503;
 }
 
-/** The store could not be reached or failed, or contention outlasted every retry. Nothing changed. */
+/**
+ * A transient store failure: the store could not be reached, timed out, was overloaded
+ * (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED), or contention outlasted every
+ * retry. Retrying later may succeed. Nothing changed.
+ */
 export class StoreUnavailableError extends LockerError {
   readonly code = 'STORE_UNAVAILABLE';
+  readonly status = 503;
+}
+
+/**
+ * The store refused this write for good, and will refuse it again: the entity is too large, has
+ * too many index entries, holds a value the store cannot store (INVALID_ARGUMENT and the like).
+ * A step that meets it while finishing counts a failed attempt; it is never retried as is.
+ */
+export class StoreRejectedError extends LockerError {
+  readonly code = 'STORE_REJECTED';
+  readonly status = 500;
+}
+
+/**
+ * The store is set up wrongly: PERMISSION_DENIED, UNAUTHENTICATED, a missing database or index.
+ * Nothing changed; the task is answered 503 and an operator must fix the set-up (the message
+ * says what).
+ */
+export class StoreConfigError extends LockerError {
+  readonly code = 'STORE_CONFIG';
   readonly status = 503;
 }
 
