@@ -41,6 +41,9 @@ export { oidcAuthenticator, type OidcAuthenticatorOptions, type OidcTokenVerifie
 export { appEngineAuthenticator, type AppEngineAuthenticatorOptions } from './auth/app-engine';
 export { anyOf } from './auth/any-of';
 
+// The default logger, for your own logs in the same shape (JSON lines on Cloud Run and App Engine).
+export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptions } from './log/platform-logger';
+
 // Alerts by email.
 export { EmailAlerter, type EmailAlerterOptions } from './alert/email';
 export type { RateLimitOptions } from './alert/rate-limit';

@@ -4,6 +4,7 @@
  */
 import { ConfigError } from './errors';
 import { CONTENTION_RETRY_DEFAULTS } from './store/retry';
+import { LOG_FORMATS, platformLogger, type LogFormat } from './log/platform-logger';
 import type { Alerter, Authenticator, Logger, Queue, Store } from './types';
 
 /** Options of `new Locker(options)`. Only `store` is required. */
@@ -44,8 +45,13 @@ export interface LockerOptions {
    * that already checked it.
    */
   authenticate?: Authenticator | false;
-  /** Where the Locker logs. Defaults to one line per event on the console. */
+  /**
+   * Where the Locker logs. Defaults to one JSON object per line (`severity`, `message`, fields) on
+   * Cloud Run and App Engine, which Cloud Logging parses, and one readable line elsewhere (`logFormat`).
+   */
   logger?: Logger;
+  /** The default logger's format: `json`, `text`, or `auto` (JSON where `K_SERVICE` or `GAE_SERVICE` is set). Defaults to `auto`. */
+  logFormat?: LogFormat;
   /** The clock, in epoch ms. Defaults to `Date.now`. */
   clock?: () => number;
   /** Retries of a transaction that aborts on contention. Defaults to 5 attempts, 20 ms to 1 s backoff. */
@@ -99,16 +105,8 @@ export const DEFAULTS = Object.freeze({
   duplicateCache: Object.freeze({ size: 1_000, ttlMs: 10_000 }),
 });
 
-/** A logger writing one line per message to the console. */
-export const consoleLogger: Logger = {
-  info: (message, fields) => console.info(line(message, fields)),
-  warn: (message, fields) => console.warn(line(message, fields)),
-  error: (message, fields) => console.error(line(message, fields)),
-};
-
-function line(message: string, fields?: Record<string, unknown>): string {
-  return fields ? `datastore-locker: ${message} ${JSON.stringify(fields)}` : `datastore-locker: ${message}`;
-}
+/** A logger writing one readable line per message to the console. */
+export const consoleLogger: Logger = platformLogger({ format: 'text' });
 
 /** Parses user options once: fills defaults, checks every value and plug-in, and freezes the result. */
 export function parseOptions(options: LockerOptions): Config {
@@ -119,6 +117,9 @@ export function parseOptions(options: LockerOptions): Config {
   if (o.alerter !== undefined && typeof o.alerter !== 'function') requireShape('alerter', o.alerter, ['send']);
   if (o.logger !== undefined) requireShape('logger', o.logger, ['info', 'warn', 'error']);
   if (o.clock !== undefined && typeof o.clock !== 'function') throw new ConfigError('clock must be a function returning epoch milliseconds.');
+  if (o.logFormat !== undefined && !LOG_FORMATS.includes(o.logFormat)) {
+    throw new ConfigError(`logFormat must be one of ${LOG_FORMATS.join(', ')}; got ${JSON.stringify(o.logFormat)}.`);
+  }
 
   const leaseDuration = positiveInteger('leaseDuration', o.leaseDuration ?? DEFAULTS.leaseDuration, 'ms');
   const leaseTimeout = positiveInteger('leaseTimeout', o.leaseTimeout ?? DEFAULTS.leaseTimeout, 'ms');
@@ -154,7 +155,7 @@ export function parseOptions(options: LockerOptions): Config {
     maxRetries,
     lockFailedStatus,
     authenticate,
-    logger: o.logger ?? consoleLogger,
+    logger: o.logger ?? platformLogger({ format: o.logFormat ?? 'auto' }),
     clock: o.clock ?? Date.now,
     contention: Object.freeze(c),
     keyAppId,
