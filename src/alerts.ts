@@ -6,6 +6,7 @@
 import type { Key } from '@google-cloud/datastore';
 import type { Config } from './options';
 import { keyPath } from './key-codec';
+import { withOrigin } from './alert/origin';
 import type { Lock } from './lock-fields';
 import { userProperties } from './lock-fields';
 import type { AlertEvent, AlertReason, Properties, TaskInfo } from './types';
@@ -64,9 +65,10 @@ export function alertEvent(f: AlertFacts): AlertEvent {
 }
 
 /** Sends an alert through the configured alerter within `alertTimeout`; logs and swallows failures. */
-export async function sendAlert(config: Config, event: AlertEvent): Promise<void> {
+export async function sendAlert(config: Config, raw: AlertEvent): Promise<void> {
   const alerter = config.alerter;
   if (!alerter) return;
+  const event = withOrigin(config, raw);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`the alerter did not finish within ${config.alertTimeout} ms`)), config.alertTimeout);

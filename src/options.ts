@@ -60,6 +60,20 @@ export interface LockerOptions {
   keyAppId?: string;
   /** Properties of your entities to keep out of indexes when the Locker writes them. Defaults to none. */
   excludeFromIndexes?: readonly string[];
+  /**
+   * Where `locker.statusRouter()` is mounted, as an absolute URL (e.g. `https://orders.example.com/ops/locker`):
+   * alerts then link to the step's page. Defaults to none (alerts carry no link).
+   */
+  statusUrl?: string;
+  /**
+   * The Google Cloud project alerts name. Defaults to the store's project id, else `GOOGLE_CLOUD_PROJECT`.
+   */
+  project?: string;
+  /**
+   * The service alerts name. Defaults to Cloud Run's `K_SERVICE` (with `K_REVISION`) or App
+   * Engine's `GAE_SERVICE` (with `GAE_VERSION`), when set.
+   */
+  service?: string;
   /** How old an outbox record must be before `sweep()` re-sends it, ms. Defaults to 60 000. */
   sweepGrace?: number;
   /**
@@ -89,6 +103,9 @@ export interface Config {
   readonly keyAppId: string;
   readonly excludeFromIndexes: readonly string[];
   readonly sweepGrace: number;
+  readonly statusUrl: string | undefined;
+  readonly project: string | undefined;
+  readonly service: string | undefined;
   readonly duplicateCache: { readonly size: number; readonly ttlMs: number };
 }
 
@@ -161,8 +178,44 @@ export function parseOptions(options: LockerOptions): Config {
     keyAppId,
     excludeFromIndexes: Object.freeze([...excludeFromIndexes]),
     sweepGrace: positiveInteger('sweepGrace', o.sweepGrace ?? DEFAULTS.sweepGrace, 'ms'),
+    statusUrl: parseStatusUrl(o.statusUrl),
+    project: optionalName('project', o.project) ?? o.store.projectId ?? envName('GOOGLE_CLOUD_PROJECT'),
+    service: optionalName('service', o.service) ?? serviceFromEnv(),
     duplicateCache: parseDuplicateCache(o.duplicateCache),
   });
+}
+
+function parseStatusUrl(given: unknown): string | undefined {
+  if (given === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = typeof given === 'string' ? new URL(given) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+    throw new ConfigError(`statusUrl must be an absolute http(s) URL where the status router is mounted; got ${JSON.stringify(given)}.`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+function optionalName(name: string, given: unknown): string | undefined {
+  if (given === undefined) return undefined;
+  if (typeof given !== 'string' || given.trim() === '') throw new ConfigError(`${name} must be a non-empty string.`);
+  return given;
+}
+
+function envName(name: string): string | undefined {
+  const value = process.env[name];
+  return value ? value : undefined;
+}
+
+/** `service (revision)` on Cloud Run, `service (version)` on App Engine. */
+function serviceFromEnv(): string | undefined {
+  const service = envName('K_SERVICE') ?? envName('GAE_SERVICE');
+  const revision = envName('K_SERVICE') ? envName('K_REVISION') : envName('GAE_VERSION');
+  if (!service) return undefined;
+  return revision ? `${service} (${revision})` : service;
 }
 
 function parseDuplicateCache(given: LockerOptions['duplicateCache']): Config['duplicateCache'] {

@@ -237,6 +237,14 @@ export interface AlertEvent {
   task: TaskInfo;
   /** The entity's own properties (lock fields left out). */
   properties: Properties;
+  /** The Google Cloud project it came from, when known (the store's project id, or `GOOGLE_CLOUD_PROJECT`). */
+  project?: string;
+  /** The service and revision (Cloud Run) or version (App Engine) it came from, when known (the Locker's `service`). */
+  service?: string;
+  /** The key as `X-Lock-Key` encodes it: `locker.decodeKey(encodedKey)` gives it back, e.g. to `locker.retry()`. */
+  encodedKey?: string;
+  /** The step's page on the status router, when the Locker's `statusUrl` is configured. */
+  stepUrl?: string;
   /** Alerts of this kind that a rate limit held back before this one (set by the alerter). */
   suppressed?: number;
   at: Date;

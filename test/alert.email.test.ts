@@ -132,8 +132,9 @@ describe('EmailAlerter', () => {
       for (const body of [mail.text, mail.html]) {
         assert.match(body, /Step 3 of Order:42 failed for good after 10 failed attempts/);
         assert.match(body, /chain stopped/);
-        assert.match(body, /Fix the cause of the error below, then kick off the chain again/);
-        assert.match(body, /reschedule the failed step/);
+        assert.match(body, /Fix the cause of the error below, then retry the step \(locker\.retry\(key\)\)/);
+        assert.match(body, /fresh retry budget and a new task/);
+        assert.match(body, /cancel it \(locker\.cancel\(key\)\)/);
         assert.doesNotMatch(body, /may have run twice/);
       }
     });
@@ -218,6 +219,49 @@ describe('EmailAlerter', () => {
         assert.equal(htmlField(html, label), value, `html field ${label}`);
       }
       assert.equal(textField(text, 'message'), undefined, 'no error section without an error');
+    });
+  });
+
+  describe('where it came from and how to act', () => {
+    const origin = {
+      project: 'shop-prod',
+      service: 'orders (orders-00042-abc)',
+      encodedKey: 'ahBzfnNob3AtcHJvZHIJCgVPcmRlchAq',
+      stepUrl: 'https://orders.example.com/ops/locker/step?key=ahBzfnNob3AtcHJvZHIJCgVPcmRlchAq',
+    };
+
+    it('names the project and service, and links to the step on the status page', async () => {
+      const { text, html } = await sendOne(failureEvent(origin));
+      assert.equal(textField(text, 'project'), 'shop-prod');
+      assert.equal(textField(text, 'service'), 'orders (orders-00042-abc)');
+      assert.equal(textField(text, 'status page'), origin.stepUrl);
+      assert.equal(textField(text, 'X-Lock-Key'), origin.encodedKey);
+      assert.ok(text.includes(`The step: ${origin.stepUrl}`));
+      assert.equal(htmlField(html, 'project'), 'shop-prod');
+      assert.equal(htmlField(html, 'status page'), `<a href="${origin.stepUrl}">${origin.stepUrl}</a>`);
+      assert.ok(html.includes(`<p><a href="${origin.stepUrl}">Open the step on the status page</a></p>`));
+    });
+
+    it('names the real actions for a failure: retry, or cancel the chain, with the call for this key', async () => {
+      const { text, html } = await sendOne(failureEvent(origin));
+      for (const body of [text, html.replace(/&#39;/g, "'")]) {
+        assert.ok(body.includes(`retry the step (the Retry button on the step's status page, or locker.retry(locker.decodeKey('${origin.encodedKey}')))`), body);
+        assert.ok(body.includes(`cancel it (the Cancel button on the step's status page, or locker.cancel(locker.decodeKey('${origin.encodedKey}')))`));
+      }
+    });
+
+    it('names resend for an overwrite whose step does not finish', async () => {
+      const { text } = await sendOne(overwriteEvent(origin));
+      assert.ok(text.includes(`re-send it (the Resend button on the step's status page, or locker.resend(locker.decodeKey('${origin.encodedKey}')))`));
+    });
+
+    it('says unknown when the origin is not known, and links nothing that is not http(s)', async () => {
+      const { text, html } = await sendOne(failureEvent({ stepUrl: 'javascript:alert(1)' }));
+      assert.equal(textField(text, 'project'), '(unknown)');
+      assert.equal(textField(text, 'service'), '(unknown)');
+      assert.equal(textField(text, 'status page'), undefined);
+      assert.doesNotMatch(html, /javascript:/);
+      assert.doesNotMatch(html, /<a /);
     });
   });
 

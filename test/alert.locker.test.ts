@@ -11,6 +11,7 @@ import { StepState, type Properties, type Store } from '../src/types';
 import { legacyDatastore, uniqueNamespace, closedPort } from './support/emulator';
 import { TestSmtpServer } from './support/smtp';
 import { keys, taskApp, type TaskApp } from './support/task-app';
+import { keyPath as keyPathOf } from '../src/key-codec';
 
 describe('alerts from the Locker', () => {
   let smtp: TestSmtpServer;
@@ -51,6 +52,28 @@ describe('alerts from the Locker', () => {
       assert.ok(mail.text.includes(fact), `text mentions ${fact}`);
     }
     await t.locker.shutdown();
+  });
+
+  it('names the project and service and links to the step on the configured status page', async () => {
+    smtp.mode = 'accept';
+    const before = smtp.messages.length;
+    const t = emailApp(storeA, smtp.transportOptions(), {
+      maxRetries: 1, statusUrl: 'https://orders.example.com/ops/locker/', project: 'shop-prod', service: 'orders (orders-00042)',
+    });
+    const key = newKey();
+    await seed(storeA, key, stale({ lock_req: '', lock_ts: new Date() }));
+    t.behave(() => { throw new Error('card declined'); });
+    assert.equal((await t.send(key, 1)).status, 200);
+    await t.locker.shutdown();
+    const mail = smtp.messages.slice(before)[0]!;
+    const encoded = t.locker.encodeKey(key);
+    const url = `https://orders.example.com/ops/locker/step?key=${encodeURIComponent(encoded)}`;
+    assert.match(mail.text, /^ {2}project: +shop-prod$/m);
+    assert.match(mail.text, /^ {2}service: +orders \(orders-00042\)$/m);
+    assert.ok(mail.text.includes(`The step: ${url}`));
+    assert.ok(mail.html.includes(`href="${url}"`));
+    assert.ok(mail.text.includes(`locker.retry(locker.decodeKey('${encoded}'))`));
+    assert.equal(keyPathOf(t.locker.decodeKey(encoded)), keyPathOf(key), 'the key in the message decodes to the step\'s key');
   });
 
   it('sends one overwrite alert per step, also when two instances take the same step over in turn', async () => {

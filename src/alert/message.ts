@@ -24,6 +24,8 @@ interface Field {
   label: string;
   value: string;
   block?: boolean;
+  /** A link: the value is shown as an anchor to this URL in HTML. */
+  href?: string;
 }
 
 interface Section {
@@ -36,6 +38,8 @@ interface Model {
   headline: string;
   happened: string;
   todo: string;
+  /** The step's page on the status router, where the actions are buttons. */
+  stepUrl?: string;
   sections: Section[];
   notes: string[];
 }
@@ -78,12 +82,14 @@ const HTML_ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': 
 
 function buildModel(event: AlertEvent): Model {
   const story = event.reason === AlertReason.overwrite ? overwriteStory(event) : failureStory(event);
-  const sections = [entitySection(event), leaseSection(event), taskSection(event)];
+  const sections = [originSection(event), entitySection(event), leaseSection(event), taskSection(event)];
   if (event.error) sections.push(errorSection(event.error));
   const values: Field = { label: 'values (lock fields left out)', value: renderValue(event.properties), block: true };
   sections.push({ title: 'Properties', fields: [values] });
   sections.push({ title: 'When', fields: [{ label: 'time', value: isoTime(event.at) }] });
-  return { ...story, sections, notes: suppressedNote(event.suppressed ?? 0) };
+  const model: Model = { ...story, sections, notes: suppressedNote(event.suppressed ?? 0) };
+  if (event.stepUrl && isWebUrl(event.stepUrl)) model.stepUrl = event.stepUrl;
+  return model;
 }
 
 type Story = Pick<Model, 'headline' | 'happened' | 'todo'>;
@@ -99,8 +105,17 @@ function overwriteStory(event: AlertEvent): Story {
       `${event.newAttempt ?? UNKNOWN} took the step over. The step may have run twice.`,
     todo:
       'Check the side effects of this step (payments, emails, writes to other systems) for a duplicate, ' +
-      'and undo it if needed. If this repeats, look for a handler that blocks the event loop or outlives its lease.',
+      'and undo it if needed. The step goes on under the new attempt; if it does not finish, re-send it ' +
+      `(${action(event, 'resend')}). If this repeats, look for a handler that blocks the event loop or outlives its lease.`,
   };
+}
+
+/** How to act: the status page's button when it is linked, and the call that does the same. */
+function action(event: AlertEvent, name: 'retry' | 'cancel' | 'resend'): string {
+  const button = name.charAt(0).toUpperCase() + name.slice(1);
+  const key = event.encodedKey ? `locker.decodeKey('${event.encodedKey}')` : 'key';
+  const call = `locker.${name}(${key})`;
+  return event.stepUrl ? `the ${button} button on the step's status page, or ${call}` : call;
 }
 
 function failureStory(event: AlertEvent): Story {
@@ -110,9 +125,19 @@ function failureStory(event: AlertEvent): Story {
       `Step ${event.seq} of ${event.keyPath} failed for good after ${plural(event.retries, 'failed attempt')}. ` +
       'Its chain stopped: no later step will run until someone acts.',
     todo:
-      'Fix the cause of the error below, then kick off the chain again (locker.schedule) ' +
-      'or reschedule the failed step.',
+      `Fix the cause of the error below, then retry the step (${action(event, 'retry')}): it runs again ` +
+      `with a fresh retry budget and a new task. To give the chain up instead, cancel it (${action(event, 'cancel')}).`,
   };
+}
+
+function originSection(event: AlertEvent): Section {
+  const fields: Field[] = [
+    { label: 'project', value: event.project ?? UNKNOWN },
+    { label: 'service', value: event.service ?? UNKNOWN },
+  ];
+  if (event.stepUrl && isWebUrl(event.stepUrl)) fields.push({ label: 'status page', value: event.stepUrl, href: event.stepUrl });
+  if (event.encodedKey) fields.push({ label: 'X-Lock-Key', value: event.encodedKey });
+  return { title: 'From', fields };
 }
 
 function entitySection(event: AlertEvent): Section {
@@ -170,6 +195,7 @@ function suppressedNote(suppressed: number): string[] {
 
 function renderText(model: Model): string {
   const lines = [capitalise(model.headline), '', model.happened, '', `What to do: ${model.todo}`];
+  if (model.stepUrl) lines.push('', `The step: ${model.stepUrl}`);
   for (const section of model.sections) {
     lines.push('', section.title);
     for (const field of section.fields) lines.push(...textField(field));
@@ -190,6 +216,7 @@ function renderHtml(model: Model): string {
     `<h2>${escapeHtml(capitalise(model.headline))}</h2>`,
     `<p>${escapeHtml(model.happened)}</p>`,
     `<p><strong>What to do:</strong> ${escapeHtml(model.todo)}</p>`,
+    ...(model.stepUrl ? [`<p><a href="${escapeHtml(model.stepUrl)}">Open the step on the status page</a></p>`] : []),
     ...model.sections.map(htmlSection),
     ...model.notes.map((note) => `<p><em>${escapeHtml(note)}</em></p>`),
     '</body></html>',
@@ -205,7 +232,7 @@ function htmlSection(section: Section): string {
 function htmlField(field: Field): string {
   const value = field.block
     ? `<pre style="margin: 0; white-space: pre-wrap;">${escapeHtml(field.value)}</pre>`
-    : escapeHtml(field.value);
+    : field.href ? `<a href="${escapeHtml(field.href)}">${escapeHtml(field.value)}</a>` : escapeHtml(field.value);
   return `<tr><th align="left" valign="top">${escapeHtml(field.label)}</th><td>${value}</td></tr>`;
 }
 
@@ -227,6 +254,11 @@ function oneLine(text: string): string {
 
 function bound(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}\n… (${text.length - max} more characters)`;
+}
+
+/** Only http(s) URLs become links. */
+function isWebUrl(url: string): boolean {
+  return /^https?:\/\//i.test(url);
 }
 
 function isoTime(at: Date): string {
