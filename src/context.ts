@@ -4,6 +4,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Request } from 'express';
+import type { OptionNames } from './option-names';
 import { LOCK_FIELD_PREFIX, type Json, type Properties, type TaskInfo } from './types';
 
 /** Builds the user's typed entity from its stored properties (lock fields left out). */
@@ -16,6 +17,9 @@ export interface ScheduleOptions {
   /** Run the step at this time (at most 30 days ahead, as Cloud Tasks allows). */
   at?: Date;
 }
+
+/** Every option name of {@link ScheduleOptions}. */
+export const SCHEDULE_OPTION_NAMES: OptionNames<ScheduleOptions> = { delayMs: true, at: true };
 
 /** The step that was scheduled. */
 export interface ScheduledStep {

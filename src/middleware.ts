@@ -10,6 +10,7 @@ import type { EntityFactory, TaskHandler } from './context';
 import type { Core } from './core';
 import { BadRequestError } from './errors';
 import { decodeKey } from './key-codec';
+import { rejectUnknownOptions, type OptionNames } from './option-names';
 import { parseTaskInfo } from './task-info';
 import { Headers, type Authenticator, type Json } from './types';
 import type { Key } from '@google-cloud/datastore';
@@ -25,6 +26,10 @@ export interface HandleOptions {
   maxBodyBytes?: number;
 }
 
+/** Every option name of {@link HandleOptions}. */
+const HANDLE_OPTION_NAMES: OptionNames<HandleOptions> = { kinds: true, authenticate: true, maxBodyBytes: true };
+const SWEEP_OPTION_NAMES: OptionNames<Pick<HandleOptions, 'authenticate'>> = { authenticate: true };
+
 const DEFAULT_MAX_BODY = 1024 * 1024;
 const SEQ_PATTERN = /^[1-9][0-9]{0,14}$/;
 const CHAIN_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -37,6 +42,7 @@ interface Sweeper extends Core {
 export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions): RequestHandler {
   if (typeof handler !== 'function') throw new TypeError('handle(handler, factory): handler must be a function');
   if (typeof factory !== 'function') throw new TypeError('handle(handler, factory): factory must be a function (properties, key) => entity');
+  rejectUnknownOptions('handle()', options, HANDLE_OPTION_NAMES);
   const kinds = options.kinds ? new Set(options.kinds) : undefined;
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
   return (req, res) => {
@@ -61,6 +67,7 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
 }
 
 export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'authenticate'>): RequestHandler {
+  rejectUnknownOptions('sweepHandler()', options, SWEEP_OPTION_NAMES);
   return (req, res) => {
     void (async () => {
       const answer = await admit(core, req, options.authenticate);

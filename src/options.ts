@@ -3,6 +3,7 @@
  * a complete, checked configuration. Nothing else in the library looks at raw options.
  */
 import { ConfigError } from './errors';
+import { rejectUnknownOptions, type OptionNames } from './option-names';
 import { CONTENTION_RETRY_DEFAULTS } from './store/retry';
 import { LOG_FORMATS, platformLogger, type LogFormat } from './log/platform-logger';
 import type { Alerter, Authenticator, Logger, Queue, Store } from './types';
@@ -109,6 +110,16 @@ export interface Config {
   readonly duplicateCache: { readonly size: number; readonly ttlMs: number };
 }
 
+/** Every option name of {@link LockerOptions}: any other key is a misspelling. */
+const LOCKER_OPTION_NAMES: OptionNames<LockerOptions> = {
+  store: true, queue: true, alerter: true, alertOnOverwrite: true, alertOnFailure: true, alertTimeout: true,
+  leaseDuration: true, leaseTimeout: true, maxRetries: true, lockFailedStatus: true, authenticate: true, logger: true,
+  logFormat: true, clock: true, contention: true, keyAppId: true, excludeFromIndexes: true, sweepGrace: true,
+  statusUrl: true, project: true, service: true, duplicateCache: true,
+};
+const CONTENTION_OPTION_NAMES: OptionNames<NonNullable<LockerOptions['contention']>> = { attempts: true, baseDelayMs: true, maxDelayMs: true };
+const DUPLICATE_CACHE_OPTION_NAMES: OptionNames<Exclude<LockerOptions['duplicateCache'], false | undefined>> = { size: true, ttlMs: true };
+
 /** Every default, in one place. */
 export const DEFAULTS = Object.freeze({
   alertTimeout: 5_000,
@@ -128,6 +139,9 @@ export const consoleLogger: Logger = platformLogger({ format: 'text' });
 /** Parses user options once: fills defaults, checks every value and plug-in, and freezes the result. */
 export function parseOptions(options: LockerOptions): Config {
   if (typeof options !== 'object' || options === null) throw new ConfigError('Locker options must be an object.');
+  rejectUnknownOptions('Locker', options, LOCKER_OPTION_NAMES);
+  rejectUnknownOptions('Locker', options.contention, CONTENTION_OPTION_NAMES, 'contention.');
+  rejectUnknownOptions('Locker', options.duplicateCache, DUPLICATE_CACHE_OPTION_NAMES, 'duplicateCache.');
   const o = dropUndefined(options);
   requireShape('store', o.store, ['transaction', 'get', 'read', 'replaceIfUnchanged', 'listOutbox', 'deleteOutbox']);
   if (o.queue !== undefined) requireShape('queue', o.queue, ['enqueue']);

@@ -4,10 +4,11 @@
  * sweep re-sends what was committed but never created.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { ScheduleOptions } from './context';
+import { SCHEDULE_OPTION_NAMES, type ScheduleOptions } from './context';
 import type { Core } from './core';
 import { ConfigError } from './errors';
 import { keyPath } from './key-codec';
+import { rejectUnknownOptions } from './option-names';
 import { readLock, type Lock } from './lock-fields';
 import { taskName } from './task-name';
 import { Headers, StepState, type Json, type OutboxRecord, type TaskRequest } from './types';
@@ -26,6 +27,7 @@ export interface NextStep {
 /** Checks what a caller asked to schedule; throws a `TypeError`/`RangeError` saying what is wrong. */
 export function checkStep(core: Core, path: string, payload: Json | undefined, options: ScheduleOptions = {}): NextStep {
   if (!core.config.queue) throw new ConfigError('schedule() needs a queue: pass `queue` to the Locker.');
+  rejectUnknownOptions('schedule()', options, SCHEDULE_OPTION_NAMES);
   if (typeof path !== 'string' || !/^\/[\x21-\x7e]*$/.test(path)) {
     throw new TypeError(`the task path must start with "/" and contain no spaces; got ${JSON.stringify(path)}`);
   }

@@ -150,7 +150,7 @@ describe('CloudTasksQueue', () => {
 
     it('retries UNAVAILABLE and resolves when the service comes back', async () => {
       server.failNext(status.UNAVAILABLE, 2);
-      await queue({ maxAttempts: 3 }).enqueue(task());
+      await queue({ createAttempts: 3 }).enqueue(task());
       assert.equal(server.calls.length, 3);
       assert.ok(server.calls.every((call) => call.task?.name === `${QUEUE_PATH}/tasks/a1b2c3-step_7`));
     });
@@ -162,9 +162,9 @@ describe('CloudTasksQueue', () => {
       assert.equal(server.calls.length, 2);
     });
 
-    it('rejects with QueueError once UNAVAILABLE outlasts maxAttempts', async () => {
+    it('rejects with QueueError once UNAVAILABLE outlasts createAttempts', async () => {
       server.failNext(status.UNAVAILABLE, 10);
-      await assert.rejects(queue({ maxAttempts: 3 }).enqueue(task()), (err: unknown) => {
+      await assert.rejects(queue({ createAttempts: 3 }).enqueue(task()), (err: unknown) => {
         assert.ok(err instanceof QueueError);
         assert.match(err.message, /a1b2c3-step_7/);
         assert.match(err.message, /UNAVAILABLE/);
@@ -176,13 +176,13 @@ describe('CloudTasksQueue', () => {
 
     it('retries a call that timed out', async () => {
       server.hangNext(1);
-      await queue({ callTimeoutMs: 300, maxAttempts: 2 }).enqueue(task());
+      await queue({ callTimeoutMs: 300, createAttempts: 2 }).enqueue(task());
       assert.equal(server.calls.length, 2);
     });
 
     it('rejects with QueueError when every call times out', async () => {
       server.hangNext(2);
-      await assert.rejects(queue({ callTimeoutMs: 300, maxAttempts: 2 }).enqueue(task()), (err: unknown) => {
+      await assert.rejects(queue({ callTimeoutMs: 300, createAttempts: 2 }).enqueue(task()), (err: unknown) => {
         assert.ok(err instanceof QueueError);
         assert.match(err.message, /a1b2c3-step_7/);
         assert.match(err.message, /DEADLINE_EXCEEDED/);
@@ -257,7 +257,7 @@ describe('CloudTasksQueue', () => {
       ['an App Engine dispatch deadline over 24 h', { target: { type: 'appengine' }, dispatchDeadlineMs: 86_400_001 }, /24 h\) for appengine targets/],
       ['a fractional dispatch deadline', { dispatchDeadlineMs: 20_000.5 }, /`dispatchDeadlineMs`/],
       ['a zero call timeout', { callTimeoutMs: 0 }, /`callTimeoutMs` must be a positive integer/],
-      ['zero attempts', { maxAttempts: 0 }, /`maxAttempts` must be a positive integer/],
+      ['zero attempts', { createAttempts: 0 }, /`createAttempts` must be a positive integer/],
     ];
     for (const [what, overrides, message] of invalid) {
       it(`throws ConfigError for ${what}`, () => {

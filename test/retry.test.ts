@@ -19,7 +19,7 @@ describe('withContentionRetry', () => {
         if (runs < 3) throw new ContentionError(`run ${runs}`);
         return 'done';
       },
-      { attempts: 5, baseDelayMs: 100, maxDelayMs: 1_000, ...time },
+      { attempts: 5, baseDelayMs: 100, maxDelayMs: 1_000, random: time.random, sleep: time.sleep },
     );
     assert.equal(result, 'done');
     assert.equal(runs, 3);
@@ -34,7 +34,7 @@ describe('withContentionRetry', () => {
       withContentionRetry(async () => {
         runs += 1;
         throw lost;
-      }, time),
+      }, { random: time.random, sleep: time.sleep }),
       (err) => err === lost,
     );
     assert.equal(runs, 1);
@@ -51,7 +51,7 @@ describe('withContentionRetry', () => {
           errors.push(error);
           throw error;
         },
-        { attempts: 6, baseDelayMs: 100, maxDelayMs: 700, ...time },
+        { attempts: 6, baseDelayMs: 100, maxDelayMs: 700, random: time.random, sleep: time.sleep },
       ),
       (err) => err instanceof StoreUnavailableError && err.cause === errors.at(-1),
     );
@@ -62,7 +62,7 @@ describe('withContentionRetry', () => {
   it('draws each delay between zero and its cap (full jitter)', async () => {
     const time = fakeTime(0);
     await assert.rejects(
-      withContentionRetry(async () => Promise.reject(new ContentionError('always')), { attempts: 3, ...time }),
+      withContentionRetry(async () => Promise.reject(new ContentionError('always')), { attempts: 3, random: time.random, sleep: time.sleep }),
       StoreUnavailableError,
     );
     assert.deepEqual(time.delays, [0, 0]);

@@ -7,6 +7,7 @@ import nodemailer from 'nodemailer';
 import type { Transport, TransportConfig, Transporter } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
 import { ConfigError } from '../errors';
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { AlertEvent } from '../types';
 import { formatAlert } from './message';
 import { RateLimiter, type RateLimitOptions } from './rate-limit';
@@ -58,9 +59,10 @@ export const SMTP_TIMEOUT_DEFAULTS = Object.freeze({
   dnsTimeout: 10_000,
 });
 
-const OPTION_NAMES: ReadonlySet<string> = new Set([
-  'transport', 'to', 'from', 'subjectPrefix', 'redact', 'rateLimit', 'clock',
-]);
+/** Every option name of {@link EmailAlerterOptions}. */
+const OPTION_NAMES: OptionNames<EmailAlerterOptions> = {
+  transport: true, to: true, from: true, subjectPrefix: true, redact: true, rateLimit: true, clock: true,
+};
 
 /** Keys of transport options that select a transport other than SMTP. */
 const NON_SMTP_KEYS = ['jsonTransport', 'streamTransport', 'sendmail', 'SES'];
@@ -141,9 +143,7 @@ export class EmailAlerter {
 
 function parseOptions(options: EmailAlerterOptions): Config {
   if (typeof options !== 'object' || options === null) fail('options must be an object { transport, to, from, ... }.');
-  for (const name of Object.keys(options)) {
-    if (!OPTION_NAMES.has(name)) fail(`unknown option \`${name}\` (expected one of ${[...OPTION_NAMES].join(', ')}).`);
-  }
+  rejectUnknownOptions('EmailAlerter', options, OPTION_NAMES);
   const given = dropUndefined(options);
   const merged = { ...DEFAULTS, ...given };
   if (typeof merged.subjectPrefix !== 'string') {

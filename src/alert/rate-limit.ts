@@ -4,6 +4,7 @@
  * alert let through is told how many were held back since the last one.
  */
 import { ConfigError } from '../errors';
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 
 /** How many alerts may go out, and in what span. */
 export interface RateLimitOptions {
@@ -12,6 +13,9 @@ export interface RateLimitOptions {
   /** The window, in milliseconds: a positive number. */
   perMs: number;
 }
+
+/** Every option name of {@link RateLimitOptions}. */
+const OPTION_NAMES: OptionNames<RateLimitOptions> = { max: true, perMs: true };
 
 /** The limiter's answer to one alert. */
 export type RateDecision =
@@ -77,6 +81,7 @@ function assertLimit(options: RateLimitOptions): void {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError(`rate limit must be an object { max, perMs }, got ${describe(options)}.`);
   }
+  rejectUnknownOptions('rate limit', options, OPTION_NAMES);
   const { max, perMs } = options;
   if (!Number.isSafeInteger(max) || max < 1) {
     throw new ConfigError(`rate limit \`max\` must be a positive integer (alerts per window), got ${describe(max)}.`);

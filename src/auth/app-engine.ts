@@ -2,6 +2,7 @@
  * Authentication of Cloud Tasks App Engine-target requests by the `X-AppEngine-QueueName` header.
  */
 import { ConfigError } from '../errors';
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { AuthRequest, AuthVerdict, Authenticator } from '../types';
 import { ACCEPT, refuse } from './verdict';
 
@@ -14,6 +15,9 @@ export interface AppEngineAuthenticatorOptions {
   queues?: readonly string[];
 }
 
+/** Every option name of {@link AppEngineAuthenticatorOptions}. */
+const OPTION_NAMES: OptionNames<AppEngineAuthenticatorOptions> = { queues: true };
+
 /**
  * Builds an authenticator that trusts the `X-AppEngine-QueueName` header. It answers 401 when
  * the header is missing, 403 when it names a queue outside `queues`.
@@ -24,6 +28,7 @@ export interface AppEngineAuthenticatorOptions {
  * @throws ConfigError when `queues` is given but is not a non-empty array of queue names.
  */
 export function appEngineAuthenticator(options: AppEngineAuthenticatorOptions = {}): Authenticator {
+  rejectUnknownOptions('appEngineAuthenticator', options, OPTION_NAMES);
   const queues = parseQueues(options.queues);
   return (req: AuthRequest): AuthVerdict => {
     const queue = req.headers[QUEUE_HEADER];

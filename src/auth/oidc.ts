@@ -5,6 +5,7 @@
 import { OAuth2Client } from 'google-auth-library';
 import type { TokenPayload } from 'google-auth-library';
 import { ConfigError } from '../errors';
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { AuthRequest, AuthVerdict, Authenticator } from '../types';
 import { ACCEPT, refuse } from './verdict';
 
@@ -41,6 +42,9 @@ const DEFAULTS = Object.freeze({
   issuers: Object.freeze(['https://accounts.google.com', 'accounts.google.com']),
 });
 
+/** Every option name of {@link OidcAuthenticatorOptions}. */
+const OPTION_NAMES: OptionNames<OidcAuthenticatorOptions> = { audience: true, serviceAccountEmail: true, issuers: true, client: true };
+
 /** Google signs its ID tokens with RS256; no other algorithm is accepted. */
 const ALGORITHM = 'RS256';
 
@@ -75,6 +79,7 @@ function parseOptions(options: OidcAuthenticatorOptions): OidcConfig {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError('oidcAuthenticator needs options with `audience` and `serviceAccountEmail`.');
   }
+  rejectUnknownOptions('oidcAuthenticator', options, OPTION_NAMES);
   const audience = nonEmptyList('audience', options.audience);
   const emails = nonEmptyList('serviceAccountEmail', options.serviceAccountEmail);
   const badEmail = emails.find((email) => !email.includes('@'));

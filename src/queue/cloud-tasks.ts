@@ -5,6 +5,7 @@
  */
 import type { CloudTasksClient, protos } from '@google-cloud/tasks';
 import { ConfigError, QueueError } from '../errors';
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { Queue, TaskRequest } from '../types';
 
 type ITask = protos.google.cloud.tasks.v2.ITask;
@@ -53,14 +54,23 @@ export interface CloudTasksQueueOptions {
   /** Timeout of one CreateTask call. Defaults to 10 s. */
   callTimeoutMs?: number;
   /**
-   * Calls made for one task when the service is UNAVAILABLE or a call times out, with jittered
-   * backoff (0.1 s doubling, at most 2 s) in between; an enqueue so takes at most about
-   * `maxAttempts × callTimeoutMs`. Defaults to 4.
+   * CreateTask calls made for one task when the service is UNAVAILABLE or a call times out, with
+   * jittered backoff (0.1 s doubling, at most 2 s) in between; an enqueue so takes at most about
+   * `createAttempts × callTimeoutMs`. Not the queue's own `maxAttempts` (deliveries of a task),
+   * which is set on the queue in Cloud Tasks. Defaults to 4.
    */
-  maxAttempts?: number;
+  createAttempts?: number;
 }
 
-const DEFAULTS = Object.freeze({ callTimeoutMs: 10_000, maxAttempts: 4 });
+const DEFAULTS = Object.freeze({ callTimeoutMs: 10_000, createAttempts: 4 });
+
+/** Every option name of {@link CloudTasksQueueOptions} and of its targets. */
+const OPTION_NAMES: OptionNames<CloudTasksQueueOptions> = {
+  client: true, project: true, location: true, queue: true, target: true, dispatchDeadlineMs: true, callTimeoutMs: true, createAttempts: true,
+};
+const HTTP_TARGET_NAMES: OptionNames<HttpTarget> = { type: true, url: true, oidc: true };
+const OIDC_NAMES: OptionNames<NonNullable<HttpTarget['oidc']>> = { serviceAccountEmail: true, audience: true };
+const APP_ENGINE_TARGET_NAMES: OptionNames<AppEngineTarget> = { type: true, service: true, version: true, instance: true };
 
 /** gRPC status codes, by number, for messages. */
 const GRPC_STATUS = [
@@ -104,7 +114,7 @@ export class CloudTasksQueue implements Queue {
   private readonly queuePath: string;
   private readonly dispatchDeadlineMs?: number;
   private readonly callTimeoutMs: number;
-  private readonly maxAttempts: number;
+  private readonly createAttempts: number;
 
   constructor(options: CloudTasksQueueOptions) {
     checkOptions(options);
@@ -113,7 +123,7 @@ export class CloudTasksQueue implements Queue {
     this.queuePath = options.client.queuePath(options.project, options.location, options.queue);
     this.dispatchDeadlineMs = options.dispatchDeadlineMs;
     this.callTimeoutMs = options.callTimeoutMs ?? DEFAULTS.callTimeoutMs;
-    this.maxAttempts = options.maxAttempts ?? DEFAULTS.maxAttempts;
+    this.createAttempts = options.createAttempts ?? DEFAULTS.createAttempts;
   }
 
   /** Creates the task; resolves when it exists, rejects with `QueueError` otherwise. */
@@ -164,7 +174,7 @@ export class CloudTasksQueue implements Queue {
       retry: {
         retryCodes: [UNAVAILABLE, DEADLINE_EXCEEDED],
         backoffSettings: {
-          maxRetries: this.maxAttempts,
+          maxRetries: this.createAttempts,
           initialRetryDelayMillis: 100,
           retryDelayMultiplier: 2,
           maxRetryDelayMillis: 2_000,
@@ -184,6 +194,7 @@ function checkOptions(options: CloudTasksQueueOptions): void {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError('CloudTasksQueue needs an options object.');
   }
+  rejectUnknownOptions('CloudTasksQueue', options, OPTION_NAMES);
   const { client } = options;
   if (typeof client?.createTask !== 'function' || typeof client.queuePath !== 'function') {
     throw new ConfigError('CloudTasksQueue: `client` must be a CloudTasksClient from @google-cloud/tasks (v2).');
@@ -196,7 +207,7 @@ function checkOptions(options: CloudTasksQueueOptions): void {
   checkTarget(options.target);
   if (options.dispatchDeadlineMs !== undefined) checkDispatchDeadline(options.dispatchDeadlineMs, options.target.type);
   checkPositiveInteger('callTimeoutMs', options.callTimeoutMs);
-  checkPositiveInteger('maxAttempts', options.maxAttempts);
+  checkPositiveInteger('createAttempts', options.createAttempts);
 }
 
 function checkId(field: string, value: unknown, pattern: RegExp, what: string): void {
@@ -208,6 +219,7 @@ function checkId(field: string, value: unknown, pattern: RegExp, what: string): 
 function checkTarget(target: CloudTasksTarget): void {
   if (target?.type === 'http') return checkHttpTarget(target);
   if (target?.type === 'appengine') {
+    rejectUnknownOptions('CloudTasksQueue', target, APP_ENGINE_TARGET_NAMES, 'target.');
     for (const field of ['service', 'version', 'instance'] as const) {
       const value: unknown = target[field];
       if (value !== undefined && (typeof value !== 'string' || value === '')) {
@@ -220,6 +232,8 @@ function checkTarget(target: CloudTasksTarget): void {
 }
 
 function checkHttpTarget(target: HttpTarget): void {
+  rejectUnknownOptions('CloudTasksQueue', target, HTTP_TARGET_NAMES, 'target.');
+  rejectUnknownOptions('CloudTasksQueue', target.oidc, OIDC_NAMES, 'target.oidc.');
   let url: URL;
   try {
     url = new URL(target.url);

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ConfigError } from '../errors';
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { Logger, TaskRequest } from '../types';
 import { MAX_TIMER_MS, targetUrl, type BackoffPolicy } from './local-delivery';
 import type { LocalSecret } from './local-signature';
@@ -84,6 +85,12 @@ const DEFAULTS: Readonly<Required<Pick<LocalQueueOptions, Defaulted>>> = Object.
   dedupWindowMs: 3_600_000,
 });
 
+/** Every option name of {@link LocalQueueOptions}. */
+const OPTION_NAMES: OptionNames<LocalQueueOptions> = {
+  baseUrl: true, queueName: true, minBackoffMs: true, maxBackoffMs: true, maxDoublings: true, maxAttempts: true,
+  dispatchDeadlineMs: true, concurrency: true, dedupWindowMs: true, secret: true, logger: true, onDelivered: true, onGiveUp: true,
+};
+
 /** A Cloud Tasks queue id. */
 const QUEUE_NAME = /^[A-Za-z0-9-]{1,100}$/;
 
@@ -92,6 +99,7 @@ export function parseOptions(options: LocalQueueOptions): LocalQueueConfig {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError('LocalQueue needs an options object with at least baseUrl.');
   }
+  rejectUnknownOptions('LocalQueue', options, OPTION_NAMES);
   const given = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
   const merged = { ...DEFAULTS, ...given } as typeof DEFAULTS & LocalQueueOptions;
   const config: LocalQueueConfig = {

@@ -49,6 +49,7 @@
 import { Datastore, PropertyFilter, type Key } from '@google-cloud/datastore';
 import type { CallOptions } from 'google-gax';
 import { ConfigError } from '../errors';
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
 import { entityProto, rollBack } from './datastore-commit';
 import { call, grpcCode, toStoreError } from './datastore-errors';
@@ -95,6 +96,11 @@ export const DATASTORE_STORE_DEFAULTS = Object.freeze({
   conditionalWrites: true,
 });
 
+/** Every option name of {@link DatastoreStoreOptions}. */
+const OPTION_NAMES: OptionNames<DatastoreStoreOptions> = {
+  outboxKind: true, beginWithFirstRead: true, conditionalWrites: true, namespaces: true, gaxOptions: true,
+};
+
 /** gRPC codes a refused `__namespace__` query answers with (the Firestore emulator's is the first). */
 const UNSUPPORTED = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
 
@@ -115,6 +121,7 @@ export class DatastoreStore implements Store {
     options: DatastoreStoreOptions = {},
   ) {
     checkClient(datastore);
+    rejectUnknownOptions('DatastoreStore', options, OPTION_NAMES);
     this.outboxKind = options.outboxKind ?? DATASTORE_STORE_DEFAULTS.outboxKind;
     this.beginWithFirstRead = options.beginWithFirstRead ?? DATASTORE_STORE_DEFAULTS.beginWithFirstRead;
     this.gaxOptions = { ...options.gaxOptions };

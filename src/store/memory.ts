@@ -18,6 +18,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreUnavailableError } from '../errors';
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
 import { copyKey, describeKey, keyString } from './keys';
 import { copyProperties } from './values';
@@ -44,6 +45,9 @@ export interface MemoryStoreOptions {
    */
   fault?: (operation: MemoryStoreOperation) => Error | undefined;
 }
+
+/** Every option name of {@link MemoryStoreOptions}. */
+const OPTION_NAMES: OptionNames<MemoryStoreOptions> = { projectId: true, fault: true };
 
 interface Stored {
   key: Key;
@@ -85,6 +89,7 @@ export class MemoryStore implements Store {
   };
 
   constructor(options: MemoryStoreOptions = {}) {
+    rejectUnknownOptions('MemoryStore', options, OPTION_NAMES);
     if (options.projectId !== undefined) this.projectId = options.projectId;
     if (options.fault !== undefined) this.fault = options.fault;
   }

@@ -3,6 +3,7 @@
  * (each delay is random between 0 and `min(maxDelayMs, baseDelayMs * 2^retry)`).
  */
 import { ContentionError, StoreUnavailableError } from '../errors';
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 
 /** How often and how patiently to retry. */
 export interface ContentionRetryOptions {
@@ -21,12 +22,16 @@ export interface ContentionRetryOptions {
 /** Every default of {@link ContentionRetryOptions}. */
 export const CONTENTION_RETRY_DEFAULTS = Object.freeze({ attempts: 5, baseDelayMs: 20, maxDelayMs: 1_000 });
 
+/** Every option name of {@link ContentionRetryOptions}. */
+const OPTION_NAMES: OptionNames<ContentionRetryOptions> = { attempts: true, baseDelayMs: true, maxDelayMs: true, random: true, sleep: true };
+
 /**
  * Runs `fn`, and again after a backoff each time it throws `ContentionError`. Any other error is
  * thrown at once. When every attempt met contention, throws `StoreUnavailableError` with the last
  * `ContentionError` as its cause.
  */
 export async function withContentionRetry<T>(fn: () => Promise<T>, options: ContentionRetryOptions = {}): Promise<T> {
+  rejectUnknownOptions('withContentionRetry', options, OPTION_NAMES);
   const attempts = options.attempts ?? CONTENTION_RETRY_DEFAULTS.attempts;
   const base = options.baseDelayMs ?? CONTENTION_RETRY_DEFAULTS.baseDelayMs;
   const max = options.maxDelayMs ?? CONTENTION_RETRY_DEFAULTS.maxDelayMs;
