@@ -14,7 +14,8 @@ import { keyPath } from './key-codec';
 import { Lease } from './lease';
 import { describeError, readLock, userProperties, writeLock, type Lock } from './lock-fields';
 import { withContentionRetry } from './store/retry';
-import { AlertReason, StepState, type Json, type Properties, type Snapshot, type TaskInfo } from './types';
+import { expire, fail as failStep, overwrite, release, take as takeLease } from './transitions';
+import { AlertReason, type Json, type Properties, type Snapshot, type TaskInfo } from './types';
 
 /** How a task request is answered. */
 export interface Answer {
@@ -76,7 +77,6 @@ async function attempt<E, P>(core: Core, a: Arrival, handler: TaskHandler<E, P>,
   return fail(core, a, lease, failure.error);
 }
 
-/** Decides on a strongly consistent read first (most duplicates end here, without a transaction), then takes the lease in one. */
 /**
  * Takes the lease, or answers. One strongly consistent read decides; most duplicates end there.
  * A lease is taken by a compare-and-swap on the version read: when another attempt wrote first,
@@ -94,8 +94,8 @@ async function take(core: Core, a: Arrival): Promise<{ answer: Answer } | { snap
     if (!snapshot || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
       return { decision, snapshot: undefined, alerts: undefined };
     }
-    const { lock, alerts } = takeover(core, a, decision, readLock(snapshot.properties));
-    const written = await core.replace(a.key, snapshot, writeLock(snapshot.properties, lock, now));
+    const { lock, alerts } = takeover(core, a, decision, readLock(snapshot.properties), now);
+    const written = await core.replace(a.key, snapshot, writeLock(snapshot.properties, lock));
     if (written) return { decision, snapshot: written, read: snapshot, alerts };
     snapshot = await store.read(a.key);
     core.seen.observe(a.key, snapshot?.properties, core.config.clock(), leaseDuration);
@@ -114,17 +114,17 @@ async function take(core: Core, a: Arrival): Promise<{ answer: Answer } | { snap
 }
 
 /** The lock an arriving attempt writes when it takes the lease (or fails a step whose leases kept expiring). */
-function takeover(core: Core, a: Arrival, d: Decision, lock: Lock): { lock: Lock; alerts: string[] | undefined } {
+function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): { lock: Lock; alerts: string[] | undefined } {
   if (d.action === 'overwrite') {
     const alerts = claimAlert(core.config, lock, AlertReason.overwrite);
-    return { lock: { ...lock, req: a.attempt, tries: lock.tries + 1, alerts: alerts ?? lock.alerts }, alerts };
+    return { lock: overwrite(lock, { now, attempt: a.attempt, alerts }), alerts };
   }
   if (d.action === 'expire') {
     const alerts = claimAlert(core.config, lock, AlertReason.failure);
-    const err = `lease of attempt ${d.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
-    return { lock: { ...lock, req: '', tries: lock.tries + 1, state: StepState.failed, err, alerts: alerts ?? lock.alerts }, alerts };
+    const error = `lease of attempt ${d.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
+    return { lock: expire(lock, { now, error, alerts }), alerts };
   }
-  return { lock: { ...lock, req: a.attempt }, alerts: undefined };
+  return { lock: takeLease(lock, { now, attempt: a.attempt }), alerts: undefined };
 }
 
 /**
@@ -187,6 +187,7 @@ const DROP_MESSAGES = {
   unscheduled: 'no such step is scheduled',
   'other-chain': 'the task belongs to an earlier chain',
   failed: 'the step failed for good',
+  cancelled: 'the chain was cancelled',
 } as const;
 
 /** The handler returned without scheduling or completing: the step, and the chain, are complete. */
@@ -208,12 +209,11 @@ async function fail(core: Core, a: Arrival, lease: Lease, error: unknown): Promi
     let decided: typeof outcome | undefined;
     await lease.update((props, lock) => {
       const verdict = afterFailure(lock, core.config.maxRetries, error instanceof PermanentError);
-      const tries = lock.tries + 1;
       const alerts = verdict === 'fail' ? claimAlert(core.config, lock, AlertReason.failure) : undefined;
-      const state = verdict === 'fail' ? StepState.failed : StepState.scheduled;
-      const next: Lock = { ...lock, req: '', tries, state, err: describeError(error), alerts: alerts ?? lock.alerts };
-      decided = { verdict, tries, alerts, props };
-      return writeLock(props, next, now);
+      const err = describeError(error);
+      const next = verdict === 'fail' ? failStep(lock, { now, error: err, alerts }) : release(lock, { now, error: err });
+      decided = { verdict, tries: next.tries, alerts, props };
+      return writeLock(props, next);
     });
     outcome = decided!;
   } catch (writeError) {

@@ -17,6 +17,8 @@ export const DropReason = {
   otherChain: 'other-chain',
   /** The step failed for good. */
   failed: 'failed',
+  /** The operator cancelled the chain. */
+  cancelled: 'cancelled',
 } as const;
 export type DropReason = (typeof DropReason)[keyof typeof DropReason];
 
@@ -28,8 +30,8 @@ export type Decision =
   | { action: 'expire'; previous: string; leaseAgeMs: number }
   | { action: 'refuse'; holder: string; retryAfterMs: number };
 
-/** What the rules look at when a task arrives. */
-export interface Arrival {
+/** What the rules look at when a task arrives (the task itself is an `Arrival`, see attempt.ts). */
+export interface Situation {
   /** The stored lock; undefined when the entity does not exist. */
   lock: Lock | undefined;
   /** The task's step. */
@@ -41,6 +43,11 @@ export interface Arrival {
   /** Now, in epoch ms. */
   now: number;
   leaseDurationMs: number;
+  /**
+   * How long a lease the Go library holds (a lock without `lock_state`) lasts: Go never renews,
+   * so its leases are judged by its own lease timeout. Defaults to `leaseDurationMs`.
+   */
+  goLeaseTimeoutMs?: number;
   maxRetries: number;
 }
 
@@ -48,7 +55,8 @@ export interface Arrival {
  * Decides what to do with an arriving task.
  *
  * - `acquire`: the lease is free (or already this attempt's): take it and run.
- * - `overwrite`: the lease is stale (not renewed for `leaseDuration`): its holder crashed or hung.
+ * - `overwrite`: the lease is stale (not renewed for `leaseDuration`; a Go-held lease: not written
+ *   for `goLeaseTimeout`): its holder crashed or hung.
  *   Take it over (counting the lost attempt as a failure) and run. Inside a transaction this is a
  *   compare-and-swap: the decision is made on what the transaction read, and the commit fails if
  *   anything changed since.
@@ -56,7 +64,7 @@ export interface Arrival {
  * - `refuse`: another attempt holds a fresh lease: try again later.
  * - `drop`: nothing to run.
  */
-export function decide(a: Arrival): Decision {
+export function decide(a: Situation): Decision {
   const { lock } = a;
   if (!lock) return { action: 'drop', reason: DropReason.missing };
   if (a.chain !== undefined && lock.chain !== undefined && a.chain !== lock.chain) {
@@ -65,14 +73,16 @@ export function decide(a: Arrival): Decision {
   if (lock.seq > a.seq) return { action: 'drop', reason: DropReason.finished };
   if (lock.seq < a.seq) return { action: 'drop', reason: DropReason.unscheduled };
   if (lock.state === StepState.failed) return { action: 'drop', reason: DropReason.failed };
+  if (lock.state === StepState.cancelled) return { action: 'drop', reason: DropReason.cancelled };
   if (lock.state !== StepState.scheduled) return { action: 'drop', reason: DropReason.unscheduled };
   if (lock.req === '' || lock.req === a.attempt) return { action: 'acquire' };
   const leaseAgeMs = lock.ts ? a.now - lock.ts.getTime() : Number.POSITIVE_INFINITY;
-  if (leaseAgeMs >= a.leaseDurationMs) {
+  const lasts = lock.legacy ? (a.goLeaseTimeoutMs ?? a.leaseDurationMs) : a.leaseDurationMs;
+  if (leaseAgeMs >= lasts) {
     const action = lock.tries + 1 >= a.maxRetries ? 'expire' : 'overwrite';
     return { action, previous: lock.req, leaseAgeMs };
   }
-  return { action: 'refuse', holder: lock.req, retryAfterMs: a.leaseDurationMs - leaseAgeMs };
+  return { action: 'refuse', holder: lock.req, retryAfterMs: lasts - leaseAgeMs };
 }
 
 /** Whether `attempt` may still write on behalf of step `seq` (the fencing rule). */

@@ -89,6 +89,25 @@ export class ChainBusyError extends LockerError {
 }
 
 /**
+ * An operator's action does not fit the step's state: e.g. retrying a step that did not fail, or
+ * cancelling a chain that is already complete. Nothing changed.
+ */
+export class TransitionError extends LockerError {
+  readonly code = 'INVALID_TRANSITION';
+  readonly status = 409;
+}
+
+/**
+ * A handler called `ctx.schedule()` or `ctx.complete()` after it had already scheduled or
+ * completed its step: a mistake in the handler. Nothing was written; the step stays as the first
+ * call left it.
+ */
+export class StepAlreadyFinishedError extends LockerError {
+  readonly code = 'STEP_ALREADY_FINISHED';
+  readonly status = 500;
+}
+
+/**
  * Thrown by a handler to fail its step for good, without further retries. The task is answered
  * with 200 and the failure is alerted.
  */

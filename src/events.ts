@@ -22,8 +22,13 @@ export interface LockerEvents {
   dropped: [StepEvent & { reason: DropReason }];
   /** An attempt took over a stale lease. */
   overwritten: [StepEvent & { previous: string; leaseAgeMs: number }];
-  /** An attempt lost its lease while it ran (another attempt took it, or it ran past leaseTimeout). */
-  expired: [StepEvent & { reason: 'lost' | 'timeout' }];
+  /**
+   * An attempt lost its lease while it ran: another attempt took it over, or no renewal succeeded
+   * for long enough that it can no longer be proven held. Its signal aborted with `LeaseLostError`.
+   */
+  lost: [StepEvent];
+  /** An attempt ran past `leaseTimeout`: its signal aborted with `LeaseTimeoutError` and its lease is no longer renewed. */
+  timedOut: [StepEvent & { leaseTimeoutMs: number }];
   /** A handler threw; the lease was released for a retry. */
   released: [StepEvent & { retries: number; error: unknown }];
   /** A step failed for good. */

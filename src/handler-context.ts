@@ -5,18 +5,18 @@
 import type { Arrival } from './attempt';
 import { entityProperties, type ScheduledStep, type TaskContext } from './context';
 import type { Core } from './core';
-import { LeaseLostError } from './errors';
+import { StepAlreadyFinishedError } from './errors';
 import { keyPath } from './key-codec';
 import type { Lease } from './lease';
-import { writeLock, type Lock } from './lock-fields';
+import { writeLock } from './lock-fields';
 import { checkStep, dispatch, scheduledStep } from './outbox';
 import { newChainId } from './task-name';
-import { StepState } from './types';
+import { finish as finishStep } from './transitions';
 
 /** The handler's context; `step` records whether the handler scheduled or completed the step itself. */
 export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, step: { done: boolean; next: number | undefined }): TaskContext<E> {
   const finishOnce = (): void => {
-    if (step.done) throw new LeaseLostError(`step ${a.seq} of ${keyPath(a.key)} was already scheduled or completed by this handler`);
+    if (step.done) throw new StepAlreadyFinishedError(`step ${a.seq} of ${keyPath(a.key)} was already scheduled or completed by this handler`);
   };
   return {
     key: a.key,
@@ -35,7 +35,7 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
       const { record, chain } = await lease.fenced((tx, props, lock) => {
         const chainId = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
         const planned = scheduledStep(a.key, lock, chainId, next, now);
-        core.write(tx, a.key, writeLock({ ...props, ...entityProperties(entity) }, planned.lock, now));
+        core.write(tx, a.key, writeLock({ ...props, ...entityProperties(entity) }, planned.lock));
         tx.putOutbox(planned.record);
         return { record: planned.record, chain: chainId };
       });
@@ -59,9 +59,6 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
 /** Marks the step complete (`lock_seq + 1`, nothing scheduled) and saves the entity; fenced. */
 export async function completeStep(core: Core, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
   const now = new Date(core.config.clock());
-  await lease.update((props, lock) => {
-    const done: Lock = { ...lock, ts: now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.complete, task: undefined, err: undefined, alerts: [] };
-    return writeLock({ ...props, ...entityProperties(entity) }, done, now);
-  });
+  await lease.update((props, lock) => writeLock({ ...props, ...entityProperties(entity) }, finishStep(lock, { now })));
   core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
 }

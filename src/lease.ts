@@ -13,6 +13,7 @@ import { ContentionError, LeaseLostError, LeaseTimeoutError } from './errors';
 import { keyPath } from './key-codec';
 import { readLock, writeLock, type Lock } from './lock-fields';
 import { withContentionRetry } from './store/retry';
+import { renew as renewLease } from './transitions';
 import type { Properties, Snapshot, StoreTransaction } from './types';
 
 export class Lease {
@@ -104,7 +105,7 @@ export class Lease {
 
   private async renew(): Promise<void> {
     try {
-      await this.update((props, lock) => writeLock(props, lock, new Date(this.core.config.clock())));
+      await this.update((props, lock) => writeLock(props, renewLease(lock, { now: new Date(this.core.config.clock()) })));
     } catch (error) {
       if (error instanceof LeaseLostError) this.lose('lost');
       else this.core.config.logger.warn('lease renewal failed; retrying at the next tick', { key: keyPath(this.key), seq: this.seq, error: String(error) });
@@ -122,7 +123,9 @@ export class Lease {
         ? new LeaseLostError(`attempt ${this.attempt} lost its lease on ${where} to another attempt`)
         : new LeaseTimeoutError(`attempt ${this.attempt} ran past leaseTimeout (${this.core.config.leaseTimeout} ms) on ${where}`),
     );
-    this.core.emit('expired', { key: this.key, seq: this.seq, attempt: this.attempt, reason });
+    const event = { key: this.key, seq: this.seq, attempt: this.attempt };
+    if (reason === 'lost') this.core.emit('lost', event);
+    else this.core.emit('timedOut', { ...event, leaseTimeoutMs: this.core.config.leaseTimeout });
     this.core.config.logger.warn(`lease ${reason === 'lost' ? 'lost' : 'timed out'}`, { key: keyPath(this.key), seq: this.seq, attempt: this.attempt });
   }
 }

@@ -18,6 +18,12 @@ export interface Lock {
   task: string | undefined;
   err: string | undefined;
   alerts: string[];
+  /**
+   * Whether the Go library wrote this lock (a step without `lock_state`): its leases are not
+   * renewed, so they are judged by Go's lease timeout. Never stored; any write of this library
+   * stores `lock_state` and ends it.
+   */
+  legacy: boolean;
 }
 
 /** Lock fields that are never queried, so they are kept out of indexes (`lock_ts` stays indexed, as in Go). */
@@ -40,9 +46,9 @@ const STATES: ReadonlySet<string> = new Set(Object.values(StepState));
 /** Reads the lock fields of stored properties. */
 export function readLock(props: Properties): Lock {
   const seq = integer(props.lock_seq);
-  const state = typeof props.lock_state === 'string' && STATES.has(props.lock_state)
-    ? (props.lock_state as StepState)
-    : seq > 0 ? StepState.scheduled : undefined;
+  const stored = typeof props.lock_state === 'string' && STATES.has(props.lock_state) ? (props.lock_state as StepState) : undefined;
+  const legacy = stored === undefined && seq > 0;
+  const state = stored ?? (legacy ? StepState.scheduled : undefined);
   return {
     ts: props.lock_ts instanceof Date ? props.lock_ts : undefined,
     req: typeof props.lock_req === 'string' ? props.lock_req : '',
@@ -53,13 +59,17 @@ export function readLock(props: Properties): Lock {
     task: optionalString(props.lock_task),
     err: optionalString(props.lock_err),
     alerts: Array.isArray(props.lock_alerts) ? props.lock_alerts.filter((a): a is string => typeof a === 'string') : [],
+    legacy,
   };
 }
 
-/** The properties with the lock fields replaced by `lock` (unset optional fields are left out). */
-export function writeLock(props: Properties, lock: Lock, now: Date): Properties {
+/**
+ * The properties with the lock fields replaced by `lock` (unset optional fields are left out).
+ * Build `lock` with a transition (`transitions.ts`): it says what `lock_ts` becomes.
+ */
+export function writeLock(props: Properties, lock: Lock): Properties {
   const out: Properties = { ...userProperties(props) };
-  out.lock_ts = now;
+  if (lock.ts !== undefined) out.lock_ts = lock.ts;
   out.lock_req = lock.req;
   out.lock_seq = lock.seq;
   out.lock_try = lock.tries;

@@ -19,7 +19,7 @@ import { checkStep, dispatch, scheduledStep, sweep, type SweepResult } from './o
 import { withContentionRetry } from './store/retry';
 import { newChainId } from './task-name';
 import { SeenSteps } from './seen-steps';
-import { StepState, type AlertEvent, type Json, type Properties, type Snapshot, type StoreTransaction } from './types';
+import { type AlertEvent, type Json, type Properties, type Snapshot, type StoreTransaction } from './types';
 
 export class Locker extends EventEmitter<LockerEvents> implements Core {
   readonly config: Config;
@@ -56,12 +56,14 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     const chain = newChainId();
     const record = await this.transact(async (tx) => {
       const props = (await tx.get(key)) ?? {};
-      const lock = readLock(props);
-      if (lock.state === StepState.scheduled) {
-        throw new ChainBusyError(`${keyPath(key)} already has step ${lock.seq} ${lock.req ? 'running' : 'scheduled'}; a new chain can start once it is complete or failed`);
+      let planned;
+      try {
+        planned = scheduledStep(key, readLock(props), chain, step, now, 'kickoff');
+      } catch (error) {
+        if (error instanceof ChainBusyError) throw new ChainBusyError(`${keyPath(key)}: ${error.message}`);
+        throw error;
       }
-      const planned = scheduledStep(key, lock, chain, step, now);
-      this.write(tx, key, writeLock({ ...props, ...entityProperties(entity) }, planned.lock, now));
+      this.write(tx, key, writeLock({ ...props, ...entityProperties(entity) }, planned.lock));
       tx.putOutbox(planned.record);
       return planned.record;
     });

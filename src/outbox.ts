@@ -11,6 +11,7 @@ import { keyPath } from './key-codec';
 import { rejectUnknownOptions } from './option-names';
 import { readLock, type Lock } from './lock-fields';
 import { taskName } from './task-name';
+import { kickoff, schedule } from './transitions';
 import { Headers, StepState, type Json, type OutboxRecord, type TaskRequest } from './types';
 
 /** Cloud Tasks' limits: a task's size and how far ahead it may be scheduled. */
@@ -54,11 +55,16 @@ function scheduleTime(now: number, options: ScheduleOptions): Date | undefined {
   return new Date(at);
 }
 
-/** The lock of a newly scheduled step, and its outbox record. */
-export function scheduledStep(key: Key, from: Lock, chain: string, step: NextStep, now: Date): { lock: Lock; record: OutboxRecord } {
+/**
+ * The lock of a newly scheduled step, and its outbox record: `schedule` from a running step, or
+ * `kickoff` on an idle entity (which throws `ChainBusyError` when it is not idle).
+ */
+export function scheduledStep(
+  key: Key, from: Lock, chain: string, step: NextStep, now: Date, how: 'schedule' | 'kickoff' = 'schedule',
+): { lock: Lock; record: OutboxRecord } {
   const seq = from.seq + 1;
   const name = taskName(key, chain, seq);
-  const lock: Lock = { ts: now, req: '', seq, tries: 0, state: StepState.scheduled, chain, task: name, err: undefined, alerts: [] };
+  const lock = (how === 'kickoff' ? kickoff : schedule)(from, { now, chain, task: name });
   const record: OutboxRecord = { name, key, seq, path: step.path, body: step.body, createdAt: now };
   if (step.scheduleTime) record.scheduleTime = step.scheduleTime;
   return { lock, record };

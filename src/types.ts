@@ -21,6 +21,8 @@ export const StepState = {
   complete: 'complete',
   /** Step `lock_seq` failed for good; it never runs again. */
   failed: 'failed',
+  /** The operator cancelled the chain at step `lock_seq`: it never runs; its tasks are dropped. */
+  cancelled: 'cancelled',
 } as const;
 export type StepState = (typeof StepState)[keyof typeof StepState];
 

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { afterFailure, decide, DropReason, holds, type Arrival } from '../src/decision';
+import { afterFailure, decide, DropReason, holds, type Situation } from '../src/decision';
 import type { Lock } from '../src/lock-fields';
 import { StepState } from '../src/types';
 
@@ -9,9 +9,9 @@ const NOW = 1_700_000_000_000;
 const LEASE = 60_000;
 
 function lock(over: Partial<Lock> = {}): Lock {
-  return { ts: new Date(NOW - 1_000), req: '', seq: 3, tries: 0, state: StepState.scheduled, chain: 'c1', task: 't', err: undefined, alerts: [], ...over };
+  return { ts: new Date(NOW - 1_000), req: '', seq: 3, tries: 0, state: StepState.scheduled, chain: 'c1', task: 't', err: undefined, alerts: [], legacy: false, ...over };
 }
-function arrival(over: Partial<Arrival> = {}): Arrival {
+function arrival(over: Partial<Situation> = {}): Situation {
   return { lock: lock(), seq: 3, attempt: 'me', now: NOW, leaseDurationMs: LEASE, maxRetries: 10, ...over };
 }
 
@@ -30,6 +30,19 @@ describe('decide(): one row of the lease table each', () => {
   });
   it('drops a task whose sequence matches a complete chain (nothing was scheduled there)', () => {
     assert.deepEqual(decide(arrival({ lock: lock({ state: StepState.complete }) })), { action: 'drop', reason: DropReason.unscheduled });
+  });
+  it('drops a task of a cancelled chain', () => {
+    assert.deepEqual(decide(arrival({ lock: lock({ state: StepState.cancelled, req: '' }) })), { action: 'drop', reason: DropReason.cancelled });
+  });
+  it("judges a lease the Go library holds by Go's lease timeout, not leaseDuration (Go never renews)", () => {
+    const go = lock({ req: 'go-request', legacy: true, chain: undefined, ts: new Date(NOW - 5 * LEASE) });
+    assert.deepEqual(decide(arrival({ lock: go, chain: undefined, goLeaseTimeoutMs: 630_000 })), {
+      action: 'refuse', holder: 'go-request', retryAfterMs: 630_000 - 5 * LEASE,
+    });
+    const older = { ...go, ts: new Date(NOW - 630_000) };
+    assert.deepEqual(decide(arrival({ lock: older, chain: undefined, goLeaseTimeoutMs: 630_000 })), {
+      action: 'overwrite', previous: 'go-request', leaseAgeMs: 630_000,
+    });
   });
   it('drops a task of an earlier chain of the same entity', () => {
     assert.deepEqual(decide(arrival({ chain: 'old' })), { action: 'drop', reason: DropReason.otherChain });
@@ -88,7 +101,7 @@ describe('holds(): the fencing rule', () => {
 
 // ----- invariants, over arbitrary stored locks and arrivals
 
-const arbState = fc.constantFrom<StepState | undefined>(StepState.scheduled, StepState.complete, StepState.failed, undefined);
+const arbState = fc.constantFrom<StepState | undefined>(StepState.scheduled, StepState.complete, StepState.failed, StepState.cancelled, undefined);
 const arbLock: fc.Arbitrary<Lock> = fc.record({
   ts: fc.option(fc.integer({ min: NOW - 10 * LEASE, max: NOW + LEASE }).map((t) => new Date(t)), { nil: undefined }),
   req: fc.constantFrom('', 'me', 'other', 'third'),
@@ -99,49 +112,53 @@ const arbLock: fc.Arbitrary<Lock> = fc.record({
   task: fc.constant(undefined),
   err: fc.constant(undefined),
   alerts: fc.constant([]),
+  legacy: fc.boolean(),
 });
-const arbArrival: fc.Arbitrary<Arrival> = fc.record({
+const arbSituation: fc.Arbitrary<Situation> = fc.record({
   lock: fc.option(arbLock, { nil: undefined }),
   seq: fc.integer({ min: 1, max: 6 }),
   chain: fc.constantFrom<string | undefined>('c1', 'c2', undefined),
   attempt: fc.constantFrom('me', 'new'),
   now: fc.constant(NOW),
   leaseDurationMs: fc.constantFrom(1_000, LEASE),
+  goLeaseTimeoutMs: fc.constantFrom(1_000, 630_000),
   maxRetries: fc.integer({ min: 1, max: 10 }),
 });
+/** How long the stored lease lasts: Go's lease timeout for a lock the Go library holds. */
+const lasts = (a: Situation): number => (a.lock?.legacy ? (a.goLeaseTimeoutMs ?? a.leaseDurationMs) : a.leaseDurationMs);
 const runs = (d: ReturnType<typeof decide>): boolean => d.action === 'acquire' || d.action === 'overwrite';
 
 describe('decide(): invariants (property-based)', () => {
   it('never runs a step whose sequence does not match the stored one', () => {
-    fc.assert(fc.property(arbArrival, (a) => !runs(decide(a)) || a.lock?.seq === a.seq));
+    fc.assert(fc.property(arbSituation, (a) => !runs(decide(a)) || a.lock?.seq === a.seq));
   });
   it('never takes a fresh lease held by another attempt', () => {
-    fc.assert(fc.property(arbArrival, (a) => {
+    fc.assert(fc.property(arbSituation, (a) => {
       const l = a.lock;
-      const fresh = l !== undefined && l.req !== '' && l.req !== a.attempt && l.ts !== undefined && a.now - l.ts.getTime() < a.leaseDurationMs;
+      const fresh = l !== undefined && l.req !== '' && l.req !== a.attempt && l.ts !== undefined && a.now - l.ts.getTime() < lasts(a);
       return !fresh || !runs(decide(a));
     }));
   });
   it('takes a lease held by another attempt only by overwrite, and only when stale', () => {
-    fc.assert(fc.property(arbArrival, (a) => {
+    fc.assert(fc.property(arbSituation, (a) => {
       const d = decide(a);
       const l = a.lock;
       if (!l || l.req === '' || l.req === a.attempt || !runs(d)) return true;
-      const stale = l.ts === undefined || a.now - l.ts.getTime() >= a.leaseDurationMs;
+      const stale = l.ts === undefined || a.now - l.ts.getTime() >= lasts(a);
       return d.action === 'overwrite' && d.previous === l.req && stale;
     }));
   });
   it('never runs a failed or complete step again', () => {
-    fc.assert(fc.property(arbArrival, (a) => !(a.lock && a.lock.state !== StepState.scheduled && a.lock.seq > 0) || !runs(decide(a))));
+    fc.assert(fc.property(arbSituation, (a) => !(a.lock && a.lock.state !== StepState.scheduled && a.lock.seq > 0) || !runs(decide(a))));
   });
   it('never runs a task of another chain', () => {
-    fc.assert(fc.property(arbArrival, (a) => {
+    fc.assert(fc.property(arbSituation, (a) => {
       const other = a.chain !== undefined && a.lock?.chain !== undefined && a.chain !== a.lock.chain;
       return !other || !runs(decide(a));
     }));
   });
   it('an overwrite never lets the step exceed maxRetries attempts', () => {
-    fc.assert(fc.property(arbArrival, (a) => {
+    fc.assert(fc.property(arbSituation, (a) => {
       const d = decide(a);
       return d.action !== 'overwrite' || (a.lock !== undefined && a.lock.tries + 1 < a.maxRetries);
     }));

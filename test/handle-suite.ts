@@ -354,7 +354,7 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
         const after = await stored(key);
         assert.equal(after.lock_req, 'thief');
         assert.equal(after.count, 1);
-        assert.ok(t.events.some((e) => e.name === 'expired'));
+        assert.ok(t.events.some((e) => e.name === 'lost'));
       });
       it('fences ctx.complete(): a handler that lost its lease cannot finish the step', async () => {
         const t = taskApp(s.store);
@@ -381,6 +381,8 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
         });
         await t.send(key, 1);
         assert.ok(reason instanceof LeaseTimeoutError);
+        assert.ok(t.events.some((e) => e.name === 'timedOut'));
+        assert.ok(!t.events.some((e) => e.name === 'lost'), 'a timeout is not reported as a lost lease');
       });
     });
 

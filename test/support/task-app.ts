@@ -61,7 +61,7 @@ export function taskApp(store: Store, options: Partial<LockerOptions> = {}, expr
   });
   const runs: TaskApp['runs'] = [];
   const events: TaskApp['events'] = [];
-  for (const name of ['acquired', 'refused', 'dropped', 'overwritten', 'expired', 'released', 'failed', 'completed', 'scheduled'] as const) {
+  for (const name of ['acquired', 'refused', 'dropped', 'overwritten', 'lost', 'timedOut', 'released', 'failed', 'completed', 'scheduled'] as const) {
     locker.on(name, (e: { seq: number }) => events.push({ name, seq: e.seq }));
   }
   let behaviour: Behaviour = () => {};

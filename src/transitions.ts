@@ -1,0 +1,117 @@
+/**
+ * What each event writes to an entity's lock, in pure functions `(lock, event) → lock` (DESIGN
+ * section 4, "Transitions"). `decide()` says whether an arriving task may act; these say what the
+ * lock becomes when it does, and when anything else happens to a step. Nothing else in the library
+ * builds a lock: the README's life-cycle table is tested against these functions row by row.
+ *
+ * Every transition writes `ts` (`lock_ts`) with the event's time except `resend`, which keeps the
+ * lease's age so a stale lease stays stale. The ones a caller may ask for at the wrong moment
+ * (kickoff, retry, cancel, resend) check the lock first and throw a typed error.
+ */
+import { ChainBusyError, TransitionError } from './errors';
+import type { Lock } from './lock-fields';
+import { StepState } from './types';
+
+/** Fields every event carries. */
+export interface At {
+  /** When the event happens; written as `lock_ts`. */
+  now: Date;
+}
+
+/** The alert markers an event claimed (see `claimAlert`); undefined keeps the stored ones. */
+export interface Claimed {
+  alerts?: string[] | undefined;
+}
+
+/** A new step's identity: the chain it belongs to and the name of the task that carries it. */
+export interface NewStep extends At {
+  chain: string;
+  task: string;
+}
+
+/** An attempt takes a free lease (or one it already holds). */
+export function take(lock: Lock, e: At & { attempt: string }): Lock {
+  return { ...lock, ts: e.now, req: e.attempt };
+}
+
+/** An attempt takes over a stale lease: the lost attempt counts as a failed one. */
+export function overwrite(lock: Lock, e: At & Claimed & { attempt: string }): Lock {
+  return { ...lock, ts: e.now, req: e.attempt, tries: lock.tries + 1, alerts: e.alerts ?? lock.alerts };
+}
+
+/** A stale lease was the step's last allowed attempt: the step fails for good, nobody runs it. */
+export function expire(lock: Lock, e: At & Claimed & { error: string }): Lock {
+  return { ...lock, ts: e.now, req: '', tries: lock.tries + 1, state: StepState.failed, err: e.error, alerts: e.alerts ?? lock.alerts };
+}
+
+/** The holder renews its lease: only the time moves. */
+export function renew(lock: Lock, e: At): Lock {
+  return { ...lock, ts: e.now };
+}
+
+/** The handler failed with attempts left: the lease is freed for a retry and the error kept. */
+export function release(lock: Lock, e: At & { error: string }): Lock {
+  return { ...lock, ts: e.now, req: '', tries: lock.tries + 1, state: StepState.scheduled, err: e.error };
+}
+
+/** The handler failed for good (its last attempt, a permanent error, or a finish the store refuses): the step fails. */
+export function fail(lock: Lock, e: At & Claimed & { error: string }): Lock {
+  return { ...lock, ts: e.now, req: '', tries: lock.tries + 1, state: StepState.failed, err: e.error, alerts: e.alerts ?? lock.alerts };
+}
+
+/** The step finished and nothing follows: the chain is complete (`lock_seq` moves past the step). */
+export function finish(lock: Lock, e: At): Lock {
+  return { ...lock, ts: e.now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.complete, task: undefined, err: undefined, alerts: [] };
+}
+
+/** The running step scheduled the next one: `lock_seq + 1`, free, carried by a new task. */
+export function schedule(lock: Lock, e: NewStep): Lock {
+  return nextStep(lock, e);
+}
+
+/**
+ * A chain starts on an idle entity (never scheduled, complete, failed or cancelled; or a lock the
+ * Go library left free). Throws `ChainBusyError` while a step of this library is scheduled or a
+ * Go attempt holds the lease.
+ */
+export function kickoff(lock: Lock, e: NewStep): Lock {
+  if (lock.state === StepState.scheduled && (!lock.legacy || lock.req !== '')) {
+    throw new ChainBusyError(`step ${lock.seq} is ${lock.req ? 'running' : 'scheduled'}; a new chain can start once it is complete, failed or cancelled`);
+  }
+  return nextStep(lock, e);
+}
+
+/** The operator retries a failed step: it is scheduled again, on a new task, with a fresh retry budget. */
+export function retry(lock: Lock, e: At & { task: string }): Lock {
+  if (lock.state !== StepState.failed) throw new TransitionError(`step ${lock.seq} is ${lock.state ?? 'not scheduled'}; only a failed step can be retried`);
+  return { ...lock, ts: e.now, req: '', tries: 0, state: StepState.scheduled, task: e.task, alerts: [] };
+}
+
+/**
+ * The operator cancels the chain: its current step never runs (its tasks are dropped on arrival),
+ * and an attempt still running it can no longer write. A kickoff may start a new chain.
+ */
+export function cancel(lock: Lock, e: At): Lock {
+  if (lock.state !== StepState.scheduled) throw new TransitionError(`step ${lock.seq} is ${lock.state ?? 'not scheduled'}; only a scheduled or running chain can be cancelled`);
+  return { ...lock, ts: e.now, req: '', state: StepState.cancelled, task: undefined };
+}
+
+/**
+ * The operator re-sends the current step on a new task. The lease is left as it is, time
+ * included: a running attempt keeps it, a stale one is overwritten (and counted) by the new
+ * delivery as by any other.
+ */
+export function resend(lock: Lock, e: At & { task: string }): Lock {
+  if (lock.state !== StepState.scheduled) throw new TransitionError(`step ${lock.seq} is ${lock.state ?? 'not scheduled'}; only a scheduled step can be re-sent`);
+  return { ...lock, task: e.task };
+}
+
+/** Every transition, by the event's name (the README's life-cycle table lists the same names). */
+export const transitions = { take, overwrite, expire, renew, release, fail, finish, schedule, kickoff, retry, cancel, resend } as const;
+
+/** The name of a lock event. */
+export type LockEventName = keyof typeof transitions;
+
+function nextStep(lock: Lock, e: NewStep): Lock {
+  return { ...lock, ts: e.now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.scheduled, chain: e.chain, task: e.task, err: undefined, alerts: [], legacy: false };
+}
