@@ -5,7 +5,9 @@
 // production `dependencies` alone. The example runs on tsx and Express, which this package lists
 // as devDependencies (Express is the library's peer), so neither exists when the app starts.
 // esbuild (installed with tsx) compiles the TypeScript and bundles Express and the library's
-// source in; the package's own `dependencies` stay external and are loaded from node_modules.
+// source in; the packages a production install keeps stay external and are loaded from
+// node_modules: the `dependencies`, and the peer dependencies that are not also devDependencies
+// (npm installs a package's own peers, also with --omit=dev: here the Google Cloud clients).
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -13,6 +15,8 @@ import { build } from 'esbuild';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8'));
 const outfile = process.argv[2] ?? `${root}example-app/dist/main.js`;
+const dev = new Set(Object.keys(pkg.devDependencies ?? {}));
+const production = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {}).filter((name) => !dev.has(name))];
 
 await build({
   entryPoints: [`${root}example-app/main.ts`],
@@ -21,7 +25,7 @@ await build({
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  external: Object.keys(pkg.dependencies ?? {}),
+  external: production,
   sourcemap: true,
   logLevel: 'warning',
 });
