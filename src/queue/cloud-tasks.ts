@@ -37,8 +37,13 @@ export type CloudTasksTarget = HttpTarget | AppEngineTarget;
 
 /** Options of {@link CloudTasksQueue}. */
 export interface CloudTasksQueueOptions {
-  /** The client tasks are created with (v2 API). The caller owns it and closes it. */
-  client: CloudTasksClient;
+  /**
+   * The client tasks are created with (v2 API). The caller owns it and closes it. Typed by the two
+   * methods used, so a client imported as an ES module fits too: `@google-cloud/tasks` ships
+   * separate ES module and CommonJS declarations, and their classes are not interchangeable.
+   */
+  client: Pick<CloudTasksClient, 'createTask' | 'queuePath'>;
+  /** The Google Cloud project that owns the queue. */
   project: string;
   /** The queue's location, e.g. `europe-west1`. */
   location: string;
@@ -109,7 +114,7 @@ interface BoundedCallOptions {
 
 /** Creates tasks in a Cloud Tasks queue; a task that already exists under its name counts as created. */
 export class CloudTasksQueue implements Queue {
-  private readonly client: CloudTasksClient;
+  private readonly client: Pick<CloudTasksClient, 'createTask' | 'queuePath'>;
   private readonly target: CloudTasksTarget;
   private readonly queuePath: string;
   private readonly dispatchDeadlineMs?: number;
