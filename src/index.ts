@@ -44,6 +44,11 @@ export { anyOf } from './auth/any-of';
 // The default logger, for your own logs in the same shape (JSON lines on Cloud Run and App Engine).
 export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptions } from './log/platform-logger';
 
+// The operator's view: steps by state, one entity's detail.
+export { Inspector, type ListQuery, type StepPage, type StepDetail } from './inspect/inspector';
+export { InspectState, type StepSummary } from './inspect/step-view';
+export type { LockQuery, LockPage, FoundEntity } from './store/lock-query';
+
 // Alerts by email.
 export { EmailAlerter, type EmailAlerterOptions } from './alert/email';
 export type { RateLimitOptions } from './alert/rate-limit';

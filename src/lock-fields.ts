@@ -26,12 +26,14 @@ export interface Lock {
   legacy: boolean;
 }
 
-/** Lock fields that are never queried, so they are kept out of indexes (`lock_ts` stays indexed, as in Go). */
+/**
+ * Lock fields that are never queried, so they are kept out of indexes. `lock_ts` stays indexed, as
+ * in Go, and so does `lock_state`: `locker.inspect()` lists steps by (`lock_state`, `lock_ts`).
+ */
 export const UNINDEXED_LOCK_FIELDS = [
   'lock_req',
   'lock_seq',
   'lock_try',
-  'lock_state',
   'lock_chain',
   'lock_task',
   'lock_err',

@@ -19,6 +19,7 @@ import { checkStep, dispatch, scheduledStep, sweep, type SweepResult } from './o
 import { withContentionRetry } from './store/retry';
 import { newChainId } from './task-name';
 import { SeenSteps } from './seen-steps';
+import { Inspector } from './inspect/inspector';
 import { type AlertEvent, type Json, type Properties, type Snapshot, type StoreTransaction } from './types';
 
 export class Locker extends EventEmitter<LockerEvents> implements Core {
@@ -71,6 +72,15 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     this.emit('scheduled', { key, seq: record.seq, attempt: '', task: record.name, path: record.path });
     const sent = await dispatch(this, record, chain);
     return { seq: record.seq, task: record.name, sent };
+  }
+
+  /**
+   * The operator's view: `list({ state, kind, namespace, order, limit, cursor })` pages through the
+   * steps in a state (scheduled, running, stale, stalled, failed, complete) by indexed queries;
+   * `step(key)` shows one entity's detail.
+   */
+  inspect(): Inspector {
+    return new Inspector(this);
   }
 
   /** Re-sends outbox records older than `sweepGrace` whose step still waits for its task. */

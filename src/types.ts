@@ -4,6 +4,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { LockPage, LockQuery } from './store/lock-query';
 
 export type { Key };
 
@@ -127,6 +128,12 @@ export interface Store {
   listOutbox(before: Date, limit: number): Promise<OutboxRecord[]>;
   /** Removes an outbox record once its task was created (a missing record is not an error). */
   deleteOutbox(record: OutboxRecord): Promise<void>;
+  /**
+   * Lockable entities of one kind and namespace in one step state, ordered by `lock_ts`, a page at
+   * a time: an indexed query (`lock_state`, `lock_ts`), never a scan of the kind. Needed by
+   * `locker.inspect()` and the status router only.
+   */
+  queryLocks?(query: LockQuery): Promise<LockPage>;
   /** The project id keys are encoded with (the `app` of a legacy url-safe key), if known. */
   readonly projectId?: string;
   init?(): Promise<void>;

@@ -59,6 +59,8 @@ import { decodeEntity } from './datastore-protos';
 import { replaceAtVersion, type ReplaceConfig } from './datastore-replace';
 import { entityVersionOf, snapshotOf } from './datastore-snapshot';
 import { DatastoreTransaction } from './datastore-transaction';
+import { queryDatastoreLocks } from './datastore-query';
+import type { LockPage, LockQuery } from './lock-query';
 import { writeArgs } from './datastore-values';
 import { keyString } from './keys';
 
@@ -199,6 +201,11 @@ export class DatastoreStore implements Store {
     const namespaces = await this.outboxNamespaces();
     const lists = await Promise.all(namespaces.map((namespace) => this.queryOutbox(namespace, before, limit)));
     return lists.flat().sort(oldestFirst).slice(0, limit);
+  }
+
+  /** Lockable entities by step state, ordered by `lock_ts` (see `datastore-query.ts`). */
+  queryLocks(query: LockQuery): Promise<LockPage> {
+    return queryDatastoreLocks(this.datastore, this.gaxOptions, query);
   }
 
   async deleteOutbox(record: OutboxRecord): Promise<void> {

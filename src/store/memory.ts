@@ -22,6 +22,8 @@ import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
 import { copyKey, describeKey, keyString } from './keys';
 import { copyProperties } from './values';
+import type { LockPage, LockQuery } from './lock-query';
+import { queryMemory } from './memory-query';
 
 /** The operations a fault can be injected into. */
 export type MemoryStoreOperation =
@@ -32,7 +34,8 @@ export type MemoryStoreOperation =
   | 'read'
   | 'replace'
   | 'listOutbox'
-  | 'deleteOutbox';
+  | 'deleteOutbox'
+  | 'queryLocks';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -152,6 +155,12 @@ export class MemoryStore implements Store {
       .sort(oldestFirst)
       .slice(0, Math.max(0, limit))
       .map(copyRecord);
+  }
+
+  /** Lockable entities by step state, ordered by `lock_ts`, as Datastore's indexed query answers. */
+  async queryLocks(query: LockQuery): Promise<LockPage> {
+    this.check('queryLocks');
+    return queryMemory(this.entities.values(), query);
   }
 
   async deleteOutbox(record: OutboxRecord): Promise<void> {
