@@ -125,6 +125,7 @@ function rangeFor(state: InspectState, clock: ViewClock): Pick<LockQuery, 'state
   switch (state) {
     case InspectState.failed: return { state: StepState.failed };
     case InspectState.complete: return { state: StepState.complete };
+    case InspectState.cancelled: return { state: StepState.cancelled };
     case InspectState.running: return { state: StepState.scheduled, tsFrom: leaseEdge };
     case InspectState.stale: return { state: StepState.scheduled, tsBefore: new Date(leaseEdge.getTime() + 1) };
     case InspectState.stalled: return { state: StepState.scheduled, tsBefore: new Date(stallEdge.getTime() + 1) };

@@ -20,13 +20,15 @@ export const InspectState = {
   stalled: 'stalled',
   /** Failed for good: its chain stopped until someone retries or cancels it. */
   failed: 'failed',
-  /** The chain finished (or was cancelled). */
+  /** The chain finished. */
   complete: 'complete',
+  /** An operator cancelled the chain at this step. */
+  cancelled: 'cancelled',
 } as const;
 export type InspectState = (typeof InspectState)[keyof typeof InspectState];
 
 /** Every state, in the order a page shows them. */
-export const INSPECT_STATES: readonly InspectState[] = ['stalled', 'stale', 'failed', 'running', 'scheduled', 'complete'];
+export const INSPECT_STATES: readonly InspectState[] = ['stalled', 'stale', 'failed', 'running', 'scheduled', 'complete', 'cancelled'];
 
 /** The clock and durations a view is computed with. */
 export interface ViewClock {
@@ -98,6 +100,7 @@ export function viewStep(key: Key, props: Properties, clock: ViewClock, encodedK
 function stateOf(state: StepState | undefined, held: boolean, staleLease: boolean, stalled: boolean): InspectState | undefined {
   if (state === StepState.failed) return InspectState.failed;
   if (state === StepState.complete) return InspectState.complete;
+  if (state === StepState.cancelled) return InspectState.cancelled;
   if (state !== StepState.scheduled) return undefined;
   if (stalled) return InspectState.stalled;
   if (staleLease) return InspectState.stale;
