@@ -23,6 +23,7 @@ export const SCHEDULE_OPTION_NAMES: OptionNames<ScheduleOptions> = { delayMs: tr
 
 /** The step that was scheduled. */
 export interface ScheduledStep {
+  /** The sequence number of the step scheduled. */
   seq: number;
   /** The task's name. */
   task: string;
@@ -63,6 +64,7 @@ export type TaskHandler<E, P = Json | undefined> = (ctx: TaskContext<E, P>) => P
 
 /** An entity that says how it is stored. */
 export interface SelfStoring {
+  /** The properties to store for this entity (lock fields, if any, are left out). */
   toProperties(): Properties;
 }
 

@@ -3,7 +3,9 @@
  * that meets it is answered with; test with `instanceof`.
  */
 
+/** The base of every error the library raises: test with `instanceof`, read `code` and `status`. */
 export abstract class LockerError extends Error {
+  /** A stable name for the kind of error, e.g. `STORE_UNAVAILABLE`: part of the public API, unlike the message. */
   abstract readonly code: string;
   /** The status a task request is answered with when this error ends it. */
   abstract readonly status: number;

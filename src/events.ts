@@ -6,7 +6,9 @@ import type { DropReason } from './decision';
 
 /** Fields every event has. */
 export interface StepEvent {
+  /** The entity's key. */
   key: Key;
+  /** The step's sequence number. */
   seq: number;
   /** The attempt (request) the event is about; empty for kickoffs and sweeps. */
   attempt: string;
@@ -17,24 +19,58 @@ export interface LockerEvents {
   /** An attempt took a free lease and runs its handler. */
   acquired: [StepEvent];
   /** An attempt was refused: another attempt holds a fresh lease. */
-  refused: [StepEvent & { holder: string; retryAfterMs: number }];
+  refused: [StepEvent & {
+    /** The attempt that holds the lease. */
+    holder: string;
+    /** When the task is asked to come back (`Retry-After`), ms. */
+    retryAfterMs: number;
+  }];
   /** A task was dropped without running. */
-  dropped: [StepEvent & { reason: DropReason }];
+  dropped: [StepEvent & {
+    /** Why it was dropped. */
+    reason: DropReason;
+  }];
   /** An attempt took over a stale lease. */
-  overwritten: [StepEvent & { previous: string; leaseAgeMs: number }];
+  overwritten: [StepEvent & {
+    /** The attempt whose stale lease was taken over. */
+    previous: string;
+    /** How long ago that lease was last written, ms. */
+    leaseAgeMs: number;
+  }];
   /**
    * An attempt lost its lease while it ran: another attempt took it over, or no renewal succeeded
    * for long enough that it can no longer be proven held. Its signal aborted with `LeaseLostError`.
    */
   lost: [StepEvent];
   /** An attempt ran past `leaseTimeout`: its signal aborted with `LeaseTimeoutError` and its lease is no longer renewed. */
-  timedOut: [StepEvent & { leaseTimeoutMs: number }];
+  timedOut: [StepEvent & {
+    /** The `leaseTimeout` it ran past, ms. */
+    leaseTimeoutMs: number;
+  }];
   /** A handler threw; the lease was released for a retry. */
-  released: [StepEvent & { retries: number; error: unknown }];
+  released: [StepEvent & {
+    /** Failed attempts of the step so far, as stored in `lock_try`. */
+    retries: number;
+    /** What the handler threw. */
+    error: unknown;
+  }];
   /** A step failed for good. */
-  failed: [StepEvent & { retries: number; error: unknown }];
+  failed: [StepEvent & {
+    /** Failed attempts of the step so far, as stored in `lock_try`. */
+    retries: number;
+    /** The last error. */
+    error: unknown;
+  }];
   /** A step finished; `next` is the step it scheduled, if any. */
-  completed: [StepEvent & { next?: number }];
+  completed: [StepEvent & {
+    /** The sequence number of the step it scheduled; undefined when the chain is complete. */
+    next?: number;
+  }];
   /** A step was committed with its task in the outbox (a kickoff, or a handler chaining). */
-  scheduled: [StepEvent & { task: string; path: string }];
+  scheduled: [StepEvent & {
+    /** The task's name. */
+    task: string;
+    /** The handler path the task is sent to. */
+    path: string;
+  }];
 }

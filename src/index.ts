@@ -34,7 +34,7 @@ export { withContentionRetry, CONTENTION_RETRY_DEFAULTS, type ContentionRetryOpt
 // Queues: Cloud Tasks in production, the local dispatcher for local runs.
 export { CloudTasksQueue, type CloudTasksQueueOptions, type CloudTasksTarget, type HttpTarget, type AppEngineTarget } from './queue/cloud-tasks';
 export { LocalQueue, type LocalQueueOptions, type LocalQueueStats } from './queue/local';
-export { verifyLocalSignature } from './queue/local-signature';
+export { verifyLocalSignature, type LocalSecret } from './queue/local-signature';
 
 // Authenticators for task requests.
 export { oidcAuthenticator, type OidcAuthenticatorOptions, type OidcTokenVerifier } from './auth/oidc';
@@ -54,4 +54,4 @@ export { EmailAlerter, type EmailAlerterOptions } from './alert/email';
 export type { RateLimitOptions } from './alert/rate-limit';
 export type { Redaction } from './alert/redact';
 // The alert's wording, for alerters of your own (chat, pager) that want the same message.
-export { formatAlert, type AlertMessage } from './alert/message';
+export { formatAlert, type AlertMessage, type MessageOptions } from './alert/message';

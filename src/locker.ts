@@ -22,7 +22,13 @@ import { SeenSteps } from './seen-steps';
 import { Inspector } from './inspect/inspector';
 import { type AlertEvent, type Json, type Properties, type Snapshot, type StoreTransaction } from './types';
 
+/**
+ * Exactly-once steps on leases held on your own Datastore entities. Construct one per store and
+ * queue; `handle()` serves a step route, `schedule()` starts a chain, `sweep()` re-sends tasks
+ * committed but never created, and the events (`locker.on(name, listener)`) feed logs and counters.
+ */
 export class Locker extends EventEmitter<LockerEvents> implements Core {
+  /** @internal The parsed, complete options the library's parts read. */
   readonly config: Config;
   /** @internal */
   readonly seen: SeenSteps;

@@ -56,7 +56,14 @@ export interface LockerOptions {
   /** The clock, in epoch ms. Defaults to `Date.now`. */
   clock?: () => number;
   /** Retries of a transaction that aborts on contention. Defaults to 5 attempts, 20 ms to 1 s backoff. */
-  contention?: { attempts?: number; baseDelayMs?: number; maxDelayMs?: number };
+  contention?: {
+    /** Runs of the transaction in all, the first included. */
+    attempts?: number;
+    /** Cap of the first backoff delay, ms; doubles with each retry. */
+    baseDelayMs?: number;
+    /** Cap of every backoff delay, ms. */
+    maxDelayMs?: number;
+  };
   /** The `app` written into encoded keys (`X-Lock-Key`), e.g. `s~my-project`. Defaults to the store's project id. */
   keyAppId?: string;
   /** Properties of your entities to keep out of indexes when the Locker writes them. Defaults to none. */
@@ -82,7 +89,12 @@ export interface LockerOptions {
    * or held step are answered without a round trip (see `seen-steps.ts` for why that is safe).
    * Defaults to `{ size: 1000, ttlMs: 10 000 }`; `false` turns it off.
    */
-  duplicateCache?: { size?: number; ttlMs?: number } | false;
+  duplicateCache?: {
+    /** Entities remembered at most; the least recently seen is forgotten first. */
+    size?: number;
+    /** How long a remembered lock may answer, ms. */
+    ttlMs?: number;
+  } | false;
 }
 
 /** The complete configuration the rest of the library sees. */
@@ -122,15 +134,29 @@ const DUPLICATE_CACHE_OPTION_NAMES: OptionNames<Exclude<LockerOptions['duplicate
 
 /** Every default, in one place. */
 export const DEFAULTS = Object.freeze({
+  /** {@link LockerOptions.alertTimeout}, ms. */
   alertTimeout: 5_000,
+  /** {@link LockerOptions.leaseDuration}, ms (1 min). */
   leaseDuration: 60_000,
+  /** {@link LockerOptions.leaseTimeout}, ms (10 min 30 s). */
   leaseTimeout: 630_000,
+  /** {@link LockerOptions.maxRetries}. */
   maxRetries: 10,
+  /** {@link LockerOptions.lockFailedStatus}. */
   lockFailedStatus: 503,
+  /** {@link LockerOptions.contention}: {@link CONTENTION_RETRY_DEFAULTS}. */
   contention: CONTENTION_RETRY_DEFAULTS,
+  /** {@link LockerOptions.keyAppId} when the store knows no project id. */
   keyAppId: 'datastore-locker',
+  /** {@link LockerOptions.sweepGrace}, ms. */
   sweepGrace: 60_000,
-  duplicateCache: Object.freeze({ size: 1_000, ttlMs: 10_000 }),
+  /** {@link LockerOptions.duplicateCache}. */
+  duplicateCache: Object.freeze({
+    /** Entities remembered at most. */
+    size: 1_000,
+    /** How long a remembered lock answers, ms. */
+    ttlMs: 10_000,
+  }),
 });
 
 /** A logger writing one readable line per message to the console. */

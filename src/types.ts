@@ -97,7 +97,9 @@ export interface StoreTransaction {
  * faithfully).
  */
 export interface Snapshot {
+  /** The entity's stored properties, lock fields included. */
   readonly properties: Properties;
+  /** The version read, in the store's own form: hand it back to `replaceIfUnchanged`, never look inside. */
   readonly version: unknown;
 }
 
@@ -136,7 +138,9 @@ export interface Store {
   queryLocks?(query: LockQuery): Promise<LockPage>;
   /** The project id keys are encoded with (the `app` of a legacy url-safe key), if known. */
   readonly projectId?: string;
+  /** Optional set-up (e.g. resolving the project id); the Locker does not call it, the store's owner does. */
   init?(): Promise<void>;
+  /** Optional clean-up; the Locker does not call it, the store's owner does. */
   shutdown?(): Promise<void>;
 }
 
@@ -169,14 +173,28 @@ export interface TaskRequest {
 
 /** What a task request carries in its headers, checked by the queue's authenticator. */
 export interface AuthRequest {
+  /** The HTTP method, e.g. `POST`. */
   method: string;
   /** The path and query the request was sent to. */
   url: string;
+  /** The request's headers, names in lower case (as Node gives them). */
   headers: IncomingHttpHeaders;
 }
 
 /** An authenticator's answer: accept, or refuse with 401 (no or bad credentials) or 403. */
-export type AuthVerdict = { ok: true } | { ok: false; status: 401 | 403; reason: string };
+export type AuthVerdict =
+  | {
+    /** The request is accepted. */
+    ok: true;
+  }
+  | {
+    /** The request is refused. */
+    ok: false;
+    /** 401 when credentials are missing or bad, 403 when they are good but not allowed. */
+    status: 401 | 403;
+    /** Why, for the log line (never sent to the caller). */
+    reason: string;
+  };
 
 /** Decides whether a request really comes from the task queue. */
 export type Authenticator = (req: AuthRequest) => Promise<AuthVerdict> | AuthVerdict;
@@ -186,10 +204,13 @@ export type Authenticator = (req: AuthRequest) => Promise<AuthVerdict> | AuthVer
  * same name counts as created) and rejects with `QueueError` otherwise.
  */
 export interface Queue {
+  /** Creates the task; resolves once it exists (also when it already did), rejects with `QueueError`. */
   enqueue(task: TaskRequest): Promise<void>;
   /** How task requests from this queue are authenticated, if the queue knows. */
   authenticator?(): Authenticator;
+  /** Optional set-up; the Locker does not call it, the queue's owner does. */
   init?(): Promise<void>;
+  /** Optional clean-up (e.g. `LocalQueue` stops dispatching); the Locker does not call it, the queue's owner does. */
   shutdown?(): Promise<void>;
 }
 
@@ -197,7 +218,9 @@ export interface Queue {
 export interface TaskInfo {
   /** Where the headers came from. */
   source: 'cloud-tasks' | 'app-engine' | 'none';
+  /** The task's short name (the last segment of its full name). */
   name?: string;
+  /** The queue's short name. */
   queue?: string;
   /** Times the task was retried (0 on the first attempt). */
   retryCount?: number;
@@ -225,12 +248,17 @@ export type AlertReason = (typeof AlertReason)[keyof typeof AlertReason];
 
 /** Everything an alert says. */
 export interface AlertEvent {
+  /** Why the alert is sent. */
   reason: AlertReason;
+  /** The entity's key. */
   key: Key;
+  /** The entity's kind (the last element of its key path). */
   kind: string;
+  /** The key's namespace; undefined in the default namespace. */
   namespace?: string;
   /** The key's path, e.g. `Order:42/Line:"a"`. */
   keyPath: string;
+  /** The step's sequence number. */
   seq: number;
   /** Failed attempts of the step, after this event. */
   retries: number;
@@ -241,7 +269,12 @@ export interface AlertEvent {
   /** How long ago the lease was last written, in ms (overwrite). */
   leaseAgeMs?: number;
   /** The last error (failure). */
-  error?: { message: string; stack?: string };
+  error?: {
+    /** The error's message. */
+    message: string;
+    /** Its stack, when it had one. */
+    stack?: string;
+  };
   /** The task that carried the step. */
   task: TaskInfo;
   /** The entity's own properties (lock fields left out). */
@@ -256,18 +289,27 @@ export interface AlertEvent {
   stepUrl?: string;
   /** Alerts of this kind that a rate limit held back before this one (set by the alerter). */
   suppressed?: number;
+  /** When the event happened, by the Locker's clock. */
   at: Date;
 }
 
 /** Anything that can tell a person: a function or an object with `send`. */
-export type Alerter = ((event: AlertEvent) => Promise<void> | void) | { send(event: AlertEvent): Promise<void> };
+export type Alerter =
+  | ((event: AlertEvent) => Promise<void> | void)
+  | {
+    /** Tells a person about `event`; a rejection is logged, never changes the task's answer. */
+    send(event: AlertEvent): Promise<void>;
+  };
 
 // ---------------------------------------------------------------------------------------------
 // Logging
 
 /** Where the Locker logs; `console` fits. Fields are plain data. */
 export interface Logger {
+  /** The normal course of things: a task dropped as a duplicate, a sweep done, an alert sent. */
   info(message: string, fields?: Record<string, unknown>): void;
+  /** Something went wrong that the Locker recovers from: a handler failed and will be retried, a request was refused, a stale lease was overwritten. */
   warn(message: string, fields?: Record<string, unknown>): void;
+  /** Something failed that needs a look: a step failed for good, the store is unavailable, an alert could not be sent. */
   error(message: string, fields?: Record<string, unknown>): void;
 }

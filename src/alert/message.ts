@@ -8,8 +8,11 @@ import { renderValue } from './render-value';
 
 /** A formatted alert. */
 export interface AlertMessage {
+  /** One line: `subjectPrefix`, what happened, the key path and the step. */
   subject: string;
+  /** The plain-text body. */
   text: string;
+  /** The HTML body; whatever came from the entity, the error or the task is escaped. */
   html: string;
 }
 

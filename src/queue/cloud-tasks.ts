@@ -12,6 +12,7 @@ type ITask = protos.google.cloud.tasks.v2.ITask;
 
 /** Deliver tasks as HTTP requests to any URL (Cloud Run, GKE, App Engine by URL...). */
 export interface HttpTarget {
+  /** An HTTP target: any URL (Cloud Run, GKE, elsewhere). */
   type: 'http';
   /** Base URL, e.g. `https://app.example.com`; the task's path is appended to it. */
   url: string;
@@ -26,13 +27,17 @@ export interface HttpTarget {
 
 /** Deliver tasks to an App Engine service of the queue's project; the task's path is the relative URI. */
 export interface AppEngineTarget {
+  /** An App Engine target: a service of the queue's own App Engine app. */
   type: 'appengine';
-  /** Defaults to the service, version and instance App Engine routes to by default. */
+  /** The service. Defaults to the one App Engine routes to by default. */
   service?: string;
+  /** The version. Defaults to the one App Engine routes to by default. */
   version?: string;
+  /** The instance. Defaults to any instance App Engine picks. */
   instance?: string;
 }
 
+/** Where Cloud Tasks delivers a queue's tasks. */
 export type CloudTasksTarget = HttpTarget | AppEngineTarget;
 
 /** Options of {@link CloudTasksQueue}. */

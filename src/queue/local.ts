@@ -80,7 +80,8 @@ interface Running {
  * `-TaskExecutionCount` (attempts before this one that got an answer: a deadline or network
  * error does not count), `-TaskETA` (when the attempt was due, seconds since the epoch with a
  * fraction), on retries `-TaskPreviousResponse` (the previous status, 0 when there was no
- * answer) and `-TaskRetryReason` (see {@link LocalRetryReason}), and `X-Locker-Signature`.
+ * answer) and `-TaskRetryReason` (`HTTP_ERROR`, `DEADLINE_EXCEEDED` or `CONNECTION_ERROR`), and
+ * `X-Locker-Signature`.
  */
 export class LocalQueue implements Queue {
   private readonly config: LocalQueueConfig;

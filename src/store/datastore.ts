@@ -93,8 +93,11 @@ export interface DatastoreStoreOptions {
 
 /** Every default of {@link DatastoreStoreOptions}. */
 export const DATASTORE_STORE_DEFAULTS = Object.freeze({
+  /** The kind of outbox records. */
   outboxKind: 'LockerOutbox',
+  /** A transaction begins with its first read (one round trip fewer). */
   beginWithFirstRead: true,
+  /** A compare-and-swap is one commit carrying the version read (`baseVersion`). */
   conditionalWrites: true,
 });
 

@@ -20,7 +20,14 @@ export interface ContentionRetryOptions {
 }
 
 /** Every default of {@link ContentionRetryOptions}. */
-export const CONTENTION_RETRY_DEFAULTS = Object.freeze({ attempts: 5, baseDelayMs: 20, maxDelayMs: 1_000 });
+export const CONTENTION_RETRY_DEFAULTS = Object.freeze({
+  /** Runs in all, the first included. */
+  attempts: 5,
+  /** Cap of the first delay, ms. */
+  baseDelayMs: 20,
+  /** Cap of every delay, ms. */
+  maxDelayMs: 1_000,
+});
 
 /** Every option name of {@link ContentionRetryOptions}. */
 const OPTION_NAMES: OptionNames<ContentionRetryOptions> = { attempts: true, baseDelayMs: true, maxDelayMs: true, random: true, sleep: true };
