@@ -35,7 +35,7 @@ describe('the API reference (npm run docs)', { skip, timeout: 180_000 }, () => {
   });
 
   it('builds with no warning and no error', () => {
-    const problems = result.output.split('\n').filter((line) => /\[(warning|error)\]/.test(line));
+    const problems = result.output.replace(/\x1b\[[0-9;]*m/g, '').split('\n').filter((line) => /\[(warning|error)\]/.test(line));
     assert.deepEqual(problems, [], 'every export documented, no internal type leaking, no broken link');
     assert.equal(result.code, 0, result.output);
     assert.ok(existsSync(join(out, 'html', 'index.html')));

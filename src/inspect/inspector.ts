@@ -29,6 +29,7 @@ export interface ListQuery {
 
 /** A page of steps. */
 export interface StepPage {
+  /** The steps of this page, in the order asked for. */
   steps: StepSummary[];
   /** Pass it back as `cursor` for the next page; undefined when there is no more. */
   cursor?: string;
@@ -37,7 +38,12 @@ export interface StepPage {
 /** One entity's detail. */
 export interface StepDetail extends StepSummary {
   /** The last error of the current step, message and stack as stored (bounded). */
-  error?: { message: string; stack?: string };
+  error?: {
+    /** The error's message. */
+    message: string;
+    /** Its stack, when one was stored. */
+    stack?: string;
+  };
   /** Alerts sent for this entity, as `reason:seq`. */
   alerts: string[];
   /** The longest an attempt may fail before the step fails for good. */
@@ -98,7 +104,7 @@ export class Inspector {
     return detail;
   }
 
-  /** The clock and durations states are computed with (a cursor keeps its page's `now`). */
+  /** @internal The clock and durations states are computed with (a cursor keeps its page's `now`). */
   clock(now = this.core.config.clock()): ViewClock {
     const { leaseDuration } = this.core.config;
     return { now, leaseDuration, stallAfter: stallAfterOf(this.core) };

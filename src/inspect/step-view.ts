@@ -39,10 +39,13 @@ export interface ViewClock {
 
 /** One step as the operator's view shows it. */
 export interface StepSummary {
+  /** The entity's key. */
   key: Key;
   /** The key as `X-Lock-Key` encodes it; the status router's links and forms carry it. */
   encodedKey: string;
+  /** The entity's kind. */
   kind: string;
+  /** The key's namespace; undefined in the default namespace. */
   namespace?: string;
   /** e.g. `Order:42/Line:"a"`. */
   keyPath: string;
@@ -50,6 +53,7 @@ export interface StepSummary {
   state: InspectState | undefined;
   /** The current step's sequence number. */
   seq: number;
+  /** The chain the current step belongs to; undefined when none is stored (entities the Go library wrote). */
   chain?: string;
   /** Failed attempts of the current step. */
   tries: number;

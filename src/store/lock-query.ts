@@ -28,12 +28,15 @@ export interface LockQuery {
 
 /** An entity a query found. */
 export interface FoundEntity {
+  /** The entity's key. */
   key: Key;
+  /** Its stored properties, lock fields included. */
   properties: Properties;
 }
 
 /** One page of a `LockQuery`. */
 export interface LockPage {
+  /** The entities found, in the query's order. */
   entities: FoundEntity[];
   /** Pass it as the next query's `cursor` to go on; undefined when there is nothing more. */
   cursor?: string;
