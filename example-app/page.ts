@@ -2,15 +2,11 @@
  * The status page: server-rendered HTML, no build step. Every value is escaped. A tiny inline
  * script refreshes the chain table every 1.5 s (without JavaScript a meta refresh does).
  */
+import { escapeHtml } from '../src/html';
 import type { ChainStatus, Status, StepStatus } from './status';
 
 /** How often the page refreshes its table, ms. */
 export const REFRESH_MS = 1_500;
-
-/** Escapes text for HTML content and double-quoted attributes. */
-export function escapeHtml(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
 
 /** The whole page. */
 export function renderPage(status: Status): string {

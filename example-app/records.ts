@@ -9,7 +9,7 @@
  * Every write is a read-modify-write transaction, retried when it meets contention.
  */
 import type { Datastore, Key } from '@google-cloud/datastore';
-import { ContentionError, type Properties, type Store, type StoreTransaction } from '../src/index';
+import { withContentionRetry, type Properties, type Store, type StoreTransaction } from '../src/index';
 
 /** What happened to one step of a chain. */
 export interface StepRecord {
@@ -36,6 +36,9 @@ export const MAX_CHAINS = 25;
 const SIDE_EFFECT_KIND = 'SideEffect';
 const REGISTRY_KIND = 'ExampleRegistry';
 const REGISTRY_NAME = 'chains';
+
+/** The example's writes meet contention when chains run side by side: retried a little longer than the default. */
+const CONTENTION = { attempts: 8 };
 
 /** The app's records in one store, keys in one namespace. */
 export class Records {
@@ -82,10 +85,10 @@ export class Records {
 
   /** Adds a chain to the registry (keeping the most recent {@link MAX_CHAINS}). */
   async register(ref: ChainRef): Promise<void> {
-    await retryOnContention(() => this.store.transaction(async (tx) => {
+    await withContentionRetry(() => this.store.transaction(async (tx) => {
       const chains = [...(await this.readRegistry(tx)), `${ref.kind}/${ref.name}`].slice(-MAX_CHAINS);
       tx.put(this.registryKey(), { chains }, ['chains']);
-    }));
+    }), CONTENTION);
   }
 
   /** The chains the app started, oldest first. */
@@ -103,13 +106,13 @@ export class Records {
 
   private async update(chain: Key, seq: number, effect: string | undefined, change: (r: StepRecord) => StepRecord): Promise<StepRecord> {
     const key = this.sideEffectKey(chain, seq);
-    return retryOnContention(() => this.store.transaction(async (tx) => {
+    return withContentionRetry(() => this.store.transaction(async (tx) => {
       const props = await tx.get(key);
       const before = props ? stepRecord(seq, props) : { seq, effect: '', attempts: 0, runs: 0, dropped: 0 };
       const after = change({ ...before, effect: effect ?? before.effect });
       tx.put(key, { effect: after.effect, attempts: after.attempts, runs: after.runs, dropped: after.dropped }, ['effect', 'attempts', 'runs', 'dropped']);
       return after;
-    }));
+    }), CONTENTION);
   }
 
   private sideEffectKey(chain: Key, seq: number): Key {
@@ -133,16 +136,4 @@ function stepRecord(seq: number, props: Properties): StepRecord {
 function registryEntries(props: Properties | undefined): string[] {
   const chains = props?.chains;
   return Array.isArray(chains) ? chains.filter((c): c is string => typeof c === 'string' && c.includes('/')) : [];
-}
-
-/** Runs a transaction again when it aborts on contention, with a short jittered backoff. */
-async function retryOnContention<T>(run: () => Promise<T>, attempts = 8): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await run();
-    } catch (error) {
-      if (!(error instanceof ContentionError) || attempt >= attempts) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * 2 ** attempt));
-    }
-  }
 }

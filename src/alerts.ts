@@ -3,6 +3,7 @@
  * instances, by recording the alert on the entity in the same transaction that records the event;
  * sending is bounded in time and never changes a task's outcome.
  */
+import { errorMessage } from './error-text';
 import type { Key } from '@google-cloud/datastore';
 import type { Config } from './options';
 import { keyPath } from './key-codec';
@@ -83,7 +84,7 @@ export async function sendAlert(config: Config, raw: AlertEvent): Promise<void> 
       reason: event.reason,
       key: event.keyPath,
       seq: event.seq,
-      error: error instanceof Error ? error.message : String(error),
+      error: errorMessage(error),
       cause: error instanceof Error && error.cause !== undefined ? String(error.cause) : undefined,
     });
   } finally {

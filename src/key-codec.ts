@@ -6,6 +6,9 @@
  */
 import { Key } from '@google-cloud/datastore';
 import { BadRequestError } from './errors';
+import { ancestry, keyPath } from './key-path';
+
+export { keyPath };
 
 // Reference: app = 13 (string), path = 14 (message), name_space = 20 (string).
 // Path: repeated group Element = 1 { type = 2 (string), id = 3 (int64), name = 4 (string) }.
@@ -55,20 +58,6 @@ export function decodeKey(encoded: string): Key {
   }
   if (!path || path.length === 0) throw bad('it has no path');
   return new Key({ namespace: namespace || undefined, path });
-}
-
-/** The key's path for people and logs: `Parent:1/Child:"name"`. */
-export function keyPath(key: Key): string {
-  return ancestry(key)
-    .map((k) => `${k.kind}:${k.name !== undefined ? JSON.stringify(k.name) : String(k.id)}`)
-    .join('/');
-}
-
-/** The key and its ancestors, root first. */
-function ancestry(key: Key): Key[] {
-  const chain: Key[] = [];
-  for (let k: Key | undefined = key; k; k = k.parent) chain.unshift(k);
-  return chain;
 }
 
 function readPath(reader: Reader): Array<string | number> {

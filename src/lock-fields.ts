@@ -40,8 +40,7 @@ export const UNINDEXED_LOCK_FIELDS = [
   'lock_alerts',
 ] as const;
 
-/** Longest stored error text (message and stack); Datastore limits unindexed strings to 1 MiB. */
-export const MAX_ERROR_LENGTH = 8 * 1024;
+export { describeError, MAX_ERROR_LENGTH } from './error-text';
 
 const STATES: ReadonlySet<string> = new Set(Object.values(StepState));
 
@@ -90,12 +89,6 @@ export function userProperties(props: Properties): Properties {
     if (!name.startsWith(LOCK_FIELD_PREFIX)) out[name] = value;
   }
   return out;
-}
-
-/** An error as stored in `lock_err`: message and stack, bounded. */
-export function describeError(error: unknown): string {
-  const text = error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
-  return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH - 14)}… (truncated)` : text;
 }
 
 function integer(value: unknown): number {

@@ -11,6 +11,7 @@ import type { Core } from './core';
 import { BadRequestError } from './errors';
 import { decodeKey } from './key-codec';
 import { rejectUnknownOptions, type OptionNames } from './option-names';
+import { REPEATED, singleHeader } from './single-header';
 import { parseTaskInfo } from './task-info';
 import { Headers, type Authenticator, type Json } from './types';
 import type { Key } from '@google-cloud/datastore';
@@ -111,11 +112,9 @@ export function parseLockHeaders(req: Pick<Request, 'headers'>): { key: Key; seq
 }
 
 function single(value: string | string[] | undefined): string | undefined {
-  if (Array.isArray(value)) {
-    if (value.length > 1) throw new BadRequestError('a lock header was sent more than once');
-    return value[0];
-  }
-  return value;
+  const one = singleHeader(value);
+  if (one === REPEATED) throw new BadRequestError('a lock header was sent more than once');
+  return one;
 }
 
 /** The JSON payload: from a body parser that already ran, or read here. Empty is undefined. */

@@ -2,6 +2,7 @@
  * The Locker's options: what users pass, the defaults, and the one parse that turns the first into
  * a complete, checked configuration. Nothing else in the library looks at raw options.
  */
+import { dropUndefined } from './drop-undefined';
 import { ConfigError } from './errors';
 import { rejectUnknownOptions, type OptionNames } from './option-names';
 import { CONTENTION_RETRY_DEFAULTS } from './store/retry';
@@ -296,8 +297,4 @@ function requireShape(name: string, value: unknown, methods: readonly string[]):
   const record = value as Record<string, unknown>;
   const missing = methods.filter((m) => typeof record[m] !== 'function');
   if (missing.length > 0) throw new ConfigError(`${name} is missing method${missing.length > 1 ? 's' : ''} ${missing.join(', ')}.`);
-}
-
-function dropUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }

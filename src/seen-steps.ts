@@ -15,7 +15,7 @@
 import type { Key } from '@google-cloud/datastore';
 import type { Decision } from './decision';
 import { DropReason } from './decision';
-import { keyPath } from './key-codec';
+import { keyIdentity } from './key-path';
 import { readLock } from './lock-fields';
 import { StepState, type Properties } from './types';
 
@@ -44,7 +44,7 @@ export class SeenSteps {
 
   /** The answer to a task for step `seq` (of `chain`, if it says), when what was seen decides it safely. */
   recall(key: Key, seq: number, chain: string | undefined, now: number): Decision | undefined {
-    const id = entityId(key);
+    const id = keyIdentity(key);
     const seen = this.entries.get(id);
     if (!seen) return undefined;
     if (now >= seen.expires) {
@@ -63,7 +63,7 @@ export class SeenSteps {
 
   /** Remembers an entity's lock as read or written now; a missing entity is forgotten. */
   observe(key: Key, props: Properties | undefined, now: number, leaseDuration: number): void {
-    const id = entityId(key);
+    const id = keyIdentity(key);
     this.entries.delete(id);
     if (!props || this.options.size === 0) return;
     const lock = readLock(props);
@@ -80,15 +80,11 @@ export class SeenSteps {
 
   /** Forgets an entity (after a write whose result is not at hand). */
   forget(key: Key): void {
-    this.entries.delete(entityId(key));
+    this.entries.delete(keyIdentity(key));
   }
 
   /** Entities remembered now. */
   get size(): number {
     return this.entries.size;
   }
-}
-
-function entityId(key: Key): string {
-  return `${key.namespace ?? ''}\u0000${keyPath(key)}`;
 }

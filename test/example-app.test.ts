@@ -98,7 +98,7 @@ describe('example app, run as a child process (embedded store and dispatcher)', 
     assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
     const html = await response.text();
     for (const chain of [counter, order]) {
-      const escaped = chain.key.replaceAll('"', '&#34;');
+      const escaped = chain.key.replaceAll('"', '&quot;');
       assert.ok(html.includes(`<tr class="chain" data-key="${escaped}" data-kind="${chain.kind}" data-state="complete">`), `row of ${chain.key}`);
       assert.ok(!html.includes(chain.key), `the raw key ${chain.key} (with its quotes) never appears unescaped`);
     }

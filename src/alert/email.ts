@@ -6,6 +6,8 @@
 import nodemailer from 'nodemailer';
 import type { Transport, TransportConfig, Transporter } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
+import { dropUndefined } from '../drop-undefined';
+import { errorMessage } from '../error-text';
 import { ConfigError } from '../errors';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { AlertEvent } from '../types';
@@ -114,7 +116,7 @@ export class EmailAlerter {
     } catch (cause) {
       limiter.restore(decision.suppressed);
       const what = `"${message.subject}" to ${to.join(', ')}`;
-      throw new Error(`EmailAlerter: could not send ${what}: ${describeError(cause)}`, { cause });
+      throw new Error(`EmailAlerter: could not send ${what}: ${errorMessage(cause)}`, { cause });
     }
   }
 
@@ -233,16 +235,8 @@ function fail(sentence: string): never {
   throw new ConfigError(`EmailAlerter: ${sentence}`);
 }
 
-function dropUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined)) as T;
-}
-
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(describe).join(', ')}]`;
   return value === null || typeof value !== 'object' ? String(value) : 'an object';
-}
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

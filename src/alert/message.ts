@@ -3,6 +3,7 @@
  * say what happened, what a person should do, and every fact of the event. Whatever comes from
  * the entity, the error or the task is escaped in the HTML.
  */
+import { escapeHtml } from '../html';
 import { AlertReason, type AlertEvent } from '../types';
 import { renderValue } from './render-value';
 
@@ -73,12 +74,6 @@ export function formatDuration(ms: number): string {
   return parts.join(' ');
 }
 
-/** Escapes text for HTML content and attribute values. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => HTML_ENTITIES[c] ?? c);
-}
-
-const HTML_ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
 // ---------------------------------------------------------------------------------------------
 // The model

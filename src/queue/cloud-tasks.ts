@@ -4,7 +4,9 @@
  * targets.
  */
 import type { CloudTasksClient, protos } from '@google-cloud/tasks';
+import { dropUndefined } from '../drop-undefined';
 import { ConfigError, QueueError } from '../errors';
+import { describeGrpcError, grpcCode } from '../grpc-status';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { Queue, TaskRequest } from '../types';
 
@@ -82,12 +84,6 @@ const HTTP_TARGET_NAMES: OptionNames<HttpTarget> = { type: true, url: true, oidc
 const OIDC_NAMES: OptionNames<NonNullable<HttpTarget['oidc']>> = { serviceAccountEmail: true, audience: true };
 const APP_ENGINE_TARGET_NAMES: OptionNames<AppEngineTarget> = { type: true, service: true, version: true, instance: true };
 
-/** gRPC status codes, by number, for messages. */
-const GRPC_STATUS = [
-  'OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND',
-  'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED',
-  'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED',
-] as const;
 const ALREADY_EXISTS = 6;
 const DEADLINE_EXCEEDED = 4;
 const UNAVAILABLE = 14;
@@ -143,7 +139,7 @@ export class CloudTasksQueue implements Queue {
       await this.client.createTask(request, this.callOptions());
     } catch (err) {
       if (grpcCode(err) === ALREADY_EXISTS) return;
-      throw new QueueError(`Cloud Tasks did not create task "${task.name}": ${describe(err)}`, { cause: err });
+      throw new QueueError(`Cloud Tasks did not create task "${task.name}": ${describeGrpcError(err)}`, { cause: err });
     }
   }
 
@@ -308,10 +304,6 @@ function withoutContentType(headers: Record<string, string>): Record<string, str
   return Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-type'));
 }
 
-function dropUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
 /** A protobuf Timestamp: whole seconds since the epoch and the nanoseconds past them. */
 function toTimestamp(date: Date): { seconds: number; nanos: number } {
   const ms = date.getTime();
@@ -322,18 +314,4 @@ function toTimestamp(date: Date): { seconds: number; nanos: number } {
 /** A protobuf Duration of a non-negative number of milliseconds. */
 function toDuration(ms: number): { seconds: number; nanos: number } {
   return { seconds: Math.floor(ms / SECOND), nanos: (ms % SECOND) * 1_000_000 };
-}
-
-function grpcCode(err: unknown): number | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' ? code : undefined;
-}
-
-/** "PERMISSION_DENIED (7): details" for a gRPC error, its message otherwise. */
-function describe(err: unknown): string {
-  const code = grpcCode(err);
-  const details = (err as { details?: unknown } | null)?.details;
-  const message = typeof details === 'string' && details !== '' ? details : err instanceof Error ? err.message : String(err);
-  if (code === undefined) return message;
-  return `${GRPC_STATUS[code] ?? 'status'} (${code}): ${message}`;
 }

@@ -2,6 +2,7 @@
  * One delivery attempt of the local dispatcher, and when to try again: an HTTP POST bounded by a
  * dispatch deadline, Cloud Tasks' backoff schedule and the `Retry-After` answer header.
  */
+import { errorMessage } from '../error-text';
 import http from 'node:http';
 import https from 'node:https';
 
@@ -81,7 +82,7 @@ export function sendAttempt(attempt: Attempt): Promise<AttemptOutcome> {
 }
 
 function networkFailure(err: unknown): AttemptOutcome {
-  return { kind: 'network', message: err instanceof Error ? err.message : String(err) };
+  return { kind: 'network', message: errorMessage(err) };
 }
 
 /** A queue's retry settings, as Cloud Tasks names them. */

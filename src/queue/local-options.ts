@@ -3,6 +3,7 @@
  * checked, a `ConfigError` with a sentence for the first one that is wrong.
  */
 import { randomBytes } from 'node:crypto';
+import { dropUndefined } from '../drop-undefined';
 import { ConfigError } from '../errors';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { Logger, TaskRequest } from '../types';
@@ -100,7 +101,7 @@ export function parseOptions(options: LocalQueueOptions): LocalQueueConfig {
     throw new ConfigError('LocalQueue needs an options object with at least baseUrl.');
   }
   rejectUnknownOptions('LocalQueue', options, OPTION_NAMES);
-  const given = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+  const given = dropUndefined(options);
   const merged = { ...DEFAULTS, ...given } as typeof DEFAULTS & LocalQueueOptions;
   const config: LocalQueueConfig = {
     baseUrl: parseBaseUrl(merged.baseUrl),

@@ -13,6 +13,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { REPEATED, singleHeader } from '../single-header';
 import { Headers, type Authenticator, type AuthVerdict } from '../types';
 
 /** The header that carries the signature (lowercase, as Node presents incoming headers). */
@@ -67,8 +68,8 @@ export function localAuthenticator(secret: LocalSecret): Authenticator {
 
 /** A header's only value ('' when absent), or undefined when it is repeated. */
 function single(value: string | string[] | undefined): string | undefined {
-  if (value === undefined) return '';
-  return typeof value === 'string' ? value : undefined;
+  const one = singleHeader(value);
+  return one === REPEATED ? undefined : (one ?? '');
 }
 
 function refuse(reason: string): AuthVerdict {

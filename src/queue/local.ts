@@ -5,6 +5,7 @@
  * `Retry-After`, task-name de-duplication, a dispatch deadline and a concurrency limit. Requests
  * are signed with a per-queue secret (see `local-signature.ts`) that `authenticator()` checks.
  */
+import { errorMessage } from '../error-text';
 import http from 'node:http';
 import https from 'node:https';
 import { QueueError } from '../errors';
@@ -191,7 +192,7 @@ export class LocalQueue implements Queue {
     try {
       url = targetUrl(this.config.baseUrl(), entry.task.path);
     } catch (err) {
-      return Promise.resolve({ kind: 'network', message: err instanceof Error ? err.message : String(err) });
+      return Promise.resolve({ kind: 'network', message: errorMessage(err) });
     }
     return sendAttempt({
       url,

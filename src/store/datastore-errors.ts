@@ -4,16 +4,13 @@
  * failure to reach or use Datastore is a `StoreUnavailableError`. The original error is the cause.
  */
 import { ContentionError, LockerError, StoreUnavailableError } from '../errors';
+import { grpcCode } from '../grpc-status';
+
+export { grpcCode };
 
 /** gRPC status ABORTED: the transaction lost to another one (or waited too long for a lock). */
 const ABORTED = 10;
 const CONTENTION_MESSAGE = /transaction lock timeout|too much contention/i;
-
-/** The gRPC status code of an error, if it has one. */
-export function grpcCode(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
-  return typeof error.code === 'number' ? error.code : undefined;
-}
 
 /** True for the errors that mean "another transaction touched the same entity". */
 export function isContention(error: unknown): boolean {

@@ -5,7 +5,8 @@
  */
 import { Datastore, Key } from '@google-cloud/datastore';
 import type { OutboxRecord } from '../types';
-import { copyKey, describeKey } from './keys';
+import { copyKey } from './keys';
+import { keyPath } from '../key-path';
 
 /** Every stored field but `createdAt`. */
 const UNINDEXED = ['key', 'seq', 'path', 'body', 'scheduleTime'];
@@ -42,7 +43,7 @@ export function outboxRecord(entity: Record<string | symbol, unknown>): OutboxRe
     typeof body !== 'string' ||
     !(createdAt instanceof Date)
   ) {
-    throw new TypeError(`the entity ${isKey(own) ? describeKey(own) : '(no key)'} is not an outbox record`);
+    throw new TypeError(`the entity ${isKey(own) ? keyPath(own) : '(no key)'} is not an outbox record`);
   }
   const record: OutboxRecord = { name, key, seq, path, body, createdAt };
   if (scheduleTime instanceof Date) record.scheduleTime = scheduleTime;

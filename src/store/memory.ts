@@ -20,7 +20,8 @@ import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreUnavailableError } from '../errors';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
-import { copyKey, describeKey, keyString } from './keys';
+import { copyKey, keyString } from './keys';
+import { keyPath } from '../key-path';
 import { copyProperties } from './values';
 import type { LockPage, LockQuery } from './lock-query';
 import { queryMemory } from './memory-query';
@@ -178,7 +179,7 @@ export class MemoryStore implements Store {
     this.check('commit');
     const conflict = tx.conflict();
     if (conflict) {
-      throw new ContentionError(`transaction aborted: ${describeKey(conflict)} was changed by another transaction`);
+      throw new ContentionError(`transaction aborted: ${keyPath(conflict)} was changed by another transaction`);
     }
     const version = ++this.clock;
     for (const [id, write] of tx.writes) this.entities.set(id, { ...write, version });
