@@ -9,10 +9,11 @@ import type { EntityFactory, TaskContext, TaskHandler } from './context';
 import { completeStep, makeContext } from './handler-context';
 import type { Core } from './core';
 import { afterFailure, decide, type Decision } from './decision';
-import { ContentionError, LeaseLostError, LockerError, PermanentError, StoreUnavailableError } from './errors';
+import { ContentionError, LeaseLostError, PermanentError, StoreRejectedError, type StoreConfigError } from './errors';
+import { classify, FaultClass } from './faults';
 import { keyPath } from './key-codec';
 import { Lease } from './lease';
-import { describeError, readLock, userProperties, writeLock, type Lock } from './lock-fields';
+import { describeError, readLock, sameLock, userProperties, writeLock, type Lock } from './lock-fields';
 import { withContentionRetry } from './store/retry';
 import { expire, fail as failStep, overwrite, release, take as takeLease } from './transitions';
 import { AlertReason, type Json, type Properties, type Snapshot, type TaskInfo } from './types';
@@ -53,27 +54,39 @@ export async function runAttempt<E, P>(
 async function attempt<E, P>(core: Core, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Answer> {
   const taken = await take(core, a);
   if ('answer' in taken) return taken.answer;
-
   const lease = new Lease(core, a.key, a.seq, a.attempt, taken.snapshot);
+  try {
+    return await runUnderLease(core, a, lease, taken.props, handler, factory);
+  } finally {
+    await lease.close();
+  }
+}
+
+/** Runs the handler under the lease, then finishes, releases or fails the step. */
+async function runUnderLease<E, P>(
+  core: Core, a: Arrival, lease: Lease, props: Properties, handler: TaskHandler<E, P>, factory: EntityFactory<E>,
+): Promise<Answer> {
   const step = { done: false, next: undefined as number | undefined };
   let entity: E | undefined;
   let failure: { error: unknown } | undefined;
   lease.start();
   try {
-    entity = factory(userProperties(taken.props), a.key);
+    entity = factory(userProperties(props), a.key);
     await handler(makeContext(core, a, lease, entity, step) as TaskContext<E, P>);
   } catch (error) {
     failure = { error };
   }
-  await lease.stop();
+  await lease.pause();
 
   if (step.done) {
     if (failure) core.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error: describeError(failure.error) });
     return { status: 200, message: step.next ? `step ${a.seq} done; step ${step.next} scheduled` : `step ${a.seq} done; chain complete` };
   }
+  const lostLease = lease.lost ?? (failure?.error instanceof LeaseLostError ? failure.error : undefined);
+  if (lostLease) return lost(core, a, lostLease);
   if (!failure) return finish(core, a, lease, entity);
-  if (lease.signal.aborted && lease.signal.reason instanceof LeaseLostError) return lost(core, a, lease.signal.reason);
-  if (failure.error instanceof LeaseLostError) return lost(core, a, failure.error);
+  // The store's set-up is wrong (the handler let a StoreConfigError of its own write through): no write can help.
+  if (classify(failure.error) === FaultClass.config) throw failure.error;
   return fail(core, a, lease, failure.error);
 }
 
@@ -190,35 +203,35 @@ const DROP_MESSAGES = {
   cancelled: 'the chain was cancelled',
 } as const;
 
-/** The handler returned without scheduling or completing: the step, and the chain, are complete. */
+/**
+ * The handler returned without scheduling or completing: the step, and the chain, are complete.
+ * When the store refuses the step's changes for good (too large, a value it cannot hold), they are
+ * discarded and the attempt counts as failed: the error is stored, never a held lease.
+ */
 async function finish(core: Core, a: Arrival, lease: Lease, entity: unknown): Promise<Answer> {
   try {
     await completeStep(core, a, lease, entity);
   } catch (error) {
     if (error instanceof LeaseLostError) return lost(core, a, error);
-    throw error;
+    if (classify(error) === FaultClass.transient || classify(error) === FaultClass.config) throw error;
+    core.config.logger.error('the step\'s changes cannot be saved; they are discarded and the attempt counts as failed', {
+      key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: error instanceof Error ? error.message : String(error),
+    });
+    return fail(core, a, lease, error);
   }
   return { status: 200, message: `step ${a.seq} done; chain complete` };
 }
 
 /** The handler threw: release the lease for a retry (500), or fail the step for good (200). */
 async function fail(core: Core, a: Arrival, lease: Lease, error: unknown): Promise<Answer> {
-  const now = new Date(core.config.clock());
-  let outcome: { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties };
+  let outcome: FailOutcome;
   try {
-    let decided: typeof outcome | undefined;
-    await lease.update((props, lock) => {
-      const verdict = afterFailure(lock, core.config.maxRetries, error instanceof PermanentError);
-      const alerts = verdict === 'fail' ? claimAlert(core.config, lock, AlertReason.failure) : undefined;
-      const err = describeError(error);
-      const next = verdict === 'fail' ? failStep(lock, { now, error: err, alerts }) : release(lock, { now, error: err });
-      decided = { verdict, tries: next.tries, alerts, props };
-      return writeLock(props, next);
-    });
-    outcome = decided!;
+    outcome = await writeFailure(core, lease, error, describeError(error));
   } catch (writeError) {
     if (writeError instanceof LeaseLostError) return lost(core, a, writeError);
-    throw writeError;
+    if (!(writeError instanceof StoreRejectedError)) throw writeError;
+    // The entity as stored, with this error beside it, is more than the store takes: store less of the error.
+    outcome = await writeFailure(core, lease, error, shortError(error));
   }
   const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: error instanceof Error ? error.message : String(error) };
   if (outcome.verdict === 'release') {
@@ -231,10 +244,33 @@ async function fail(core: Core, a: Arrival, lease: Lease, error: unknown): Promi
   if (outcome.alerts) {
     await core.alert(alertEvent({
       reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.tries, previousAttempt: a.attempt,
-      error, task: a.task, properties: outcome.props, at: now,
+      error, task: a.task, properties: outcome.props, at: outcome.at,
     }));
   }
   return { status: 200, message: `step ${a.seq} failed for good after ${outcome.tries} attempt(s)` };
+}
+
+interface FailOutcome { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties; at: Date }
+
+/** Writes a failed attempt (`release`, or `fail` for good) on the stored entity, the handler's changes left out; settled under the lease. */
+async function writeFailure(core: Core, lease: Lease, error: unknown, err: string): Promise<FailOutcome> {
+  const now = new Date(core.config.clock());
+  let decided: FailOutcome | undefined;
+  let intended: Lock | undefined;
+  await lease.settle('release', () => lease.update((props, lock) => {
+    const verdict = afterFailure(lock, core.config.maxRetries, error instanceof PermanentError);
+    const alerts = verdict === 'fail' ? claimAlert(core.config, lock, AlertReason.failure) : undefined;
+    intended = verdict === 'fail' ? failStep(lock, { now, error: err, alerts }) : release(lock, { now, error: err });
+    decided = { verdict, tries: intended.tries, alerts, props, at: now };
+    return writeLock(props, intended);
+  }, (lock) => (intended && sameLock(lock, intended) ? true : undefined)));
+  return decided!;
+}
+
+/** An error in a few hundred characters: its name and the start of its message. */
+function shortError(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.length > 500 ? `${text.slice(0, 486)}… (truncated)` : text;
 }
 
 function lost(core: Core, a: Arrival, error: LeaseLostError): Answer {
@@ -242,10 +278,23 @@ function lost(core: Core, a: Arrival, error: LeaseLostError): Answer {
   return { status: 503, message: 'lease lost', retryAfter: 1 };
 }
 
+/** The answer to an attempt ended by an error nobody handled: a store fault, classified once, or a bug. */
 function unexpected(core: Core, a: Arrival, error: unknown): Answer {
-  const unavailable = error instanceof StoreUnavailableError || (error instanceof LockerError && error.status === 503);
-  core.config.logger.error(unavailable ? 'store unavailable; nothing changed' : 'unexpected error; nothing changed', {
-    key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: describeError(error),
-  });
-  return { status: 503, message: unavailable ? 'store unavailable; retry' : 'internal error; retry', retryAfter: 1 };
+  const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: describeError(error) };
+  switch (classify(error)) {
+    case FaultClass.transient:
+      core.config.logger.error('store unavailable; the step did not move on', fields);
+      return { status: 503, message: 'store unavailable; retry', retryAfter: 1 };
+    case FaultClass.config:
+      core.configErrors.report(core.config.logger, error as StoreConfigError, fields);
+      return { status: 503, message: 'the store is not set up right; retry once it is', retryAfter: 60 };
+    case FaultClass.rejected:
+      core.config.logger.error('the store refused the request; nothing changed', fields);
+      return { status: 500, message: 'the store refused the request; retry' };
+    case FaultClass.lost:
+      return lost(core, a, error as LeaseLostError);
+    default:
+      core.config.logger.error('unexpected error; the step did not move on', fields);
+      return { status: 503, message: 'internal error; retry', retryAfter: 1 };
+  }
 }

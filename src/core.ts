@@ -4,12 +4,15 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { LockerEvents } from './events';
+import type { ConfigErrorLog } from './faults';
 import type { Config } from './options';
 import type { SeenSteps } from './seen-steps';
 import type { AlertEvent, Properties, Snapshot, StoreTransaction } from './types';
 
 export interface Core {
   readonly config: Config;
+  /** Logs the store's configuration errors at most once a minute. */
+  readonly configErrors: ConfigErrorLog;
   /** What this process last saw of each entity's lock (see `seen-steps.ts`). */
   readonly seen: SeenSteps;
   /** Runs a read-check-write in a transaction, re-running it whole when it aborts on contention. */

@@ -8,7 +8,7 @@ import type { Core } from './core';
 import { StepAlreadyFinishedError } from './errors';
 import { keyPath } from './key-codec';
 import type { Lease } from './lease';
-import { writeLock } from './lock-fields';
+import { sameLock, writeLock, type Lock } from './lock-fields';
 import { checkStep, dispatch, scheduledStep } from './outbox';
 import { newChainId } from './task-name';
 import { finish as finishStep } from './transitions';
@@ -30,15 +30,16 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
     async schedule(path, payload, options): Promise<ScheduledStep> {
       finishOnce();
       const next = checkStep(core, path, payload, options);
-      await lease.stop();
+      const own = entityProperties(entity);
       const now = new Date(core.config.clock());
-      const { record, chain } = await lease.fenced((tx, props, lock) => {
+      let planned: (ReturnType<typeof scheduledStep> & { chain: string }) | undefined;
+      const { record, chain } = await lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
         const chainId = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
-        const planned = scheduledStep(a.key, lock, chainId, next, now);
-        core.write(tx, a.key, writeLock({ ...props, ...entityProperties(entity) }, planned.lock));
+        planned = { ...scheduledStep(a.key, lock, chainId, next, now), chain: chainId };
+        core.write(tx, a.key, writeLock({ ...props, ...own }, planned.lock));
         tx.putOutbox(planned.record);
-        return { record: planned.record, chain: chainId };
-      });
+        return planned;
+      }, (lock) => (planned && sameLock(lock, planned.lock) ? planned : undefined)));
       core.seen.forget(a.key);
       step.done = true;
       step.next = record.seq;
@@ -49,16 +50,23 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
     },
     async complete(): Promise<void> {
       finishOnce();
-      await lease.stop();
       await completeStep(core, a, lease, entity);
       step.done = true;
     },
   };
 }
 
-/** Marks the step complete (`lock_seq + 1`, nothing scheduled) and saves the entity; fenced. */
+/**
+ * Marks the step complete (`lock_seq + 1`, nothing scheduled) and saves the entity; fenced, and
+ * retried under the live lease when the store fails transiently (`Lease.settle`).
+ */
 export async function completeStep(core: Core, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
+  const own = entityProperties(entity);
   const now = new Date(core.config.clock());
-  await lease.update((props, lock) => writeLock({ ...props, ...entityProperties(entity) }, finishStep(lock, { now })));
+  let intended: Lock | undefined;
+  await lease.settle('finish', () => lease.update((props, lock) => {
+    intended = finishStep(lock, { now });
+    return writeLock({ ...props, ...own }, intended);
+  }, (lock) => (intended && sameLock(lock, intended) ? true : undefined)));
   core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
 }

@@ -1,27 +1,48 @@
 /**
  * A lease is a value with a life cycle: taken by an attempt, renewed every `leaseDuration / 3`
- * while the handler runs, lost when another attempt overwrites it or `leaseTimeout` passes (then
- * its signal aborts), and stopped before the attempt finishes. Every write made on the attempt's
- * behalf is fenced: it proceeds only while the attempt still holds the lease. Single-entity writes
+ * while the handler runs, lost when another attempt overwrites it or when no renewal succeeded
+ * for `leaseDuration` minus a safety margin (then it can no longer be proven held), timed out at
+ * `leaseTimeout`, and closed when the attempt ends. Every write made on the attempt's behalf is
+ * fenced: it proceeds only while the attempt still holds the lease. Single-entity writes
  * (`update`) are compare-and-swaps on the last version this attempt wrote, one round trip each;
- * writes that add an outbox record go through a transaction (`fenced`).
+ * writes that add an outbox record go through a transaction (`fenced`). A step's last write goes
+ * through `settle`, which retries transient failures under the live lease.
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Core } from './core';
 import { holds } from './decision';
 import { ContentionError, LeaseLostError, LeaseTimeoutError } from './errors';
+import { classify, FaultClass } from './faults';
 import { keyPath } from './key-codec';
 import { readLock, writeLock, type Lock } from './lock-fields';
 import { withContentionRetry } from './store/retry';
 import { renew as renewLease } from './transitions';
 import type { Properties, Snapshot, StoreTransaction } from './types';
 
+/** What a lease's writes may recognise as their own, already applied (the answer to it was lost). */
+export type Recognise<T> = (lock: Lock) => T | undefined;
+
+/** The longest a step's last write is retried on transient failures: half a lease, ms. */
+export function settleBudget(leaseDuration: number): number {
+  return Math.floor(leaseDuration / 2);
+}
+
+/** How long a lease may go without a successful renewal before it is given up: the lease minus a sixth, ms. */
+export function proofWindow(leaseDuration: number): number {
+  return leaseDuration - Math.ceil(leaseDuration / 6);
+}
+
 export class Lease {
   private readonly controller = new AbortController();
   private renewTimer: NodeJS.Timeout | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
+  private proofTimer: NodeJS.Timeout | undefined;
   private renewing: Promise<void> | undefined;
-  private stopped = false;
+  private renewals = false;
+  private closed = false;
+  private startedAt = 0;
+  /** When the next renewal is due (performance.now() ms): a pause delays it, never restarts its cadence. */
+  private renewDueAt = 0;
 
   constructor(
     private readonly core: Core,
@@ -32,40 +53,95 @@ export class Lease {
     private snapshot: Snapshot,
   ) {}
 
-  /** Aborts when the lease is lost (`LeaseLostError`) or the attempt runs too long (`LeaseTimeoutError`). */
+  /**
+   * Aborts with `LeaseLostError` when the lease is lost (overwritten, or no renewal succeeded for
+   * too long) and with `LeaseTimeoutError` when the attempt runs past `leaseTimeout`.
+   */
   get signal(): AbortSignal {
     return this.controller.signal;
   }
 
-  /** Starts renewing, and the `leaseTimeout` clock. */
-  start(): void {
-    this.scheduleRenewal();
-    this.timeoutTimer = setTimeout(() => this.lose('timeout'), this.core.config.leaseTimeout);
-    this.timeoutTimer.unref();
+  /** The reason the lease was lost, once it was: every later write is refused with it. */
+  get lost(): LeaseLostError | undefined {
+    const reason: unknown = this.controller.signal.reason;
+    return reason instanceof LeaseLostError ? reason : undefined;
   }
 
-  /** Stops renewing and waits for a renewal in flight, so nothing races the attempt's last write. */
-  async stop(): Promise<void> {
-    this.stopped = true;
+  /** Starts renewing, the `leaseTimeout` clock, and the clock of the last proof that the lease is held. */
+  start(): void {
+    this.startedAt = performance.now();
+    this.renewDueAt = this.startedAt + this.renewEvery();
+    this.proven();
+    this.resume();
+  }
+
+  /** Stops renewing and waits for a renewal in flight, so nothing races the write that follows. */
+  async pause(): Promise<void> {
+    this.renewals = false;
     clearTimeout(this.renewTimer);
     clearTimeout(this.timeoutTimer);
     await this.renewing;
+  }
+
+  /** Renewal and the `leaseTimeout` clock back on, after a pause (unless the lease is closed or aborted). */
+  resume(): void {
+    if (this.closed || this.signal.aborted || this.renewals) return;
+    this.renewals = true;
+    this.scheduleRenewal();
+    const left = Math.max(0, this.core.config.leaseTimeout - (performance.now() - this.startedAt));
+    this.timeoutTimer = setTimeout(() => this.lose('timeout'), left);
+    this.timeoutTimer.unref();
+  }
+
+  /** Ends the lease's life: no more renewals, no timers; waits for a renewal in flight. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.proofTimer);
+    await this.pause();
+  }
+
+  /**
+   * A step's last write (finish, schedule, release, fail), under the live lease: a transient
+   * failure is retried with backoff, renewal running meanwhile, for at most `settleBudget`; then,
+   * or on any other failure, the error is thrown with renewal back on. Each try is `write`;
+   * pass it a `recognise` so that a try finding an earlier one applied resolves.
+   */
+  async settle<T>(what: string, write: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const budget = settleBudget(this.core.config.leaseDuration);
+    for (let delay = 20; ; delay = Math.min(delay * 2, 1_000)) {
+      await this.pause();
+      try {
+        return await write();
+      } catch (error) {
+        const retry = classify(error) === FaultClass.transient && !this.lost && performance.now() - started + delay <= budget;
+        this.resume();
+        if (!retry) throw error;
+        this.core.config.logger.warn(`${what}: the store failed; retrying under the live lease`, {
+          key: keyPath(this.key), seq: this.seq, attempt: this.attempt, retryInMs: delay, error: String(error),
+        });
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
   }
 
   /**
    * Replaces the entity with `change(props, lock)` only while this attempt holds the lease on step
    * `seq`; otherwise throws `LeaseLostError` and writes nothing. A compare-and-swap on the version
    * this attempt last wrote: when something else wrote the entity since, it is read again and
-   * the check and change are made on what is there now (bounded, with backoff).
+   * the check and change are made on what is there now (bounded, with backoff). When what is
+   * there is this attempt's own earlier write (`recognise`), it resolves without writing.
    */
-  update(change: (props: Properties, lock: Lock) => Properties): Promise<void> {
+  update(change: (props: Properties, lock: Lock) => Properties, recognise?: Recognise<true>): Promise<void> {
     const { store } = this.core.config;
     return withContentionRetry(async () => {
       const lock = readLock(this.snapshot.properties);
-      if (!holds(lock, this.attempt, this.seq)) throw this.lostError();
+      if (recognise?.(lock)) return;
+      this.refuseIfLost(lock);
       const written = await this.core.replace(this.key, this.snapshot, change(this.snapshot.properties, lock));
       if (written) {
         this.snapshot = written;
+        this.proven();
         return;
       }
       const now = await store.read(this.key);
@@ -77,29 +153,54 @@ export class Lease {
 
   /**
    * Runs `write` in a transaction only while this attempt holds the lease on step `seq`;
-   * otherwise throws `LeaseLostError` and writes nothing.
+   * otherwise throws `LeaseLostError` and writes nothing. When the entity already holds this
+   * attempt's own earlier write (`recognise`), resolves to what that gives, writing nothing.
    */
-  fenced<T>(write: (tx: StoreTransaction, props: Properties, lock: Lock) => T): Promise<T> {
-    return this.core.transact(async (tx) => {
+  async fenced<T>(write: (tx: StoreTransaction, props: Properties, lock: Lock) => T, recognise?: Recognise<T>): Promise<T> {
+    const result = await this.core.transact(async (tx) => {
       const props = await tx.get(this.key);
       const lock = props ? readLock(props) : undefined;
-      if (!props || !lock || !holds(lock, this.attempt, this.seq)) throw this.lostError();
+      const mine = lock && recognise?.(lock);
+      if (mine !== undefined) return mine;
+      if (!props || !lock) throw this.lostError();
+      this.refuseIfLost(lock);
       return write(tx, props, lock);
     });
+    this.proven();
+    return result;
+  }
+
+  private refuseIfLost(lock: Lock): void {
+    const lost = this.lost;
+    if (lost) throw lost;
+    if (!holds(lock, this.attempt, this.seq)) throw this.lostError();
   }
 
   private lostError(): LeaseLostError {
     return new LeaseLostError(`attempt ${this.attempt} no longer holds the lease on ${keyPath(this.key)} step ${this.seq}`);
   }
 
+  /** A write just proved the lease held: the lease is given up only if no other proof follows within the window. */
+  private proven(): void {
+    if (this.closed || this.signal.aborted) return;
+    clearTimeout(this.proofTimer);
+    this.proofTimer = setTimeout(() => this.lose('unproven'), proofWindow(this.core.config.leaseDuration));
+    this.proofTimer.unref();
+  }
+
+  private renewEvery(): number {
+    return Math.max(1, Math.floor(this.core.config.leaseDuration / 3));
+  }
+
   private scheduleRenewal(): void {
-    if (this.stopped) return;
+    if (!this.renewals) return;
     this.renewTimer = setTimeout(() => {
+      this.renewDueAt = performance.now() + this.renewEvery();
       this.renewing = this.renew().finally(() => {
         this.renewing = undefined;
         this.scheduleRenewal();
       });
-    }, Math.max(1, Math.floor(this.core.config.leaseDuration / 3)));
+    }, Math.max(1, this.renewDueAt - performance.now()));
     this.renewTimer.unref();
   }
 
@@ -112,20 +213,25 @@ export class Lease {
     }
   }
 
-  private lose(reason: 'lost' | 'timeout'): void {
-    if (this.controller.signal.aborted) return;
-    this.stopped = true;
+  private lose(reason: 'lost' | 'unproven' | 'timeout'): void {
+    if (this.signal.aborted || this.closed) return;
+    this.renewals = false;
     clearTimeout(this.renewTimer);
     clearTimeout(this.timeoutTimer);
+    clearTimeout(this.proofTimer);
     const where = `${keyPath(this.key)} step ${this.seq}`;
-    this.controller.abort(
-      reason === 'lost'
-        ? new LeaseLostError(`attempt ${this.attempt} lost its lease on ${where} to another attempt`)
-        : new LeaseTimeoutError(`attempt ${this.attempt} ran past leaseTimeout (${this.core.config.leaseTimeout} ms) on ${where}`),
-    );
+    const fields = { key: keyPath(this.key), seq: this.seq, attempt: this.attempt };
     const event = { key: this.key, seq: this.seq, attempt: this.attempt };
-    if (reason === 'lost') this.core.emit('lost', event);
-    else this.core.emit('timedOut', { ...event, leaseTimeoutMs: this.core.config.leaseTimeout });
-    this.core.config.logger.warn(`lease ${reason === 'lost' ? 'lost' : 'timed out'}`, { key: keyPath(this.key), seq: this.seq, attempt: this.attempt });
+    if (reason === 'timeout') {
+      this.controller.abort(new LeaseTimeoutError(`attempt ${this.attempt} ran past leaseTimeout (${this.core.config.leaseTimeout} ms) on ${where}`));
+      this.core.emit('timedOut', { ...event, leaseTimeoutMs: this.core.config.leaseTimeout });
+      this.core.config.logger.warn('lease timed out', fields);
+      return;
+    }
+    this.controller.abort(new LeaseLostError(reason === 'lost'
+      ? `attempt ${this.attempt} lost its lease on ${where} to another attempt`
+      : `attempt ${this.attempt} gave up its lease on ${where}: no renewal succeeded for ${proofWindow(this.core.config.leaseDuration)} ms, so it can no longer be proven held`));
+    this.core.emit('lost', event);
+    this.core.config.logger.warn(reason === 'lost' ? 'lease lost' : 'lease given up: renewals kept failing', fields);
   }
 }

@@ -82,6 +82,13 @@ export function writeLock(props: Properties, lock: Lock): Properties {
   return out;
 }
 
+/** Whether two locks store the same fields (the test a write uses to recognise itself, applied). */
+export function sameLock(a: Lock, b: Lock): boolean {
+  return a.ts?.getTime() === b.ts?.getTime() && a.req === b.req && a.seq === b.seq && a.tries === b.tries &&
+    a.state === b.state && a.chain === b.chain && a.task === b.task && a.err === b.err &&
+    a.alerts.length === b.alerts.length && a.alerts.every((alert, i) => alert === b.alerts[i]);
+}
+
 /** The entity's own properties: everything but the lock fields. */
 export function userProperties(props: Properties): Properties {
   const out: Properties = {};

@@ -12,7 +12,7 @@ import type { Core } from './core';
 import { ChainBusyError } from './errors';
 import type { LockerEvents } from './events';
 import { decodeKey, encodeKey, keyPath } from './key-codec';
-import { readLock, UNINDEXED_LOCK_FIELDS, writeLock } from './lock-fields';
+import { describeError, readLock, UNINDEXED_LOCK_FIELDS, writeLock } from './lock-fields';
 import { handleMiddleware, sweepMiddleware, type HandleOptions } from './middleware';
 import { parseOptions, type Config, type LockerOptions } from './options';
 import { checkStep, dispatch, scheduledStep, sweep, type SweepResult } from './outbox';
@@ -20,6 +20,7 @@ import { withContentionRetry } from './store/retry';
 import { newChainId } from './task-name';
 import { SeenSteps } from './seen-steps';
 import { Inspector } from './inspect/inspector';
+import { ConfigErrorLog } from './faults';
 import { type AlertEvent, type Json, type Properties, type Snapshot, type StoreTransaction } from './types';
 
 /**
@@ -32,6 +33,8 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   readonly config: Config;
   /** @internal */
   readonly seen: SeenSteps;
+  /** @internal */
+  readonly configErrors = new ConfigErrorLog();
   private readonly excludes: readonly string[];
   private readonly alerts = new Set<Promise<void>>();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -42,6 +45,32 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     this.config = parseOptions(options);
     this.excludes = [...UNINDEXED_LOCK_FIELDS, ...this.config.excludeFromIndexes];
     this.seen = new SeenSteps(this.config.duplicateCache);
+  }
+
+  /**
+   * Calls each listener of `name` in turn, isolated: a listener that throws, or returns a promise
+   * that rejects, is logged and ignored. It never changes an answer or a stored state, and never
+   * crashes the process (also when the event comes from a timer, such as a renewal).
+   */
+  override emit<K extends keyof LockerEvents>(name: K, ...args: LockerEvents[K]): boolean {
+    const listeners = this.rawListeners(name) as Array<(...a: LockerEvents[K]) => unknown>;
+    for (const listener of listeners) {
+      try {
+        const result = listener.apply(this, args);
+        if (isThenable(result)) result.then(undefined, (error: unknown) => this.listenerFailed(name, error));
+      } catch (error) {
+        this.listenerFailed(name, error);
+      }
+    }
+    return listeners.length > 0;
+  }
+
+  private listenerFailed(name: string, error: unknown): void {
+    try {
+      this.config.logger.error(`a listener of the "${name}" event failed; ignored`, { error: describeError(error) });
+    } catch {
+      // The logger is user code too: nothing more can be said.
+    }
   }
 
   /**
@@ -147,4 +176,8 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     this.alerts.add(sending);
     return sending;
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }

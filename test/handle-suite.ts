@@ -404,20 +404,6 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
         assert.equal((await t.send(key, 1)).status, 200);
         assert.equal(t.runs.length, 1);
       });
-      it('answers 503 when finishing fails after the handler ran; the lease goes stale and the step is retried, alerted as an overwrite', async () => {
-        const faulty = faultyStore(s.store);
-        const t = taskApp(faulty, { leaseDuration: 60_000 });
-        const key = newKey();
-        await seed(key, scheduled(1, { count: 5 }));
-        t.behave((ctx) => { ctx.entity.count = 6; faulty.failWrites = 1; });
-        const res = await t.send(key, 1);
-        assert.equal(res.status, 503);
-        const after = await stored(key);
-        assert.equal(after.lock_req, t.runs[0]!.attempt, 'the lease is still held: nothing was lost or half-written');
-        assert.equal(after.lock_seq, 1);
-        assert.equal(after.count, 5);
-        assert.equal((await t.send(key, 1)).status, 503, 'a retry waits for the lease to go stale');
-      });
       it('answers 503 when every read fails', async () => {
         const faulty = faultyStore(s.store);
         faulty.failReads = true;

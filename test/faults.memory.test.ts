@@ -1,0 +1,4 @@
+import { faultSuite } from './fault-suite';
+import { MemoryStore } from '../src/store/memory';
+
+faultSuite('the in-memory store', async () => ({ store: new MemoryStore(), namespace: undefined }));
