@@ -2,7 +2,7 @@
 // Engine runs at deploy time, and `node example-app/build.mjs [outfile]` by hand.
 //
 // Why a bundle: App Engine installs devDependencies only for the build step, then reinstalls the
-// production `dependencies` alone. The example runs on tsx and Express, which this package lists
+// production packages alone. The example runs on tsx and Express, which this package lists
 // as devDependencies (Express is the library's peer), so neither exists when the app starts.
 // esbuild (installed with tsx) compiles the TypeScript and bundles Express and the library's
 // source in; the packages a production install keeps stay external and are loaded from
