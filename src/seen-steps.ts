@@ -6,13 +6,19 @@
  *   still finished (a task of an earlier chain is dropped either way);
  * - dropping a task for a step seen failed: a failed step never runs again;
  * - refusing a task whose step was seen held by another attempt with a fresh lease: a refusal only
- *   delays (the queue retries), and the `Retry-After` it gives is the lease's own.
+ *   delays (the queue retries), and the `Retry-After` it gives is the lease's own. A refusal costs
+ *   the task a Cloud Tasks attempt, though, and the holder may finish on another instance without
+ *   this one hearing of it; so a refusal is answered from here only within `REFUSAL_TTL_MS` of the
+ *   read or write that saw the lease held (and never past the lease's own staleness). After that
+ *   the store is read again.
  *
  * Everything else (a free lease, a stale one, a step not seen) goes to the store. Entries live at
- * most `ttlMs` and at most `size` are kept (least recently seen go first), so memory is bounded
- * and knowledge of an entity deleted and created again by another process is short-lived.
+ * most `ttlMs` and at most `size` are kept (least recently used go first, by `lru-cache`), so
+ * memory is bounded and knowledge of an entity deleted and created again by another process is
+ * short-lived.
  */
 import type { Key } from '@google-cloud/datastore';
+import { LRUCache } from 'lru-cache';
 import type { Decision } from './decision';
 import { DropReason } from './decision';
 import { keyIdentity } from './key-path';
@@ -26,6 +32,8 @@ interface Seen {
   /** The attempt holding the lease, and when that lease goes stale (epoch ms). */
   holder: string;
   staleAt: number;
+  /** Until when a refusal may be answered from this entry (epoch ms). */
+  refuseUntil: number;
   /** When this entry is forgotten (epoch ms). */
   expires: number;
 }
@@ -37,13 +45,24 @@ export interface SeenStepsOptions {
   ttlMs: number;
 }
 
-export class SeenSteps {
-  private readonly entries = new Map<string, Seen>();
+/**
+ * How long after a lease was seen held a duplicate is refused without a read, ms: long enough to
+ * absorb a burst of duplicates, short enough that a step finished on another instance costs its
+ * duplicates at most one more refusal each.
+ */
+export const REFUSAL_TTL_MS = 1_000;
 
-  constructor(private readonly options: SeenStepsOptions) {}
+/** The lock each entity was last seen with, by key. */
+export class SeenSteps {
+  private readonly entries: LRUCache<string, Seen> | undefined;
+
+  constructor(private readonly options: SeenStepsOptions) {
+    this.entries = options.size > 0 ? new LRUCache<string, Seen>({ max: options.size }) : undefined;
+  }
 
   /** The answer to a task for step `seq` (of `chain`, if it says), when what was seen decides it safely. */
   recall(key: Key, seq: number, chain: string | undefined, now: number): Decision | undefined {
+    if (!this.entries) return undefined;
     const id = keyIdentity(key);
     const seen = this.entries.get(id);
     if (!seen) return undefined;
@@ -55,7 +74,7 @@ export class SeenSteps {
     if (seq < seen.seq) return { action: 'drop', reason: DropReason.finished };
     if (seq > seen.seq) return undefined;
     if (seen.state === StepState.failed) return { action: 'drop', reason: DropReason.failed };
-    if (seen.state === StepState.scheduled && seen.holder !== '' && now < seen.staleAt) {
+    if (seen.state === StepState.scheduled && seen.holder !== '' && now < seen.refuseUntil) {
       return { action: 'refuse', holder: seen.holder, retryAfterMs: seen.staleAt - now };
     }
     return undefined;
@@ -63,28 +82,32 @@ export class SeenSteps {
 
   /** Remembers an entity's lock as read or written now; a missing entity is forgotten. */
   observe(key: Key, props: Properties | undefined, now: number, leaseDuration: number): void {
+    if (!this.entries) return;
     const id = keyIdentity(key);
-    this.entries.delete(id);
-    if (!props || this.options.size === 0) return;
+    if (!props) {
+      this.entries.delete(id);
+      return;
+    }
     const lock = readLock(props);
+    const staleAt = (lock.ts?.getTime() ?? 0) + leaseDuration;
     this.entries.set(id, {
       chain: lock.chain,
       seq: lock.seq,
       state: lock.state,
       holder: lock.req,
-      staleAt: (lock.ts?.getTime() ?? 0) + leaseDuration,
+      staleAt,
+      refuseUntil: Math.min(staleAt, now + Math.min(REFUSAL_TTL_MS, this.options.ttlMs)),
       expires: now + this.options.ttlMs,
     });
-    if (this.entries.size > this.options.size) this.entries.delete(this.entries.keys().next().value!);
   }
 
   /** Forgets an entity (after a write whose result is not at hand). */
   forget(key: Key): void {
-    this.entries.delete(keyIdentity(key));
+    this.entries?.delete(keyIdentity(key));
   }
 
   /** Entities remembered now. */
   get size(): number {
-    return this.entries.size;
+    return this.entries?.size ?? 0;
   }
 }

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { SeenSteps } from '../src/seen-steps';
-import { keys } from './support/task-app';
+import { REFUSAL_TTL_MS, SeenSteps } from '../src/seen-steps';
+import { MemoryStore } from '../src/store/memory';
+import { keys, taskApp } from './support/task-app';
 import { StepState, type Properties } from '../src/types';
 
 const NOW = 1_700_000_000_000;
@@ -32,8 +33,17 @@ describe('SeenSteps: answers only what stale knowledge cannot get wrong', () => 
   });
   it('refuses while the lease seen is fresh, and asks the store once it may be stale', () => {
     const s = seen(lock({ lock_req: 'other' }));
-    assert.deepEqual(s.recall(key, 5, 'c1', NOW + 1_000), { action: 'refuse', holder: 'other', retryAfterMs: LEASE - 1_000 });
-    assert.equal(seen(lock({ lock_req: 'other' }), 10, LEASE * 2).recall(key, 5, 'c1', NOW + LEASE), undefined);
+    assert.deepEqual(s.recall(key, 5, 'c1', NOW + 500), { action: 'refuse', holder: 'other', retryAfterMs: LEASE - 500 });
+    const stale = new SeenSteps({ size: 10, ttlMs: LEASE * 2 });
+    stale.observe(key, lock({ lock_req: 'other', lock_ts: new Date(NOW - LEASE + 100) }), NOW, LEASE);
+    assert.equal(stale.recall(key, 5, 'c1', NOW + 100), undefined, 'the lease went stale before REFUSAL_TTL_MS passed');
+  });
+  it('refuses from memory only within REFUSAL_TTL_MS of seeing the lease held, whatever ttlMs and the lease say', () => {
+    const s = seen(lock({ lock_req: 'other' }), 10, 10_000);
+    assert.equal(s.recall(key, 5, 'c1', NOW + REFUSAL_TTL_MS - 1)?.action, 'refuse');
+    assert.equal(s.recall(key, 5, 'c1', NOW + REFUSAL_TTL_MS), undefined);
+    assert.deepEqual(s.recall(key, 4, 'c1', NOW + REFUSAL_TTL_MS), { action: 'drop', reason: 'finished' }, 'drops still come from memory');
+    assert.equal(seen(lock({ lock_req: 'other' }), 10, 200).recall(key, 5, 'c1', NOW + 200), undefined, 'a shorter ttlMs bounds refusals too');
   });
   it('does not answer for another chain, or for a task that names none when the entity has one', () => {
     assert.equal(seen(lock()).recall(key, 4, 'c2', NOW), undefined);
@@ -57,5 +67,41 @@ describe('SeenSteps: answers only what stale knowledge cannot get wrong', () => 
     const none = new SeenSteps({ size: 0, ttlMs: 10_000 });
     none.observe(key, lock(), NOW, LEASE);
     assert.equal(none.size, 0);
+  });
+});
+
+describe('duplicateCache across instances: a step finished elsewhere', () => {
+  it('is refused from memory for at most REFUSAL_TTL_MS after it was last seen held, then dropped after one read', async () => {
+    const store = new MemoryStore({ projectId: 'locker-test' });
+    let now = NOW;
+    const clock = () => now;
+    const a = taskApp(store, { clock });
+    const b = taskApp(store, { clock });
+    const entity = keys.key(['Counter', 'finished-elsewhere']);
+    await store.transaction(async (tx) => tx.put(entity, lock({ lock_chain: undefined, lock_seq: 1 }), []));
+
+    let release!: () => void;
+    const running = new Promise<void>((resolve) => (release = resolve));
+    a.behave(() => running);
+    const first = a.send(entity, 1).then((res) => res);
+    while (a.runs.length === 0) await new Promise((resolve) => setImmediate(resolve));
+
+    let reads = 0;
+    const read = store.read.bind(store);
+    store.read = async (k) => ((reads += 1), read(k));
+    assert.equal((await b.send(entity, 1)).status, 503, 'instance B reads the lease held by A');
+    assert.equal(reads, 1);
+    release();
+    assert.equal((await first).status, 200, 'A finished the step');
+
+    now += REFUSAL_TTL_MS - 1;
+    assert.equal((await b.send(entity, 1)).status, 503, 'B still refuses from memory, without a read');
+    assert.equal(reads, 1);
+    now += 1;
+    const res = await b.send(entity, 1);
+    assert.equal(res.status, 200, 'once REFUSAL_TTL_MS passed B reads the store and drops the duplicate');
+    assert.match(res.text, /duplicate of a finished step/);
+    assert.equal(reads, 2);
+    assert.equal(b.runs.length, 0);
   });
 });
