@@ -24,5 +24,8 @@ export interface Core {
   replace(key: Key, snapshot: Snapshot, properties: Properties): Promise<Snapshot | undefined>;
   /** Writes an entity in `tx`, keeping the lock fields and `excludeFromIndexes` out of indexes. */
   write(tx: StoreTransaction, key: Key, properties: Properties): void;
+  /** `X-Lock-Key` for a key (with the project id once `ready` resolved). */
   encodeKey(key: Key): string;
+  /** Resolves once the store's project id is known, or could not be (see `lookUpProjectId`). */
+  readonly ready: Promise<void>;
 }

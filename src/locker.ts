@@ -14,7 +14,7 @@ import type { LockerEvents } from './events';
 import { decodeKey, encodeKey, keyPath } from './key-codec';
 import { describeError, readLock, UNINDEXED_LOCK_FIELDS, writeLock } from './lock-fields';
 import { handleMiddleware, sweepMiddleware, type HandleOptions } from './middleware';
-import { parseOptions, type Config, type LockerOptions } from './options';
+import { lookUpProjectId, parseOptions, type Config, type LockerOptions } from './options';
 import { checkStep, dispatch, scheduledStep, sweep, type SweepResult } from './outbox';
 import { withContentionRetry } from './store/retry';
 import { newChainId } from './task-name';
@@ -35,6 +35,8 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   readonly seen: SeenSteps;
   /** @internal */
   readonly configErrors = new ConfigErrorLog();
+  /** @internal Resolves once the store's project id is known, or could not be (keys are encoded with it). */
+  readonly ready: Promise<void>;
   private readonly excludes: readonly string[];
   private readonly alerts = new Set<Promise<void>>();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -43,6 +45,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   constructor(options: LockerOptions) {
     super();
     this.config = parseOptions(options);
+    this.ready = lookUpProjectId(this.config, options);
     this.excludes = [...UNINDEXED_LOCK_FIELDS, ...this.config.excludeFromIndexes];
     this.seen = new SeenSteps(this.config.duplicateCache);
   }

@@ -3,6 +3,7 @@
  * a complete, checked configuration. Nothing else in the library looks at raw options.
  */
 import { dropUndefined } from './drop-undefined';
+import { errorMessage } from './error-text';
 import { ConfigError } from './errors';
 import { rejectUnknownOptions, type OptionNames } from './option-names';
 import { CONTENTION_RETRY_DEFAULTS } from './store/retry';
@@ -200,8 +201,9 @@ export function parseOptions(options: LockerOptions): Config {
   if (!Array.isArray(excludeFromIndexes) || excludeFromIndexes.some((n) => typeof n !== 'string')) {
     throw new ConfigError('excludeFromIndexes must be an array of property names.');
   }
-  const keyAppId = o.keyAppId ?? o.store.projectId ?? DEFAULTS.keyAppId;
-  if (typeof keyAppId !== 'string' || keyAppId === '') throw new ConfigError('keyAppId must be a non-empty string.');
+  if (o.keyAppId !== undefined && (typeof o.keyAppId !== 'string' || o.keyAppId === '')) throw new ConfigError('keyAppId must be a non-empty string.');
+  const project = optionalName('project', o.project);
+  const store = o.store;
 
   return Object.freeze({
     store: o.store,
@@ -218,14 +220,38 @@ export function parseOptions(options: LockerOptions): Config {
     logger: o.logger ?? platformLogger({ format: o.logFormat ?? 'auto' }),
     clock: o.clock ?? Date.now,
     contention: Object.freeze(c),
-    keyAppId,
+    // Read when used: a store whose project id is looked up after the Locker is built (see
+    // lookUpProjectId) then encodes keys and names alerts with it.
+    get keyAppId(): string {
+      return o.keyAppId ?? store.projectId ?? DEFAULTS.keyAppId;
+    },
     excludeFromIndexes: Object.freeze([...excludeFromIndexes]),
     sweepGrace: positiveInteger('sweepGrace', o.sweepGrace ?? DEFAULTS.sweepGrace, 'ms'),
     statusUrl: parseStatusUrl(o.statusUrl),
-    project: optionalName('project', o.project) ?? o.store.projectId ?? envName('GOOGLE_CLOUD_PROJECT'),
+    get project(): string | undefined {
+      return project ?? store.projectId ?? envName('GOOGLE_CLOUD_PROJECT');
+    },
     service: optionalName('service', o.service) ?? serviceFromEnv(),
     duplicateCache: parseDuplicateCache(o.duplicateCache),
   });
+}
+
+/**
+ * Asks the store for its project id (`store.init()`) when the configuration needs it (no
+ * `keyAppId` given) and the store does not know it yet, e.g. a `DatastoreStore` on
+ * `new Datastore()` built without one. Resolves once it is known or the lookup failed (logged);
+ * never rejects.
+ */
+export async function lookUpProjectId(config: Config, options: LockerOptions): Promise<void> {
+  const { store, logger } = config;
+  if (options.keyAppId !== undefined || store.projectId !== undefined || !store.init) return;
+  try {
+    await store.init();
+  } catch (error) {
+    logger.warn(`the store's project id could not be looked up; X-Lock-Key carries the app id "${config.keyAppId}" (set keyAppId to choose it)`, {
+      error: errorMessage(error),
+    });
+  }
 }
 
 function parseStatusUrl(given: unknown): string | undefined {

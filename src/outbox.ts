@@ -78,6 +78,7 @@ export async function dispatch(core: Core, record: OutboxRecord, chain: string |
   const queue = core.config.queue;
   if (!queue) return false;
   try {
+    await core.ready;
     await queue.enqueue(taskRequest(core, record, chain));
   } catch (error) {
     core.config.logger.warn('task not created; the sweeper will send it', {

@@ -138,7 +138,11 @@ export interface Store {
   queryLocks?(query: LockQuery): Promise<LockPage>;
   /** The project id keys are encoded with (the `app` of a legacy url-safe key), if known. */
   readonly projectId?: string;
-  /** Optional set-up (e.g. resolving the project id); the Locker does not call it, the store's owner does. */
+  /**
+   * Optional set-up, e.g. resolving the project id. The Locker calls it once when it is built if
+   * it needs the project id (no `keyAppId` given) and `projectId` is not known yet; it must be
+   * safe to call more than once.
+   */
   init?(): Promise<void>;
   /** Optional clean-up; the Locker does not call it, the store's owner does. */
   shutdown?(): Promise<void>;
