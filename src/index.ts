@@ -7,6 +7,8 @@
 export { Locker } from './locker';
 export { DEFAULTS, type LockerOptions } from './options';
 export type { HandleOptions } from './middleware';
+// For apps whose express.json() runs before the task routes: hands non-object JSON bodies on to them.
+export { taskBodyRecovery } from './payload';
 
 // What a handler receives and returns, and how entities are built from stored properties.
 export type { EntityFactory, ScheduleOptions, ScheduledStep, SelfStoring, TaskContext, TaskHandler } from './context';

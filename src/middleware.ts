@@ -1,7 +1,7 @@
 /**
  * The HTTP side of a step: authenticate the request before anything else, parse `X-Lock-Key`,
- * `X-Lock-Seq` and the JSON body (a malformed request is a 400 that never touches the store), run
- * the attempt, and answer. Works with Express 4 and 5, with or without a body parser in front.
+ * `X-Lock-Seq` and the payload (`payload.ts`; a malformed request is a 400 that never touches the
+ * store), run the attempt, and answer. Works with Express 4 and 5, with or without a body parser in front.
  */
 import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
@@ -12,8 +12,9 @@ import { BadRequestError } from './errors';
 import { decodeKey } from './key-codec';
 import { rejectUnknownOptions, type OptionNames } from './option-names';
 import { REPEATED, singleHeader } from './single-header';
+import { readPayload } from './payload';
 import { parseTaskInfo } from './task-info';
-import { Headers, type Authenticator, type Json } from './types';
+import { Headers, type Authenticator } from './types';
 import type { Key } from '@google-cloud/datastore';
 import type { SweepResult } from './outbox';
 
@@ -115,43 +116,6 @@ function single(value: string | string[] | undefined): string | undefined {
   const one = singleHeader(value);
   if (one === REPEATED) throw new BadRequestError('a lock header was sent more than once');
   return one;
-}
-
-/** The JSON payload: from a body parser that already ran, or read here. Empty is undefined. */
-async function readPayload(req: Request, maxBytes: number): Promise<Json | undefined> {
-  const parsed: unknown = req.body;
-  if (parsed !== undefined && !Buffer.isBuffer(parsed) && typeof parsed !== 'string') {
-    // express.json() ran: it leaves {} for an empty body.
-    return isEmptyObject(parsed) && req.headers['content-length'] === '0' ? undefined : (parsed as Json);
-  }
-  const text = parsed === undefined ? await readBody(req, maxBytes) : Buffer.isBuffer(parsed) ? parsed.toString('utf8') : parsed;
-  if (text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text) as Json;
-  } catch {
-    throw new BadRequestError('the body is not valid JSON');
-  }
-}
-
-function isEmptyObject(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
-}
-
-function readBody(req: Request, maxBytes: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    if (req.readableEnded) return resolve('');
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= maxBytes) chunks.push(chunk); // past the limit the rest is read and dropped, so an answer can still be sent
-    });
-    req.on('end', () => {
-      if (size > maxBytes) reject(new BadRequestError(`the body is larger than ${maxBytes} bytes`));
-      else resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-    req.on('error', (error) => reject(new BadRequestError('the body could not be read', { cause: error })));
-  });
 }
 
 function rejected(core: Core, req: Request, error: unknown): Answer {
