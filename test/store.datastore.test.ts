@@ -1,8 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { ConfigError, ContentionError, LeaseLostError, StoreUnavailableError } from '../src/errors';
-import { DatastoreStore } from '../src/store/datastore';
+import { ConfigError, ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../src/errors';
+import { DatastoreStore, type DatastoreStoreOptions } from '../src/store/datastore';
+import { spyClient, type SpiedClient } from './support/datastore-spy';
 import { toStoreError } from '../src/store/datastore-errors';
 import { EntityVersion } from '../src/store/datastore-snapshot';
 import type { OutboxRecord, Snapshot } from '../src/types';
@@ -30,26 +31,10 @@ function outboxRecord(namespace: string, name: string): OutboxRecord {
   return { name, key, seq: 1, path: '/p', body: '{}', createdAt: new Date('2020-01-01T00:00:00.000Z') };
 }
 
-/** One RPC the client sent: its method and its request. */
-interface SentCall {
-  method: string;
-  request: { mode?: string; transaction?: unknown; mutations?: Record<string, unknown>[] };
-}
-
-/** Records the names of the RPCs the client sends from now on (and, in `sent`, their requests). */
-async function spyOnCalls(datastore: Datastore, sent: SentCall[] = []): Promise<string[]> {
-  await datastore.get(new Key({ path: ['Warm', 'up'] })); // the client creates its gRPC stub on first use
-  const stub = datastore.clients_.get('DatastoreClient') as unknown as Record<string, (...args: unknown[]) => unknown>;
-  const calls: string[] = [];
-  for (const method of ['beginTransaction', 'lookup', 'commit', 'rollback']) {
-    const original = stub[method]!.bind(stub);
-    stub[method] = (...args: unknown[]) => {
-      calls.push(method);
-      sent.push({ method, request: args[0] as SentCall['request'] });
-      return original(...args);
-    };
-  }
-  return calls;
+/** A store whose RPCs are recorded, on a client of its own. */
+function spiedStore(options: DatastoreStoreOptions = {}): { store: DatastoreStore; spy: SpiedClient } {
+  const spy = spyClient(client);
+  return { store: new DatastoreStore(client, { ...options, client: spy.client }), spy };
 }
 
 /** The server version a snapshot of a DatastoreStore was read or written at. */
@@ -79,9 +64,8 @@ describe('DatastoreStore on the Datastore emulator', () => {
       [true, ['lookup', 'commit', 'lookup', 'rollback']],
       [false, ['beginTransaction', 'lookup', 'commit', 'beginTransaction', 'lookup', 'rollback']],
     ] as const) {
-      const spied = legacyDatastore();
-      const calls = await spyOnCalls(spied);
-      const store = new DatastoreStore(spied, { beginWithFirstRead });
+      const { store, spy } = spiedStore({ beginWithFirstRead, conditionalWrites: true });
+      const { calls } = spy;
       const k = new Key({ namespace: uniqueNamespace('begin'), path: ['Order', 'first-read'] });
       await store.transaction(async (tx) => {
         await tx.get(k);
@@ -100,10 +84,8 @@ describe('DatastoreStore on the Datastore emulator', () => {
   });
 
   it('reads with one lookup and replaces with one non-transactional commit carrying baseVersion', async () => {
-    const spied = legacyDatastore();
-    const sent: SentCall[] = [];
-    const calls = await spyOnCalls(spied, sent);
-    const store = new DatastoreStore(spied);
+    const { store, spy } = spiedStore({ beginWithFirstRead: true, conditionalWrites: true });
+    const { calls, sent } = spy;
     const k = new Key({ namespace: uniqueNamespace('cas'), path: ['Order', 'one-commit'] });
     await store.transaction(async (tx) => tx.put(k, { n: 0 }, []));
     calls.length = 0;
@@ -133,10 +115,8 @@ describe('DatastoreStore on the Datastore emulator', () => {
     [false, ['beginTransaction', 'lookup', 'commit'], ['beginTransaction', 'lookup', 'rollback']],
   ] as const) {
     it(`replaces in a transaction with conditionalWrites off (beginWithFirstRead: ${beginWithFirstRead})`, async () => {
-      const spied = legacyDatastore();
-      const sent: SentCall[] = [];
-      const calls = await spyOnCalls(spied, sent);
-      const store = new DatastoreStore(spied, { beginWithFirstRead, conditionalWrites: false });
+      const { store, spy } = spiedStore({ beginWithFirstRead, conditionalWrites: false });
+      const { calls, sent } = spy;
       const k = new Key({ namespace: uniqueNamespace('cas-tx'), path: ['Order', 'in-transaction'] });
       await store.transaction(async (tx) => tx.put(k, { n: 0 }, []));
       const read = await store.read(k);
@@ -175,8 +155,7 @@ describe('DatastoreStore on the Datastore emulator', () => {
     const options = `beginWithFirstRead: ${beginWithFirstRead}, conditionalWrites: ${conditionalWrites}`;
     it(`surfaces an unreachable Datastore as StoreUnavailableError (${options})`, { timeout: 60_000 }, async () => {
       const port = await closedPort();
-      const gaxOptions = { timeout: 2_000 };
-      const store = new DatastoreStore(unreachableDatastore(port), { beginWithFirstRead, conditionalWrites, gaxOptions });
+      const store = new DatastoreStore(unreachableDatastore(port), { beginWithFirstRead, conditionalWrites, callTimeoutMs: 2_000 });
       const k = new Key({ path: ['Order', 'unreachable'] });
       const reachable = new DatastoreStore(client);
       const known = new Key({ namespace: uniqueNamespace('unreachable'), path: ['Order', 'known'] });
@@ -215,13 +194,27 @@ describe('Datastore errors as store errors', () => {
     }
   });
 
-  it('maps every other failure to StoreUnavailableError, keeping the cause', () => {
-    const causes: Error[] = [14, 4, 13, 2, 8, 3, 7].map((code) => grpcError(code, 'failed'));
+  it('maps transient failures to StoreUnavailableError, keeping the cause', () => {
+    const causes: Error[] = [14, 4, 13, 8, 1, 2].map((code) => grpcError(code, 'failed'));
     for (const cause of [...causes, new Error('connect ECONNREFUSED 127.0.0.1:1')]) {
       const mapped = toStoreError('lookup', cause);
       assert.ok(mapped instanceof StoreUnavailableError, cause.message);
       assert.equal(mapped.cause, cause);
       assert.match(mapped.message, /^Datastore lookup failed: /);
+    }
+  });
+
+  it('maps refusals of the write to StoreRejectedError and set-up errors to StoreConfigError saying what to fix', () => {
+    for (const code of [3, 11]) assert.ok(toStoreError('commit', grpcError(code, 'entity too big')) instanceof StoreRejectedError, `code ${code}`);
+    for (const [code, fix] of [
+      [7, /roles\/datastore.user/],
+      [16, /credentials/],
+      [5, /projectId and databaseId/],
+      [9, /index/],
+    ] as const) {
+      const mapped = toStoreError('commit', grpcError(code, 'refused'));
+      assert.ok(mapped instanceof StoreConfigError, `code ${code}`);
+      assert.match(mapped.message, fix);
     }
   });
 

@@ -1,14 +1,9 @@
 /**
- * Commits of one mutation sent through the client's `request_` (which adds the project, database
- * and, on a started transaction, `TRANSACTIONAL` mode and the transaction id; on the client itself,
- * `NON_TRANSACTIONAL` mode), so the store can set `baseVersion` and read the mutation's result,
- * which the client's `save()` and `Transaction.commit()` neither offer nor report.
+ * Commits of one upsert, which report what the server did with it: the entity's new version, or
+ * that `baseVersion` did not match (`conflictDetected`: nothing was written).
  */
-import type { DatastoreRequest, Transaction } from '@google-cloud/datastore';
-import { entity as clientEntity } from '@google-cloud/datastore/build/src/entity';
-import type { CallOptions } from 'google-gax';
 import type { RawEntity } from './datastore-protos';
-import type { WriteArgs } from './datastore-values';
+import type { DatastoreRpc } from './datastore-rpc';
 
 /** What the server did with a mutation. */
 export interface MutationOutcome {
@@ -18,34 +13,19 @@ export interface MutationOutcome {
   conflictDetected: boolean;
 }
 
-/** The part of a commit response the store reads. */
-interface CommitResponse {
-  mutationResults?: { version?: string | number | null; conflictDetected?: boolean | null }[] | null;
-}
-
 /**
- * The entity proto of a write, built with the client's own encoding (`entity.entityToEntityProto`,
- * `entity.keyToKeyProto`): exactly what `Transaction.save` would send for the same arguments.
- */
-export function entityProto(args: WriteArgs): RawEntity {
-  const proto = clientEntity.entityToEntityProto({ data: args.data, excludeFromIndexes: args.excludeFromIndexes });
-  proto.key = clientEntity.keyToKeyProto(args.key);
-  return proto as RawEntity;
-}
-
-/**
- * Commits one upsert of `entity` with `requester` (the client: non-transactional; a started
- * transaction: in it). With `baseVersion`, the server applies it only if the entity is still at
- * that version (`Mutation.base_version`).
+ * Commits one upsert of `entity`: in `transaction`, or non-transactionally without one. With
+ * `baseVersion`, the server applies it only if the entity is still at that version
+ * (`Mutation.base_version`).
  */
 export async function commitUpsert(
-  requester: DatastoreRequest,
+  rpc: DatastoreRpc,
   entity: RawEntity,
   baseVersion: string | undefined,
-  gaxOptions: CallOptions,
+  transaction?: Uint8Array,
 ): Promise<MutationOutcome> {
   const mutation = baseVersion === undefined ? { upsert: entity } : { upsert: entity, baseVersion };
-  const response = await send(requester, { mutations: [mutation] }, gaxOptions);
+  const response = await rpc.commit([mutation], transaction);
   const result = response.mutationResults?.[0];
   const version = result?.version;
   return {
@@ -55,19 +35,11 @@ export async function commitUpsert(
 }
 
 /** Rolls back a failed transaction; a rollback that fails too changes nothing for the caller. */
-export async function rollBack(tx: Transaction, gaxOptions: CallOptions): Promise<void> {
+export async function rollBack(rpc: DatastoreRpc, transaction: Uint8Array | undefined): Promise<void> {
+  if (!transaction) return;
   try {
-    await tx.rollback(gaxOptions);
+    await rpc.rollback(transaction);
   } catch {
-    // Not started, already rolled back by a failed commit, or unreachable: the server drops it.
+    // Already rolled back by a failed commit, or unreachable: the server drops it.
   }
-}
-
-function send(requester: DatastoreRequest, reqOpts: object, gaxOpts: CallOptions): Promise<CommitResponse> {
-  return new Promise((resolve, reject) => {
-    requester.request_({ client: 'DatastoreClient', method: 'commit', reqOpts, gaxOpts }, (err, response) => {
-      if (err) reject(err);
-      else resolve((response ?? {}) as CommitResponse);
-    });
-  });
 }

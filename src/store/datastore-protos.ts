@@ -1,8 +1,8 @@
 /**
  * Entities and keys as the Datastore API sends them, and their decoding. The store decodes lookups
- * itself instead of through the client's `get()`, because the client's decoding forgets what a
- * faithful write-back needs: a double `1.0` and an integer `1` both become `1`, a geo point and an
- * embedded entity `{ latitude, longitude }` look alike, and index exclusions are dropped.
+ * itself, keeping what a faithful write-back needs: a double `1.0` and an integer `1` both read
+ * as `1`, so where the integral doubles were is remembered, and so is which values were excluded
+ * from indexes.
  */
 import { Datastore, Key } from '@google-cloud/datastore';
 import type { Properties } from '../types';
@@ -11,7 +11,7 @@ import type { Properties } from '../types';
 export interface RawValue {
   valueType?: string | null;
   excludeFromIndexes?: boolean | null;
-  nullValue?: number | string | null;
+  nullValue?: 'NULL_VALUE' | 0 | null;
   booleanValue?: boolean | null;
   integerValue?: string | number | null;
   doubleValue?: number | null;
@@ -32,7 +32,7 @@ export interface RawEntity {
 
 /** A key (`google.datastore.v1.Key`). */
 export interface RawKey {
-  partitionId?: { namespaceId?: string | null } | null;
+  partitionId?: { projectId?: string | null; databaseId?: string | null; namespaceId?: string | null } | null;
   path?: { kind?: string | null; id?: string | number | null; name?: string | null; idType?: string | null }[] | null;
 }
 
@@ -46,7 +46,7 @@ export interface Decoded {
   properties: Properties;
   /** Where doubles with integral values were (paths as {@link pathKey} writes them). */
   integralDoubles: Set<string>;
-  /** Values that were excluded from indexes, as `excludeFromIndexes` paths (`a`, `a[]`, `a.b`). */
+  /** Values that were excluded from indexes (paths as {@link pathKey} writes them). */
   unindexed: Set<string>;
 }
 
@@ -56,26 +56,28 @@ export type Shape = Omit<Decoded, 'properties'>;
 /** One step into a value: a property name or an array index. */
 export type Step = string | number;
 
-/** The text form of a path, as stored in `integralDoubles`. */
+/** The text form of a path, as stored in `integralDoubles` and `unindexed`. */
 export function pathKey(path: readonly Step[]): string {
   return JSON.stringify(path);
 }
 
 /**
- * Decodes a stored entity: one a lookup found, or one the client's `entity.entityToEntityProto`
- * built (its values carry no `valueType`: the field that is set says the type).
+ * Decodes a stored entity: one a lookup found, or one the store encoded (its values carry no
+ * `valueType`: the field that is set says the type).
  */
 export function decodeEntity(entity: RawEntity): Decoded {
   const decoded: Decoded = { properties: {}, integralDoubles: new Set(), unindexed: new Set() };
-  decoded.properties = decodeProperties(entity.properties ?? {}, [], '', decoded);
+  decoded.properties = decodeProperties(entity.properties ?? {}, [], decoded);
   return decoded;
 }
 
-/** The API form of a complete key. */
+/** The API form of a key (an element with neither an id nor a name is sent with its kind alone). */
 export function keyToProto(key: Key): RawKey {
   const path: NonNullable<RawKey['path']> = [];
   for (let k: Key | undefined = key; k; k = k.parent) {
-    path.unshift(k.name !== undefined ? { kind: k.kind, name: k.name } : { kind: k.kind, id: String(k.id) });
+    if (k.name !== undefined) path.unshift({ kind: k.kind, name: k.name });
+    else if (k.id !== undefined) path.unshift({ kind: k.kind, id: String(k.id) });
+    else path.unshift({ kind: k.kind });
   }
   return { partitionId: { namespaceId: key.namespace ?? '' }, path };
 }
@@ -92,21 +94,14 @@ export function keyFromProto(proto: RawKey): Key {
   return new Key(namespace ? { namespace, path } : { path });
 }
 
-function decodeProperties(
-  properties: Record<string, RawValue>,
-  path: Step[],
-  indexPath: string,
-  into: Decoded,
-): Properties {
+function decodeProperties(properties: Record<string, RawValue>, path: Step[], into: Decoded): Properties {
   const decoded: Properties = {};
-  for (const [name, value] of Object.entries(properties)) {
-    decoded[name] = decodeValue(value, [...path, name], indexPath ? `${indexPath}.${name}` : name, into);
-  }
+  for (const [name, value] of Object.entries(properties)) decoded[name] = decodeValue(value, [...path, name], into);
   return decoded;
 }
 
-function decodeValue(value: RawValue, path: Step[], indexPath: string, into: Decoded): unknown {
-  if (value.excludeFromIndexes) into.unindexed.add(indexPath);
+function decodeValue(value: RawValue, path: Step[], into: Decoded): unknown {
+  if (value.excludeFromIndexes) into.unindexed.add(pathKey(path));
   switch (value.valueType ?? typeOfValue(value)) {
     case 'nullValue':
       return null;
@@ -127,9 +122,9 @@ function decodeValue(value: RawValue, path: Step[], indexPath: string, into: Dec
     case 'geoPointValue':
       return Datastore.geoPoint({ latitude: value.geoPointValue?.latitude ?? 0, longitude: value.geoPointValue?.longitude ?? 0 });
     case 'entityValue':
-      return decodeProperties(value.entityValue?.properties ?? {}, path, indexPath, into);
+      return decodeProperties(value.entityValue?.properties ?? {}, path, into);
     case 'arrayValue':
-      return (value.arrayValue?.values ?? []).map((item, i) => decodeValue(item, [...path, i], `${indexPath}[]`, into));
+      return (value.arrayValue?.values ?? []).map((item, i) => decodeValue(item, [...path, i], into));
     default:
       throw new TypeError(`property ${pathKey(path)} has a value of unknown type ${String(value.valueType)}`);
   }

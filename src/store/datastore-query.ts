@@ -3,51 +3,56 @@
  * `lock_ts` and an order on `lock_ts`, served by a composite index on (`lock_state`, `lock_ts`)
  * (one ascending, one descending). A missing index is a configuration error that says which.
  */
-import { Datastore, PropertyFilter, type Key } from '@google-cloud/datastore';
-import type { CallOptions } from 'google-gax';
 import { StoreConfigError } from '../errors';
-import type { Properties } from '../types';
-import { call, grpcCode } from './datastore-errors';
-import { checkLockQuery, type FoundEntity, type LockPage, type LockQuery } from './lock-query';
+import { timestamp } from './datastore-encode';
+import { grpcCode } from './datastore-errors';
+import { decodeEntity, keyFromProto } from './datastore-protos';
+import type { DatastoreRpc, RawFilter, RawQuery } from './datastore-rpc';
+import { checkLockQuery, type LockPage, type LockQuery } from './lock-query';
 
 /** gRPC FAILED_PRECONDITION: what Datastore answers a query that has no index. */
 const FAILED_PRECONDITION = 9;
 
 /** Runs one page of `query`. */
-export async function queryDatastoreLocks(datastore: Datastore, gaxOptions: CallOptions, query: LockQuery): Promise<LockPage> {
+export async function queryDatastoreLocks(rpc: DatastoreRpc, query: LockQuery): Promise<LockPage> {
   checkLockQuery(query);
-  let q = datastore
-    .createQuery(query.namespace ?? '', query.kind)
-    .filter(new PropertyFilter('lock_state', '=', query.state));
-  if (query.tsFrom) q = q.filter(new PropertyFilter('lock_ts', '>=', query.tsFrom));
-  if (query.tsBefore) q = q.filter(new PropertyFilter('lock_ts', '<', query.tsBefore));
-  q = q.order('lock_ts', { descending: query.order === 'desc' }).limit(query.limit);
-  if (query.cursor) q = q.start(query.cursor);
-  const [entities, info] = await call('lock query', async () => {
-    try {
-      return await datastore.runQuery(q, { gaxOptions });
-    } catch (error) {
-      if (grpcCode(error) === FAILED_PRECONDITION) throw missingIndex(query, error);
-      throw error;
-    }
-  });
-  const page: LockPage = { entities: entities.map(found) };
-  if (info.moreResults !== 'NO_MORE_RESULTS' && info.endCursor && entities.length === query.limit) page.cursor = info.endCursor;
+  const filters: RawFilter[] = [{ propertyFilter: { property: { name: 'lock_state' }, op: 'EQUAL', value: { stringValue: query.state } } }];
+  if (query.tsFrom) filters.push(tsFilter('GREATER_THAN_OR_EQUAL', query.tsFrom));
+  if (query.tsBefore) filters.push(tsFilter('LESS_THAN', query.tsBefore));
+  const raw: RawQuery = {
+    kind: [{ name: query.kind }],
+    filter: { compositeFilter: { op: 'AND', filters } },
+    order: [{ property: { name: 'lock_ts' }, direction: query.order === 'desc' ? 'DESCENDING' : 'ASCENDING' }],
+    limit: { value: query.limit },
+    ...(query.cursor && { startCursor: Buffer.from(query.cursor, 'base64') }),
+  };
+  let batch;
+  try {
+    batch = await rpc.runQuery(query.namespace ?? '', raw);
+  } catch (error) {
+    if (error instanceof StoreConfigError && grpcCode(error.cause) === FAILED_PRECONDITION) throw missingIndex(query, error);
+    throw error;
+  }
+  const entities = (batch.entityResults ?? []).flatMap((result) =>
+    result.entity ? [{ key: keyFromProto(result.entity.key ?? {}), properties: decodeEntity(result.entity).properties }] : [],
+  );
+  const page: LockPage = { entities };
+  const cursor = batch.endCursor;
+  if (batch.moreResults !== 'NO_MORE_RESULTS' && cursor && cursor.length > 0 && entities.length === query.limit) {
+    page.cursor = Buffer.from(cursor).toString('base64');
+  }
   return page;
 }
 
-function found(entity: Record<string | symbol, unknown>): FoundEntity {
-  const key = entity[Datastore.KEY] as Key;
-  const properties: Properties = {};
-  for (const [name, value] of Object.entries(entity)) properties[name] = value;
-  return { key, properties };
+function tsFilter(op: 'GREATER_THAN_OR_EQUAL' | 'LESS_THAN', at: Date): RawFilter {
+  return { propertyFilter: { property: { name: 'lock_ts' }, op, value: { timestampValue: timestamp(at.getTime()) } } };
 }
 
-function missingIndex(query: LockQuery, error: unknown): StoreConfigError {
+function missingIndex(query: LockQuery, error: StoreConfigError): StoreConfigError {
   const direction = query.order === 'desc' ? 'lock_ts descending' : 'lock_ts ascending';
   return new StoreConfigError(
     `Datastore has no index for the lock query on kind ${query.kind} (lock_state, ${direction}): ` +
       'add the kind to index.yaml as the README shows and run `gcloud datastore indexes create index.yaml`',
-    { cause: error },
+    { cause: error.cause },
   );
 }

@@ -4,30 +4,39 @@
  *
  * - conditional: ONE non-transactional `commit` whose upsert carries `baseVersion`; the server
  *   applies it only if the entity is still at that version, else reports `conflictDetected`;
- * - in a transaction, where `baseVersion` is not honoured: a lookup that begins the transaction
- *   (or `beginTransaction` first), a comparison of the version it found, and a commit (or a
- *   rollback when the version differs). A transaction that aborts on contention (under locking
- *   reads two of them deadlock until one times out) is run again, so that, as with `baseVersion`,
- *   the loser finds the new version and reports a conflict; contention that outlasts every retry
- *   is a `StoreUnavailableError`.
+ * - in a transaction, for a backend that does not honour `baseVersion`: a lookup that begins the
+ *   transaction (or `beginTransaction` first), a comparison of the version it found, and a commit
+ *   (or a rollback when the version differs). A transaction that aborts on contention is run
+ *   again, so that, as with `baseVersion`, the loser finds the new version and reports a conflict.
+ *
+ * The transactional way stays cheap under contention, where locking reads (Firestore) would make
+ * every contender wait for the others' locks and abort: in this process, one contender per key is
+ * in a transaction at a time. One that arrives meanwhile waits for it, then checks the version
+ * with a plain lookup, and reports the conflict without a transaction when the entity changed
+ * (the usual case: the other contender just wrote it); only if the version still matches does it
+ * take its turn in a transaction.
  */
-import type { Datastore, Key } from '@google-cloud/datastore';
-import type { CallOptions } from 'google-gax';
-import { call } from './datastore-errors';
+import type { Key } from '@google-cloud/datastore';
 import { commitUpsert, rollBack, type MutationOutcome } from './datastore-commit';
+import { BEGIN_TRANSACTION, lookup } from './datastore-lookup';
 import type { RawEntity } from './datastore-protos';
-import { transactionalLookup } from './datastore-transaction';
+import type { DatastoreRpc } from './datastore-rpc';
+import { KeyGate } from './key-gate';
+import { keyString } from './keys';
 import { withContentionRetry } from './retry';
 
 /** How a store does its compare-and-swaps. */
 export interface ReplaceConfig {
-  datastore: Datastore;
-  gaxOptions: CallOptions;
+  rpc: DatastoreRpc;
   /** One conditional commit (true), or a transaction (false). */
   conditionalWrites: boolean;
   /** In a transaction: begin it with the lookup (true), or with `beginTransaction` (false). */
   beginWithFirstRead: boolean;
+  /** Lets one transactional compare-and-swap per key run at a time. */
+  gate: KeyGate;
 }
+
+const CONFLICT: MutationOutcome = Object.freeze({ conflictDetected: true });
 
 /**
  * Writes `entity` (whose key is `key`) only if the stored entity is at `baseVersion`; a conflict
@@ -35,23 +44,33 @@ export interface ReplaceConfig {
  */
 export function replaceAtVersion(config: ReplaceConfig, key: Key, entity: RawEntity, baseVersion: string): Promise<MutationOutcome> {
   return config.conditionalWrites
-    ? call('commit', () => commitUpsert(config.datastore, entity, baseVersion, config.gaxOptions))
-    : withContentionRetry(() => replaceInTransaction(config, key, entity, baseVersion));
+    ? commitUpsert(config.rpc, entity, baseVersion)
+    : replaceInTransaction(config, key, entity, baseVersion);
 }
 
 async function replaceInTransaction(config: ReplaceConfig, key: Key, entity: RawEntity, baseVersion: string): Promise<MutationOutcome> {
-  const { datastore, gaxOptions } = config;
-  const tx = datastore.transaction();
+  const id = keyString(key);
+  if (config.gate.busy(id)) {
+    await config.gate.idle(id);
+    const { version } = await lookup(config.rpc, key);
+    if (version !== baseVersion) return CONFLICT;
+  }
+  return config.gate.alone(id, () => withContentionRetry(() => transactionOnce(config, key, entity, baseVersion)));
+}
+
+async function transactionOnce(config: ReplaceConfig, key: Key, entity: RawEntity, baseVersion: string): Promise<MutationOutcome> {
+  const { rpc } = config;
+  let transaction = config.beginWithFirstRead ? undefined : await rpc.beginTransaction();
   try {
-    if (!config.beginWithFirstRead) await call('begin transaction', () => tx.run({ gaxOptions }));
-    const { version } = await transactionalLookup(tx, key, gaxOptions);
-    if (version !== baseVersion) {
-      await rollBack(tx, gaxOptions);
-      return { conflictDetected: true };
+    const found = await lookup(rpc, key, transaction ? { transaction } : BEGIN_TRANSACTION);
+    transaction ??= found.transaction;
+    if (found.version !== baseVersion) {
+      await rollBack(rpc, transaction);
+      return CONFLICT;
     }
-    return await call('commit', () => commitUpsert(tx, entity, undefined, gaxOptions));
+    return await commitUpsert(rpc, entity, undefined, transaction ?? (await rpc.beginTransaction()));
   } catch (error) {
-    await rollBack(tx, gaxOptions);
+    await rollBack(rpc, transaction);
     throw error;
   }
 }

@@ -1,27 +1,26 @@
 /**
  * The `StoreTransaction` a `DatastoreStore` hands to `fn`: reads go to Datastore at once, writes
- * are buffered by the client's `Transaction` until the store commits.
+ * are buffered (the last write of a key wins) until the store commits them in one `commit`.
+ *
+ * The transaction begins with its first read (`ReadOptions.newTransaction`), saving the
+ * `beginTransaction` round trip, or with `beginTransaction` when the store says so (`begin()`); a
+ * transaction that only writes begins at commit.
  */
-import type { Key, Transaction } from '@google-cloud/datastore';
-import type { CallOptions } from 'google-gax';
+import type { Key } from '@google-cloud/datastore';
 import type { OutboxRecord, Properties, StoreTransaction } from '../types';
-import { StoreUnavailableError } from '../errors';
-import { call } from './datastore-errors';
-import { lookup, type LookupResult } from './datastore-lookup';
+import { rollBack } from './datastore-commit';
+import { entityProto } from './datastore-encode';
+import { unavailable } from './datastore-errors';
+import { BEGIN_TRANSACTION, lookup, type LookupResult } from './datastore-lookup';
 import { outboxEntity } from './datastore-outbox';
-import { decodeEntity, type Shape } from './datastore-protos';
+import { decodeEntity, keyToProto, type Shape } from './datastore-protos';
+import type { DatastoreRpc, Mutation } from './datastore-rpc';
 import { writeArgs } from './datastore-values';
-import { copyKey, keyString } from './keys';
-
-/** The client `Transaction`'s hook for a transaction begun by a read (protected in its types). */
-interface TransactionInternals {
-  parseTransactionResponse(response: { transaction: Uint8Array }): void;
-}
+import { keyString } from './keys';
 
 /** What a transaction needs from its store. */
 export interface TransactionConfig {
   outboxKind: string;
-  gaxOptions: CallOptions;
   /** Told the namespace of every outbox record written. */
   onOutboxNamespace(namespace: string): void;
 }
@@ -30,17 +29,25 @@ export interface TransactionConfig {
 export class DatastoreTransaction implements StoreTransaction {
   /** What each entity read looked like, by key string, so a put writes it back as it was. */
   private readonly reads = new Map<string, Shape>();
+  private readonly mutations = new Map<string, Mutation>();
+  /** The transaction's id, once begun. */
+  private id?: Uint8Array;
   /**
-   * The first read. When the transaction begins with its first read, later reads wait for it:
-   * reads sent before its answer would each begin a transaction of their own.
+   * The first read, when it begins the transaction: later reads wait for it, since reads sent
+   * before its answer would each begin a transaction of their own.
    */
   private firstRead?: Promise<unknown>;
   private finished = false;
 
   constructor(
-    private readonly tx: Transaction,
+    private readonly rpc: DatastoreRpc,
     private readonly config: TransactionConfig,
   ) {}
+
+  /** Begins the transaction with `beginTransaction` (instead of with its first read). */
+  async begin(): Promise<void> {
+    this.id = await this.rpc.beginTransaction();
+  }
 
   async get(key: Key): Promise<Properties | undefined> {
     this.checkOpen();
@@ -53,52 +60,55 @@ export class DatastoreTransaction implements StoreTransaction {
 
   put(key: Key, properties: Properties, excludeFromIndexes: readonly string[]): void {
     this.checkOpen();
-    this.tx.save(writeArgs(key, properties, excludeFromIndexes, this.reads.get(keyString(key))));
+    const id = keyString(key);
+    this.mutations.set(id, { upsert: entityProto(writeArgs(key, properties, excludeFromIndexes, this.reads.get(id))) });
   }
 
   delete(key: Key): void {
     this.checkOpen();
-    keyString(key);
-    this.tx.delete(copyKey(key));
+    this.mutations.set(keyString(key), { delete: keyToProto(key) });
   }
 
   putOutbox(record: OutboxRecord): void {
     this.checkOpen();
     keyString(record.key);
-    this.tx.save(outboxEntity(this.config.outboxKind, record));
+    const { key, data, excludeFromIndexes } = outboxEntity(this.config.outboxKind, record);
+    this.mutations.set(keyString(key), { upsert: entityProto({ key, data, excludeFromIndexes }) });
     this.config.onOutboxNamespace(record.key.namespace ?? '');
   }
 
-  /** Refuses further use: the store committed or rolled back. */
-  finish(): void {
+  /** Commits the buffered writes (a transaction that neither read nor wrote sends nothing). */
+  async commit(): Promise<void> {
     this.finished = true;
+    if (!this.id && this.mutations.size === 0) return;
+    this.id ??= await this.rpc.beginTransaction();
+    await this.rpc.commit([...this.mutations.values()], this.id);
   }
 
-  /** Reads one entity undecoded (see {@link transactionalLookup}) and keeps its shape. */
+  /** Rolls the transaction back, if it began; refuses further use. */
+  async rollBack(): Promise<void> {
+    this.finished = true;
+    await rollBack(this.rpc, this.id);
+  }
+
+  /** Reads one entity undecoded and keeps its shape. */
   private async lookup(key: Key, id: string): Promise<Properties | undefined> {
-    const { entity } = await transactionalLookup(this.tx, key, this.config.gaxOptions);
+    const { entity } = await this.transactionalLookup(key);
     if (!entity) return undefined;
     const { properties, ...shape } = decodeEntity(entity);
     this.reads.set(id, shape);
     return properties;
   }
 
+  private async transactionalLookup(key: Key): Promise<LookupResult> {
+    if (this.id) return lookup(this.rpc, key, { transaction: this.id });
+    const result = await lookup(this.rpc, key, BEGIN_TRANSACTION);
+    if (!result.transaction) throw unavailable('lookup', 'it began no transaction');
+    this.id = result.transaction;
+    return result;
+  }
+
   private checkOpen(): void {
     if (this.finished) throw new Error('this transaction has already committed or rolled back');
   }
-}
-
-/**
- * Looks up one key in `tx`. The first read of a transaction not yet begun begins it
- * (`ReadOptions.newTransaction`) and hands its id to the client's `Transaction`, as the client's
- * own `get()` does, so the commit and rollback use it.
- */
-export async function transactionalLookup(tx: Transaction, key: Key, gaxOptions: CallOptions): Promise<LookupResult> {
-  const begin = !tx.id;
-  const result = await call('lookup', () => lookup(tx, key, begin, gaxOptions));
-  if (begin) {
-    if (!result.transaction) throw new StoreUnavailableError('Datastore lookup began no transaction');
-    (tx as unknown as TransactionInternals).parseTransactionResponse({ transaction: result.transaction });
-  }
-  return result;
 }

@@ -1,82 +1,85 @@
 /**
  * The production store: Google Cloud Datastore (Firestore in Datastore mode, or the legacy
- * emulator) through an injected `@google-cloud/datastore` client.
+ * emulator), through the generated `v1.DatastoreClient` that `@google-cloud/datastore` exports.
+ * You pass your `Datastore` client; the store makes a generated client from its options
+ * (project, database, endpoint or `DATASTORE_EMULATOR_HOST`, credentials), or uses the one you
+ * inject (`client`).
  *
- * Transactions. By default a transaction begins with its first lookup (`ReadOptions.newTransaction`,
- * what the v10 client does when `get()` comes before `run()`), saving the `beginTransaction` round
- * trip. `beginWithFirstRead: false` calls `run()` first instead; use it against the Firestore
- * emulator, which leaves keys read that way locked for a minute. A failed transaction is always
- * rolled back (rollback errors are ignored). Errors: ABORTED and lock timeouts become
- * `ContentionError`; any other failure becomes `StoreUnavailableError`; what `fn` throws passes
- * through unchanged.
+ * Deadline. Every call to Datastore ends within `callTimeoutMs` (the client's retries of
+ * UNAVAILABLE and DEADLINE_EXCEEDED included), so a hung or unreachable Datastore is a
+ * `StoreUnavailableError` within seconds. Errors are classified once (`datastore-errors.ts`):
+ * `ContentionError`, `StoreUnavailableError`, `StoreRejectedError` (this write will never succeed:
+ * too large, too many index entries, a value Datastore cannot hold, refused before any call) and
+ * `StoreConfigError` (its message says what to fix); what `fn` throws passes through unchanged.
  *
- * Fidelity. Lookups are decoded by the store itself (`datastore-protos.ts`), so an entity read
- * and put back in one transaction keeps every property's type and index setting: integral doubles
- * stay doubles, integers beyond 2^53 keep every digit (handed out as `Datastore.int`), geo points
- * stay geo points, unindexed values stay unindexed; a put also excludes the names it is given, and
- * strings and blobs too long to be indexed.
+ * Transactions begin with their first lookup (`ReadOptions.newTransaction`), saving the
+ * `beginTransaction` round trip, unless the backend mishandles that (see "The backend"); a failed
+ * transaction is rolled back (rollback errors are ignored).
+ *
+ * Fidelity. The store encodes and decodes entities itself (`datastore-encode.ts`,
+ * `datastore-protos.ts`), so an entity read and put back keeps every property's type and index
+ * setting: integral doubles stay doubles, integers beyond 2^53 keep every digit (handed out as
+ * `Datastore.int`), geo points stay geo points, unindexed values stay unindexed; a put also
+ * excludes the names it is given, and strings and blobs too long to be indexed.
  *
  * Compare-and-swap. `read` is one lookup; its snapshot's opaque `version` holds the entity's
- * version (`EntityResult.version`) and the shape a faithful write-back needs (integral doubles,
- * unindexed values). `replaceIfUnchanged` writes the entity back the way a transaction's put does,
- * by default with ONE non-transactional `commit` whose upsert carries `baseVersion`
- * (`Mutation.base_version`): the server applies it only if the entity is still at that version and
- * otherwise reports `conflictDetected`, which resolves to undefined. The new snapshot is what was
- * written, at the version the commit reports. With `conditionalWrites: false` it is a transaction
- * instead: a lookup (beginning the transaction, or after `beginTransaction` when
- * `beginWithFirstRead` is off), a comparison of the version found, and a commit: two round trips
- * (three without `beginWithFirstRead`); it is run again when it aborts on contention, so a loser
- * reports a conflict as with `baseVersion` (contention past every retry: `StoreUnavailableError`).
- * Datastore may keep an entity's version across a write that changes nothing (documented for
- * `MutationResult.version`; the legacy emulator does, the Firestore emulator does not), so a
- * snapshot taken before such a write may stay fresh.
+ * version (`EntityResult.version`) and the shape a faithful write-back needs. `replaceIfUnchanged`
+ * is ONE non-transactional `commit` whose upsert carries `baseVersion` (`Mutation.base_version`):
+ * the server applies it only if the entity is still at that version and otherwise reports
+ * `conflictDetected`, which resolves to undefined. On a backend that ignores `baseVersion` it is a
+ * transaction instead (`datastore-replace.ts`). Datastore may keep an entity's version across a
+ * write that changes nothing, so a snapshot taken before such a write may stay fresh.
  *
- * What the emulators do with `baseVersion` (cloud-datastore-emulator 2.3.1 and
- * cloud-firestore-emulator 1.19.9, Cloud SDK 528): the legacy Datastore emulator honours it: a
- * stale version, or an entity deleted since, gives `conflictDetected` and nothing is written;
- * versions are real (a counter, also in lookups). The Firestore emulator in Datastore mode ignores
- * it (and `updateTime` too): it applies every such write and never reports a conflict, though its
- * versions are real (update times in microseconds). Against it, set `conditionalWrites: false`.
- * Production Firestore in Datastore mode documents `base_version`; this library was not tried there.
+ * The backend (`datastore-backend.ts`). Before its first compare-and-swap or transaction, the
+ * store checks once per client, on a scratch entity of its own kind that it removes again, that a
+ * stale `baseVersion` is refused and that a transaction begun by a lookup leaves the entity free
+ * once committed. Where either fails (the Firestore emulator fails both) it uses the transactional
+ * compare-and-swap, or `beginTransaction`, and logs once why. `conditionalWrites` and
+ * `beginWithFirstRead` override the check.
  *
  * Outbox. Records are entities of kind `outboxKind` in the namespace of the entity whose step they
- * carry, so the user's entity and its record commit in one transaction. `listOutbox` must
- * therefore look in every namespace: by default it asks the `__namespace__` metadata query (the
- * legacy emulator and production support it). The Firestore emulator refuses that query; there
- * the store falls back to the namespaces it has written records to itself, plus the default one.
- * Set `namespaces` to list the namespaces to sweep explicitly, which also saves the metadata query.
+ * carry, so the user's entity and its record commit in one transaction. `listOutbox` therefore
+ * looks in every namespace: by default it asks the `__namespace__` metadata query (the legacy
+ * emulator and production support it). The Firestore emulator refuses that query; there the store
+ * falls back to the namespaces it has written records to itself, plus the default one. Set
+ * `namespaces` to list the namespaces to sweep explicitly, which also saves the metadata query.
  */
-import { Datastore, PropertyFilter, type Key } from '@google-cloud/datastore';
-import type { CallOptions } from 'google-gax';
+import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 import { ConfigError } from '../errors';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
-import type { OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
-import { entityProto, rollBack } from './datastore-commit';
-import { call, grpcCode, toStoreError } from './datastore-errors';
-import { outboxKey, outboxRecord } from './datastore-outbox';
+import { platformLogger } from '../log/platform-logger';
+import type { Logger, OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
+import { backendOf, type Backend } from './datastore-backend';
+import { entityProto } from './datastore-encode';
+import { grpcCode } from './datastore-errors';
 import { lookup } from './datastore-lookup';
-import { decodeEntity } from './datastore-protos';
-import { replaceAtVersion, type ReplaceConfig } from './datastore-replace';
-import { entityVersionOf, snapshotOf } from './datastore-snapshot';
-import { DatastoreTransaction } from './datastore-transaction';
+import { outboxKey } from './datastore-outbox';
+import { decodeEntity, keyToProto } from './datastore-protos';
+import { allNamespaces, queryOutbox } from './datastore-outbox-query';
 import { queryDatastoreLocks } from './datastore-query';
 import type { LockPage, LockQuery } from './lock-query';
+import { replaceAtVersion } from './datastore-replace';
+import { DatastoreRpc } from './datastore-rpc';
+import { entityVersionOf, snapshotOf } from './datastore-snapshot';
+import { DatastoreTransaction } from './datastore-transaction';
 import { writeArgs } from './datastore-values';
+import { KeyGate } from './key-gate';
 import { keyString } from './keys';
 
-/** Options of {@link DatastoreStore}. */
+/** Options of {@link DatastoreStore}. None is needed: the store checks what its backend supports. */
 export interface DatastoreStoreOptions {
   /** Kind of the outbox records. Defaults to `LockerOutbox`. */
   outboxKind?: string;
   /**
    * Begin each transaction with its first lookup instead of a separate `beginTransaction` call.
-   * Defaults to true; set it to false against the Firestore emulator.
+   * Defaults to what the backend check finds (true on Datastore and the legacy emulator, false on
+   * the Firestore emulator, which leaves the entity locked). Set it to skip that part of the check.
    */
   beginWithFirstRead?: boolean;
   /**
    * Make `replaceIfUnchanged` one conditional commit (`Mutation.base_version`) instead of a
-   * transaction. Defaults to true; set it to false against the Firestore emulator, which ignores
-   * `baseVersion`.
+   * transaction. Defaults to what the backend check finds (whether a stale `baseVersion` is
+   * refused). `true` trusts the backend without checking: fencing then depends on it.
    */
   conditionalWrites?: boolean;
   /**
@@ -85,25 +88,31 @@ export interface DatastoreStoreOptions {
    */
   namespaces?: readonly string[];
   /**
-   * Call options for every request (e.g. `{ timeout: 10_000 }` to bound how long an unreachable
-   * Datastore is retried). Defaults to the client's own settings.
+   * How long one call to Datastore may take, ms, the client's own retries included; then it fails
+   * with `StoreUnavailableError`. Defaults to 5000.
    */
-  gaxOptions?: CallOptions;
+  callTimeoutMs?: number;
+  /**
+   * The generated client to call Datastore with (`new v1.DatastoreClient(...)` from
+   * `@google-cloud/datastore`). Defaults to one made from the `Datastore` client's options, closed
+   * by `shutdown()`.
+   */
+  client?: DatastoreClient;
+  /** Where the store logs what its backend check found. Defaults to the console. */
+  logger?: Logger;
 }
 
 /** Every default of {@link DatastoreStoreOptions}. */
 export const DATASTORE_STORE_DEFAULTS = Object.freeze({
   /** The kind of outbox records. */
   outboxKind: 'LockerOutbox',
-  /** A transaction begins with its first read (one round trip fewer). */
-  beginWithFirstRead: true,
-  /** A compare-and-swap is one commit carrying the version read (`baseVersion`). */
-  conditionalWrites: true,
+  /** How long one call to Datastore may take, ms, retries included. */
+  callTimeoutMs: 5_000,
 });
 
 /** Every option name of {@link DatastoreStoreOptions}. */
 const OPTION_NAMES: OptionNames<DatastoreStoreOptions> = {
-  outboxKind: true, beginWithFirstRead: true, conditionalWrites: true, namespaces: true, gaxOptions: true,
+  outboxKind: true, beginWithFirstRead: true, conditionalWrites: true, namespaces: true, callTimeoutMs: true, client: true, logger: true,
 };
 
 /** gRPC codes a refused `__namespace__` query answers with (the Firestore emulator's is the first). */
@@ -112,34 +121,32 @@ const UNSUPPORTED = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
 /** A {@link Store} on Google Cloud Datastore. */
 export class DatastoreStore implements Store {
   private readonly outboxKind: string;
-  private readonly beginWithFirstRead: boolean;
   private readonly namespaces?: readonly string[];
-  private readonly gaxOptions: CallOptions;
-  private readonly replaceConfig: ReplaceConfig;
+  private readonly rpc: DatastoreRpc;
+  private readonly client: DatastoreClient;
+  private readonly ownsClient: boolean;
+  private readonly overrides: Partial<Backend>;
+  private readonly logger: Logger;
+  private readonly gate = new KeyGate();
   /** Namespaces this store wrote outbox records to: the fallback when namespaces can't be listed. */
   private readonly writtenNamespaces = new Set<string>(['']);
   private namespaceQueryRefused = false;
   private knownProjectId?: string;
 
-  constructor(
-    private readonly datastore: Datastore,
-    options: DatastoreStoreOptions = {},
-  ) {
+  constructor(datastore: Datastore, options: DatastoreStoreOptions = {}) {
     checkClient(datastore);
     rejectUnknownOptions('DatastoreStore', options, OPTION_NAMES);
     this.outboxKind = options.outboxKind ?? DATASTORE_STORE_DEFAULTS.outboxKind;
-    this.beginWithFirstRead = options.beginWithFirstRead ?? DATASTORE_STORE_DEFAULTS.beginWithFirstRead;
-    this.gaxOptions = { ...options.gaxOptions };
-    this.replaceConfig = {
-      datastore,
-      gaxOptions: this.gaxOptions,
-      conditionalWrites: options.conditionalWrites ?? DATASTORE_STORE_DEFAULTS.conditionalWrites,
-      beginWithFirstRead: this.beginWithFirstRead,
-    };
     if (typeof this.outboxKind !== 'string' || this.outboxKind === '' || this.outboxKind.startsWith('__')) {
       throw new ConfigError('DatastoreStore: outboxKind must be a non-empty kind name not starting with "__"');
     }
     if (options.namespaces !== undefined) this.namespaces = checkNamespaces(options.namespaces);
+    const timeout = checkTimeout(options.callTimeoutMs ?? DATASTORE_STORE_DEFAULTS.callTimeoutMs);
+    this.overrides = checkOverrides(options);
+    this.ownsClient = options.client === undefined;
+    this.client = options.client === undefined ? new DatastoreClient({ ...datastore.options }) : checkGenerated(options.client);
+    this.rpc = new DatastoreRpc(this.client, datastore, timeout);
+    this.logger = options.logger ?? platformLogger();
     const projectId = datastore.options?.projectId;
     if (projectId) this.knownProjectId = projectId;
   }
@@ -151,38 +158,40 @@ export class DatastoreStore implements Store {
 
   /** Resolves the project id when the client was not given one. */
   async init(): Promise<void> {
-    this.knownProjectId ??= await call('project id lookup', () => this.datastore.getProjectId());
+    this.knownProjectId ??= await this.rpc.project();
+  }
+
+  /** Closes the generated client the store made (not one it was given). */
+  async shutdown(): Promise<void> {
+    if (this.ownsClient) await this.client.close();
   }
 
   async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    const tx = this.datastore.transaction();
-    const adapter = new DatastoreTransaction(tx, {
+    const { beginWithFirstRead } = await this.backend();
+    const tx = new DatastoreTransaction(this.rpc, {
       outboxKind: this.outboxKind,
-      gaxOptions: this.gaxOptions,
       onOutboxNamespace: (namespace) => this.writtenNamespaces.add(namespace),
     });
     try {
-      if (!this.beginWithFirstRead) await call('begin transaction', () => tx.run({ gaxOptions: this.gaxOptions }));
-      const result = await fn(adapter);
-      adapter.finish();
-      await call('commit', () => tx.commit(this.gaxOptions));
+      if (!beginWithFirstRead) await tx.begin();
+      const result = await fn(tx);
+      await tx.commit();
       return result;
     } catch (error) {
-      adapter.finish();
-      await rollBack(tx, this.gaxOptions);
+      await tx.rollBack();
       throw error;
     }
   }
 
   async get(key: Key): Promise<Properties | undefined> {
     keyString(key);
-    const { entity } = await call('lookup', () => lookup(this.datastore, key, false, this.gaxOptions));
+    const { entity } = await lookup(this.rpc, key);
     return entity && decodeEntity(entity).properties;
   }
 
   async read(key: Key): Promise<Snapshot | undefined> {
     keyString(key);
-    const { entity, version } = await call('lookup', () => lookup(this.datastore, key, false, this.gaxOptions));
+    const { entity, version } = await lookup(this.rpc, key);
     return entity && snapshotOf(entity, version, 'lookup');
   }
 
@@ -195,34 +204,30 @@ export class DatastoreStore implements Store {
     keyString(key);
     const base = entityVersionOf(snapshot);
     const entity = entityProto(writeArgs(key, properties, excludeFromIndexes, base.shape));
-    const outcome = await replaceAtVersion(this.replaceConfig, key, entity, base.version);
+    const backend = await this.backend();
+    const outcome = await replaceAtVersion({ rpc: this.rpc, gate: this.gate, ...backend }, key, entity, base.version);
     return outcome.conflictDetected ? undefined : snapshotOf(entity, outcome.version, 'commit');
   }
 
   async listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
     if (limit <= 0) return [];
     const namespaces = await this.outboxNamespaces();
-    const lists = await Promise.all(namespaces.map((namespace) => this.queryOutbox(namespace, before, limit)));
+    const lists = await Promise.all(namespaces.map((namespace) => queryOutbox(this.rpc, this.outboxKind, namespace, before, limit)));
     return lists.flat().sort(oldestFirst).slice(0, limit);
   }
 
   /** Lockable entities by step state, ordered by `lock_ts` (see `datastore-query.ts`). */
   queryLocks(query: LockQuery): Promise<LockPage> {
-    return queryDatastoreLocks(this.datastore, this.gaxOptions, query);
+    return queryDatastoreLocks(this.rpc, query);
   }
 
   async deleteOutbox(record: OutboxRecord): Promise<void> {
-    await call('outbox delete', () => this.datastore.delete(outboxKey(this.outboxKind, record), this.gaxOptions));
+    await this.rpc.commit([{ delete: keyToProto(outboxKey(this.outboxKind, record)) }]);
   }
 
-  private async queryOutbox(namespace: string, before: Date, limit: number): Promise<OutboxRecord[]> {
-    const query = this.datastore
-      .createQuery(namespace, this.outboxKind)
-      .filter(new PropertyFilter('createdAt', '<', before))
-      .order('createdAt')
-      .limit(limit);
-    const [entities] = await call('outbox query', () => this.datastore.runQuery(query, { gaxOptions: this.gaxOptions }));
-    return entities.map(outboxRecord);
+  /** What the backend supports: the overrides, and the check for what they leave open. */
+  private backend(): Promise<Backend> {
+    return backendOf(this.client, this.rpc, this.overrides, this.logger);
   }
 
   /** The namespaces to sweep: as configured, else all (or, where that query is refused, the known ones). */
@@ -230,36 +235,49 @@ export class DatastoreStore implements Store {
     if (this.namespaces) return this.namespaces;
     if (!this.namespaceQueryRefused) {
       try {
-        return await this.allNamespaces();
+        return await allNamespaces(this.rpc);
       } catch (error) {
-        if (!UNSUPPORTED.has(grpcCode(error) ?? -1)) throw toStoreError('namespace query', error);
+        if (!UNSUPPORTED.has(grpcCode(error instanceof Error ? error.cause : undefined) ?? -1)) throw error;
         this.namespaceQueryRefused = true;
       }
     }
     return [...this.writtenNamespaces];
   }
-
-  private async allNamespaces(): Promise<string[]> {
-    const query = this.datastore.createQuery('__namespace__').select('__key__');
-    const [entities] = await this.datastore.runQuery(query, { gaxOptions: this.gaxOptions });
-    const names = entities.map((entity: Record<string | symbol, unknown>) => {
-      const key = entity[Datastore.KEY];
-      return typeof key === 'object' && key !== null && Datastore.isKey(key) ? (key.name ?? '') : '';
-    });
-    return [...new Set(['', ...names])];
-  }
 }
 
 function checkClient(datastore: unknown): void {
-  const client = datastore as Partial<Record<'transaction' | 'get' | 'createQuery' | 'runQuery' | 'delete', unknown>>;
-  const missing = (['transaction', 'get', 'createQuery', 'runQuery', 'delete'] as const).filter(
-    (method) => typeof client?.[method] !== 'function',
-  );
-  if (missing.length > 0) {
-    throw new ConfigError(
-      `DatastoreStore needs a @google-cloud/datastore Datastore client; the one given lacks ${missing.join(', ')}`,
-    );
+  const client = datastore as Partial<Record<'getProjectId' | 'options' | 'key', unknown>>;
+  const missing = (['getProjectId', 'key'] as const).filter((method) => typeof client?.[method] !== 'function');
+  if (missing.length > 0 || typeof client?.options !== 'object' || client.options === null) {
+    throw new ConfigError('DatastoreStore needs a @google-cloud/datastore Datastore client (new Datastore(...))');
   }
+}
+
+function checkGenerated(client: DatastoreClient): DatastoreClient {
+  const methods = ['lookup', 'beginTransaction', 'commit', 'rollback', 'runQuery'] as const;
+  const missing = methods.filter((method) => typeof (client as unknown as Partial<Record<string, unknown>>)?.[method] !== 'function');
+  if (missing.length > 0) {
+    throw new ConfigError(`DatastoreStore: client must be a v1.DatastoreClient; the one given lacks ${missing.join(', ')}`);
+  }
+  return client;
+}
+
+function checkTimeout(ms: number): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
+    throw new ConfigError(`DatastoreStore: callTimeoutMs must be a positive number of milliseconds; got ${String(ms)}`);
+  }
+  return ms;
+}
+
+function checkOverrides(options: DatastoreStoreOptions): Partial<Backend> {
+  const overrides: Partial<Backend> = {};
+  for (const name of ['beginWithFirstRead', 'conditionalWrites'] as const) {
+    const value = options[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'boolean') throw new ConfigError(`DatastoreStore: ${name} must be true or false; got ${String(value)}`);
+    overrides[name] = value;
+  }
+  return overrides;
 }
 
 function checkNamespaces(namespaces: readonly string[]): readonly string[] {

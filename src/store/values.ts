@@ -1,9 +1,11 @@
 /**
  * Copies of entity properties, shared by the stores: what a store keeps or sends must not change
  * when the caller later mutates its object, and a value Datastore cannot store is refused when it
- * is written (with the property's path), not later inside a commit.
+ * is written (with the property's path), not later inside a commit: a `StoreRejectedError`, the
+ * same from every store, since writing it again would fail again.
  */
 import { Datastore } from '@google-cloud/datastore';
+import { StoreRejectedError } from '../errors';
 import type { Properties } from '../types';
 import { copyKey } from './keys';
 
@@ -21,11 +23,13 @@ export interface CopyOptions {
  * A deep copy of an entity's properties. Supported values: null, booleans, numbers, strings,
  * `Date`, `Buffer` (a `Uint8Array` becomes a `Buffer`), `Key`, `Datastore.int`/`double`/`geoPoint`,
  * arrays (not directly inside arrays) and plain objects (embedded entities). Properties whose value
- * is `undefined` are left out. Anything else throws a `TypeError` naming the property.
+ * is `undefined` are left out. Anything else (a bigint, function, symbol, `Map`, `Set`, class
+ * instance, an array inside an array, an invalid `Date`) throws a `StoreRejectedError` naming the
+ * property.
  */
 export function copyProperties(properties: Properties, options: CopyOptions = {}): Properties {
   if (!isPlainObject(properties)) {
-    throw new TypeError(`entity properties must be a plain object, not ${describe(properties)}`);
+    throw new StoreRejectedError(`entity properties must be a plain object, not ${describe(properties)}`);
   }
   return copyObject(properties, '', options);
 }
@@ -59,22 +63,22 @@ function copyValue(value: unknown, path: string, inArray: boolean, options: Copy
   }
   if (Array.isArray(value)) return copyArray(value, path, inArray, options);
   if (isPlainObject(value)) return copyObject(value, path, options);
-  throw new TypeError(
+  throw new StoreRejectedError(
     `property ${path} cannot be stored: ${describe(value)} is not a Datastore value ` +
       '(use null, a boolean, number, string, Date, Buffer, Key, array, plain object, or Datastore.int/double/geoPoint)',
   );
 }
 
 function copyArray(values: unknown[], path: string, inArray: boolean, options: CopyOptions): unknown[] {
-  if (inArray) throw new TypeError(`property ${path} cannot be stored: Datastore does not allow an array inside an array`);
+  if (inArray) throw new StoreRejectedError(`property ${path} cannot be stored: Datastore does not allow an array inside an array`);
   return values.map((value, i) => {
-    if (value === undefined) throw new TypeError(`property ${path}[${i}] cannot be stored: undefined`);
+    if (value === undefined) throw new StoreRejectedError(`property ${path}[${i}] cannot be stored: undefined`);
     return copyValue(value, `${path}[${i}]`, true, options);
   });
 }
 
 function copyDate(date: Date, path: string): Date {
-  if (Number.isNaN(date.getTime())) throw new TypeError(`property ${path} cannot be stored: an invalid Date`);
+  if (Number.isNaN(date.getTime())) throw new StoreRejectedError(`property ${path} cannot be stored: an invalid Date`);
   return new Date(date.getTime());
 }
 

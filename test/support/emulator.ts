@@ -3,7 +3,7 @@
  * apart and to look at what was really stored.
  */
 import { createServer } from 'node:net';
-import { Datastore, type Key } from '@google-cloud/datastore';
+import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 
 const PROJECT_ID = process.env.DATASTORE_PROJECT_ID ?? 'locker-test';
 
@@ -54,22 +54,23 @@ export interface RawValue {
 
 /**
  * The properties of an entity exactly as stored (value types and index exclusions), read with a
- * plain lookup; undefined when the entity does not exist.
+ * plain lookup on the generated client; undefined when the entity does not exist.
  */
-export function rawProperties(datastore: Datastore, key: Key): Promise<Record<string, RawValue> | undefined> {
+export async function rawProperties(datastore: Datastore, key: Key): Promise<Record<string, RawValue> | undefined> {
   const keyProto = {
     partitionId: { namespaceId: key.namespace ?? '' },
     path: ancestry(key).map((k) =>
       k.name !== undefined ? { kind: k.kind, name: k.name } : { kind: k.kind, id: String(k.id) },
     ),
   };
-  return new Promise((resolve, reject) => {
-    datastore.request_({ client: 'DatastoreClient', method: 'lookup', reqOpts: { keys: [keyProto] } }, (err, resp) => {
-      if (err) return reject(err);
-      const found = (resp as { found?: { entity: { properties: Record<string, RawValue> } }[] } | undefined)?.found;
-      resolve(found?.[0]?.entity.properties);
-    });
-  });
+  const client = new DatastoreClient({ ...datastore.options });
+  try {
+    const projectId = datastore.options.projectId ?? (await datastore.getProjectId());
+    const [response] = await client.lookup({ projectId, databaseId: datastore.options.databaseId ?? '', keys: [keyProto] });
+    return response.found?.[0]?.entity?.properties as Record<string, RawValue> | undefined;
+  } finally {
+    await client.close();
+  }
 }
 
 function ancestry(key: Key): Key[] {

@@ -1,0 +1,78 @@
+/**
+ * A seam in front of Datastore for the tests: a real generated `v1.DatastoreClient` (the store's
+ * `client` option) whose five RPCs are recorded, and whose requests a test may rewrite before they
+ * are sent (e.g. drop `baseVersion`, to play a backend that ignores it).
+ */
+import { DatastoreClient, type Datastore } from '@google-cloud/datastore';
+
+/** The RPCs a `DatastoreStore` sends. */
+export const RPC_METHODS = ['lookup', 'beginTransaction', 'commit', 'rollback', 'runQuery'] as const;
+export type RpcMethod = (typeof RPC_METHODS)[number];
+
+/** One RPC as it was sent (after any rewrite). */
+export interface SentRpc {
+  method: RpcMethod;
+  request: {
+    mode?: string;
+    transaction?: unknown;
+    readOptions?: Record<string, unknown>;
+    mutations?: Record<string, unknown>[];
+  };
+}
+
+/** A recorded client. */
+export interface SpiedClient {
+  client: DatastoreClient;
+  /** The method names, in order. */
+  readonly calls: RpcMethod[];
+  /** The requests, in order. */
+  readonly sent: SentRpc[];
+  /** Forgets what was recorded. */
+  clear(): void;
+  /** Closes the underlying client. */
+  close(): Promise<void>;
+}
+
+/** Rewrites a request before it is sent; returns the request to send. */
+export type Rewrite = (method: RpcMethod, request: SentRpc['request']) => SentRpc['request'];
+
+/** How a spy records. */
+export interface SpyOptions {
+  /** Rewrites each request before it is sent. Defaults to none. */
+  rewrite?: Rewrite;
+  /** Keep every request in `sent`. Defaults to true; false keeps only the method names. */
+  keepRequests?: boolean;
+}
+
+/** A generated client on `datastore`'s options whose RPCs are recorded (and rewritten). */
+export function spyClient(datastore: Datastore, options: SpyOptions = {}): SpiedClient {
+  const { rewrite, keepRequests = true } = options;
+  const real = new DatastoreClient({ ...datastore.options });
+  const calls: RpcMethod[] = [];
+  const sent: SentRpc[] = [];
+  const methods = new Set<string | symbol>(RPC_METHODS);
+  const client = new Proxy(real, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      if (!methods.has(property)) return value.bind(target);
+      return (request: SentRpc['request'], ...rest: unknown[]) => {
+        const method = property as RpcMethod;
+        const actual = rewrite ? rewrite(method, request) : request;
+        calls.push(method);
+        if (keepRequests) sent.push({ method, request: actual });
+        return (value as (...args: unknown[]) => unknown).call(target, actual, ...rest);
+      };
+    },
+  });
+  return {
+    client,
+    calls,
+    sent,
+    clear() {
+      calls.length = 0;
+      sent.length = 0;
+    },
+    close: () => real.close(),
+  };
+}
