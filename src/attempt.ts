@@ -175,6 +175,7 @@ function arrivalDecision(core: Core, a: Arrival, props: Properties | undefined):
     attempt: a.attempt,
     now: core.config.clock(),
     leaseDurationMs: core.config.leaseDuration,
+    goLeaseTimeoutMs: core.config.goLeaseTimeout,
     maxRetries: core.config.maxRetries,
   });
 }

@@ -100,6 +100,14 @@ async function admit(core: Core, req: Request, routeAuth: Authenticator | false 
   }
 }
 
+/**
+ * The key of `X-Lock-Key` as the Go library sends it: its tasks carry the key's JSON form
+ * (`datastore.Key.MarshalJSON`), the encoded key in double quotes. This library sends it bare.
+ */
+function unquoted(raw: string): string {
+  return raw.length >= 2 && raw.startsWith('"') && raw.endsWith('"') ? raw.slice(1, -1) : raw;
+}
+
 /** Reads `X-Lock-Key`, `X-Lock-Seq` and `X-Lock-Chain`; throws `BadRequestError` on anything malformed. */
 export function parseLockHeaders(req: Pick<Request, 'headers'>): { key: Key; seq: number; chain: string | undefined } {
   const rawKey = single(req.headers[Headers.key]);
@@ -109,7 +117,7 @@ export function parseLockHeaders(req: Pick<Request, 'headers'>): { key: Key; seq
   if (rawSeq === undefined) throw new BadRequestError('X-Lock-Seq is missing: this is not a task request');
   if (!SEQ_PATTERN.test(rawSeq)) throw new BadRequestError('X-Lock-Seq must be a positive whole number');
   if (rawChain !== undefined && !CHAIN_PATTERN.test(rawChain)) throw new BadRequestError('X-Lock-Chain is malformed');
-  return { key: decodeKey(rawKey), seq: Number(rawSeq), chain: rawChain };
+  return { key: decodeKey(unquoted(rawKey)), seq: Number(rawSeq), chain: rawChain };
 }
 
 function single(value: string | string[] | undefined): string | undefined {

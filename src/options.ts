@@ -35,6 +35,13 @@ export interface LockerOptions {
    */
   leaseTimeout?: number;
   /**
+   * How long a lease held by the Go library lasts, ms (a lock with `lock_req` set and no
+   * `lock_state`). Go never renews its leases and judges them by its own lease timeout, so during
+   * a migration such a lease is stale only after this long, not after `leaseDuration`. Set it to
+   * your Go `LeaseTimeout`. Defaults to 630 000 (10 min 30 s), the Go library's default.
+   */
+  goLeaseTimeout?: number;
+  /**
    * Attempts a step may fail before it is failed for good (the failure that brings `lock_try` to
    * this number fails the step). Keep it within the queue's `maxAttempts`. Defaults to 10.
    */
@@ -111,6 +118,7 @@ export interface Config {
   readonly alertTimeout: number;
   readonly leaseDuration: number;
   readonly leaseTimeout: number;
+  readonly goLeaseTimeout: number;
   readonly maxRetries: number;
   readonly lockFailedStatus: number;
   readonly authenticate: Authenticator | false;
@@ -129,7 +137,7 @@ export interface Config {
 /** Every option name of {@link LockerOptions}: any other key is a misspelling. */
 const LOCKER_OPTION_NAMES: OptionNames<LockerOptions> = {
   store: true, queue: true, alerter: true, alertOnOverwrite: true, alertOnFailure: true, alertTimeout: true,
-  leaseDuration: true, leaseTimeout: true, maxRetries: true, lockFailedStatus: true, authenticate: true, logger: true,
+  leaseDuration: true, leaseTimeout: true, goLeaseTimeout: true, maxRetries: true, lockFailedStatus: true, authenticate: true, logger: true,
   logFormat: true, clock: true, contention: true, keyAppId: true, excludeFromIndexes: true, sweepGrace: true,
   statusUrl: true, project: true, service: true, duplicateCache: true,
 };
@@ -144,6 +152,8 @@ export const DEFAULTS = Object.freeze({
   leaseDuration: 60_000,
   /** {@link LockerOptions.leaseTimeout}, ms (10 min 30 s). */
   leaseTimeout: 630_000,
+  /** {@link LockerOptions.goLeaseTimeout}, ms (10 min 30 s, the Go library's default LeaseTimeout). */
+  goLeaseTimeout: 630_000,
   /** {@link LockerOptions.maxRetries}. */
   maxRetries: 10,
   /** {@link LockerOptions.lockFailedStatus}. */
@@ -214,6 +224,7 @@ export function parseOptions(options: LockerOptions): Config {
     alertTimeout: positiveInteger('alertTimeout', o.alertTimeout ?? DEFAULTS.alertTimeout, 'ms'),
     leaseDuration,
     leaseTimeout,
+    goLeaseTimeout: positiveInteger('goLeaseTimeout', o.goLeaseTimeout ?? DEFAULTS.goLeaseTimeout, 'ms'),
     maxRetries,
     lockFailedStatus,
     authenticate,

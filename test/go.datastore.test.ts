@@ -1,0 +1,12 @@
+// A migration from the Go library against the legacy Datastore emulator and the Firestore
+// emulator in Datastore mode.
+import { goSuite } from './go-suite';
+import { DatastoreStore } from '../src/store/datastore';
+import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
+
+goSuite('the Datastore emulator', async () => ({ store: new DatastoreStore(legacyDatastore()), namespace: uniqueNamespace('go') }));
+goSuite('the Firestore emulator in Datastore mode', async () => ({
+  // As in handle.datastore.test.ts: the emulator's own settings.
+  store: new DatastoreStore(firestoreDatastore(), { beginWithFirstRead: false, conditionalWrites: false }),
+  namespace: uniqueNamespace('go'),
+}));

@@ -1,0 +1,4 @@
+import { goSuite } from './go-suite';
+import { MemoryStore } from '../src/store/memory';
+
+goSuite('the in-memory store', async () => ({ store: new MemoryStore(), namespace: undefined }));
