@@ -9,6 +9,7 @@ import type { Datastore, Key } from '@google-cloud/datastore';
 import { heldStep, seed, type KeySource, scheduledStep, finishedStep } from './entities';
 import { DUPLICATE_FINISHED, DUPLICATE_HELD, STEP_DONE, expectReply, type Expectation } from './expect';
 import { rawTransaction } from './floor';
+import { duplicateLimit, stepLimit } from './limit';
 import type { Reply, StepServer } from './server';
 
 /** Milliseconds per operation, by kind; `floor*` are the round trips of the raw transaction. */
@@ -21,6 +22,10 @@ export interface LatencySamples {
   duplicateFirst: number[];
   lookup: number[];
   http: number[];
+  /** The least a step can cost: one lookup, two conditional commits, one HTTP round trip (`limit.ts`). */
+  stepLimit: number[];
+  /** The least a first duplicate can cost: one lookup and one HTTP round trip. */
+  duplicateLimit: number[];
   floorBegin: number[];
   floorLookup: number[];
   floorCommit: number[];
@@ -44,8 +49,10 @@ export async function measureLatency(t: Target, rounds: number, warmup: number):
   await seed(t.datastore, [finished], () => finishedStep(2));
   const firsts = t.keys.keys('first', total);
   await seed(t.datastore, firsts, () => finishedStep(2));
+  const limitKeys = await seededSteps(t, 'limit', total);
+  const limit = { store: t.server.locker.config.store, ping: () => t.server.ping() };
 
-  const samples: LatencySamples = { floor: [], step: [], duplicateFinished: [], duplicateHeld: [], duplicateFirst: [], lookup: [], http: [], floorBegin: [], floorLookup: [], floorCommit: [] };
+  const samples: LatencySamples = { floor: [], step: [], duplicateFinished: [], duplicateHeld: [], duplicateFirst: [], lookup: [], http: [], stepLimit: [], duplicateLimit: [], floorBegin: [], floorLookup: [], floorCommit: [] };
   let recording = false;
   const floor: Timed = async (i) => {
     const phases = await rawTransaction(t.datastore, floorKeys[i]!);
@@ -62,6 +69,8 @@ export async function measureLatency(t: Target, rounds: number, warmup: number):
     ['duplicateFirst', (i) => sent(t.server.send(firsts[i]!, 1), DUPLICATE_FINISHED, 'the first duplicate of a finished step')],
     ['lookup', async () => void (await t.datastore.get(finished))],
     ['http', () => sent(t.server.ping(), { status: 200, body: /^ok$/ }, 'the empty route')],
+    ['stepLimit', (i) => stepLimit(limit, limitKeys[i]!)],
+    ['duplicateLimit', (i) => duplicateLimit(limit, firsts[i]!)],
   ];
   for (let i = 0; i < total; i++) {
     recording = i >= warmup;

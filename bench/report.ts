@@ -10,9 +10,13 @@ import { describeRpcs, totalRpcs } from './rpc-count';
 import { round, summarize, type Summary } from './stats';
 import type { ThroughputSamples } from './throughput';
 import type { Settings } from './settings';
+import type { SimultaneousReport } from './simultaneous';
 
 /** The issue's targets, as medians on the legacy emulator. */
 export const TARGETS = Object.freeze({ stepToFloor: 1.4, duplicateToFloor: 0.35, throughput16ToFloor: 0.6 });
+
+/** Issue 8's targets against the physical limit (`limit.ts`), as medians. */
+export const LIMIT_TARGETS = Object.freeze({ stepToLimit: 1.1, duplicateFirstToLimit: 1.1 });
 
 /** Everything one run measured. */
 export interface Results {
@@ -22,6 +26,7 @@ export interface Results {
   throughput: ThroughputSamples;
   rpcs: { floor?: RpcCounts; step?: RpcCounts; duplicateFinished?: RpcCounts; duplicateHeld?: RpcCounts; duplicateFirst?: RpcCounts };
   leaks: LeakReport[];
+  simultaneous?: SimultaneousReport;
 }
 
 /** The medians and ratios both outputs are made of. */
@@ -41,6 +46,10 @@ function figures(r: Results) {
     throughput16ToFloor: stepOps / floorOps,
     stepNetOfHttpToFloor: (l.step.median - l.http.median) / floor,
     duplicateNetOfHttpToFloor: (duplicate - l.http.median) / floor,
+    stepToLimit: l.step.median / l.stepLimit.median,
+    duplicateFirstToLimit: l.duplicateFirst.median / l.duplicateLimit.median,
+    stepLimitToFloor: l.stepLimit.median / floor,
+    duplicateLimitToFloor: l.duplicateLimit.median / floor,
   };
 }
 
@@ -86,6 +95,14 @@ export function summaryJson(r: Results): Record<string, unknown> {
     leaks: r.leaks.map((k) => ({ store: k.store, steps: k.steps, heapGrowthBytes: k.heapGrowthBytes, timersBefore: k.timersBefore, timersAfter: k.timersAfter, timersLeftAlive: k.timersLeftAlive, libraryTimersLeftAlive: k.libraryTimersLeftAlive })),
     targetsMet:
       f.stepToFloor <= TARGETS.stepToFloor && f.duplicateToFloor <= TARGETS.duplicateToFloor && f.throughput16ToFloor >= TARGETS.throughput16ToFloor,
+    stepLimitMs: round(l.stepLimit.median), stepLimitP99Ms: round(l.stepLimit.p99),
+    duplicateLimitMs: round(l.duplicateLimit.median), duplicateLimitP99Ms: round(l.duplicateLimit.p99),
+    stepToLimit: round(f.stepToLimit),
+    duplicateFirstToLimit: round(f.duplicateFirstToLimit),
+    stepLimitToFloor: round(f.stepLimitToFloor),
+    duplicateLimitToFloor: round(f.duplicateLimitToFloor),
+    limitTargetsMet: f.stepToLimit <= LIMIT_TARGETS.stepToLimit && f.duplicateFirstToLimit <= LIMIT_TARGETS.duplicateFirstToLimit,
+    ...simultaneousJson(r.simultaneous),
   };
 }
 
@@ -109,7 +126,15 @@ export function table(r: Results): string {
   lines.push(latencyRow('repeated duplicate, finished step', l.duplicateFinished, verdict(f.duplicateFinishedToFloor, TARGETS.duplicateToFloor, 'max'), r.rpcs.duplicateFinished));
   lines.push(latencyRow('repeated duplicate, held step', l.duplicateHeld, verdict(f.duplicateHeldToFloor, TARGETS.duplicateToFloor, 'max'), r.rpcs.duplicateHeld));
   lines.push(latencyRow('first duplicate (one lookup)', l.duplicateFirst, '(no target)', r.rpcs.duplicateFirst));
+  lines.push(latencyRow('limit: lookup + 2 commits + HTTP', l.stepLimit, '(step limit)', undefined));
+  lines.push(latencyRow('limit: lookup + HTTP', l.duplicateLimit, '(dup. limit)', undefined));
   lines.push('');
+  lines.push('Against the physical limit (the round trips a step or a first duplicate cannot do without, back to back)');
+  lines.push(row(['', 'median ms', 'limit ms', '× limit', 'target', '× floor'], LATENCY_COLUMNS));
+  lines.push(row(['step through handle()', ms(l.step.median), ms(l.stepLimit.median), f.stepToLimit.toFixed(2), verdict(f.stepToLimit, LIMIT_TARGETS.stepToLimit, 'max'), f.stepToFloor.toFixed(2)], LATENCY_COLUMNS));
+  lines.push(row(['first duplicate', ms(l.duplicateFirst.median), ms(l.duplicateLimit.median), f.duplicateFirstToLimit.toFixed(2), verdict(f.duplicateFirstToLimit, LIMIT_TARGETS.duplicateFirstToLimit, 'max'), f.duplicateFirstToFloor.toFixed(2)], LATENCY_COLUMNS));
+  lines.push('');
+  if (r.simultaneous) lines.push(...simultaneousLines(r.simultaneous), '');
   const t = r.throughput;
   lines.push(`Throughput at concurrency ${s.concurrency}: ${s.batches} alternating batches of ${s.batchOps * s.concurrency} operations of each kind`);
   lines.push(row(['', 'median ops/s', 'p50 ms', 'p99 ms', 'node CPU µs', '× floor', 'target'], THROUGHPUT_COLUMNS));
@@ -145,6 +170,32 @@ function breakdown(r: Results, l: Record<keyof LatencySamples, Summary>): string
     model(r.rpcs.step, l.step, 'step'),
     model(r.rpcs.duplicateFinished, l.duplicateFinished, 'duplicate of a finished step'),
     model(r.rpcs.duplicateHeld, l.duplicateHeld, 'duplicate of a held step'),
+  ];
+}
+
+/** The JSON fields of the simultaneous deliveries (none when they were not measured). */
+function simultaneousJson(s: SimultaneousReport | undefined): Record<string, unknown> {
+  if (!s) return {};
+  return {
+    simultaneousDeliveries: s.deliveries,
+    simultaneousRounds: s.rounds,
+    simultaneousRanOnce: s.ranOnce === s.rounds,
+    simultaneousRanOnceRounds: s.ranOnce,
+    simultaneousAllAnsweredMs: round(summarize(s.allAnsweredMs).median),
+    simultaneousAllAnsweredP99Ms: round(summarize(s.allAnsweredMs).p99),
+    simultaneousRpcs: s.rpcs === undefined ? null : round(s.rpcs, 2),
+    simultaneousStatuses: s.statuses,
+  };
+}
+
+function simultaneousLines(s: SimultaneousReport): string[] {
+  const answered = summarize(s.allAnsweredMs);
+  const statuses = Object.entries(s.statuses).map(([status, n]) => `${status} × ${n}`).join(', ');
+  return [
+    `${s.deliveries} simultaneous deliveries of one step, ${s.rounds} rounds`,
+    `  ran once: ${s.ranOnce === s.rounds ? 'yes' : 'NO'} (${s.ranOnce} of ${s.rounds} rounds ran the handler exactly once)`,
+    `  until all ${s.deliveries} were answered: median ${ms(answered.median)} ms, p99 ${ms(answered.p99)} ms`,
+    `  Datastore RPCs per round (all ${s.deliveries} together): ${s.rpcs === undefined ? 'n/a' : s.rpcs.toFixed(2)}; answers: ${statuses}`,
   ];
 }
 

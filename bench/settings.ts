@@ -1,6 +1,7 @@
 /**
  * How much the benchmark measures. `BENCH_QUICK=1` makes a short run; single sizes can be
- * overridden (`BENCH_JVM_WARMUP`, `BENCH_ROUNDS`, `BENCH_WARMUP`, `BENCH_BATCHES`, `BENCH_BATCH_OPS`, `BENCH_LEAK_STEPS`),
+ * overridden (`BENCH_JVM_WARMUP`, `BENCH_ROUNDS`, `BENCH_WARMUP`, `BENCH_BATCHES`, `BENCH_BATCH_OPS`, `BENCH_LEAK_STEPS`,
+ * `BENCH_SIMULTANEOUS_ROUNDS`),
  * which the smoke test uses for a tiny round.
  */
 
@@ -22,11 +23,14 @@ export interface Settings {
   leakSteps: number;
   /** Steps run before the memory baseline, so caches and JIT settle first. */
   leakWarmup: number;
+  /** Copies of one task sent at once, and rounds of that. */
+  simultaneous: number;
+  simultaneousRounds: number;
   quick: boolean;
 }
 
-const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, quick: false };
-const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, quick: true };
+const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, quick: false };
+const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, simultaneous: 20, simultaneousRounds: 10, quick: true };
 
 /** The settings for this run, from the environment. */
 export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -40,6 +44,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     batchOps: count(env, 'BENCH_BATCH_OPS', base.batchOps),
     leakSteps: count(env, 'BENCH_LEAK_STEPS', base.leakSteps),
     leakWarmup: count(env, 'BENCH_LEAK_WARMUP', base.leakWarmup, 0),
+    simultaneousRounds: count(env, 'BENCH_SIMULTANEOUS_ROUNDS', base.simultaneousRounds),
   };
 }
 

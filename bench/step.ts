@@ -24,6 +24,7 @@ import { summaryJson, table, type Results } from './report';
 import { rpcsPerOp } from './rpc-count';
 import { startStepServer } from './server';
 import { readSettings } from './settings';
+import { measureSimultaneous } from './simultaneous';
 import { measureThroughput } from './throughput';
 import { warmUp } from './warmup';
 
@@ -47,6 +48,8 @@ async function main(): Promise<void> {
     const latency = await measureLatency(target, settings.rounds, settings.warmup);
     progress('counting RPCs per operation');
     const rpcs = await countRpcs(target, spy);
+    progress(`${settings.simultaneousRounds} rounds of ${settings.simultaneous} simultaneous deliveries of one step`);
+    const simultaneous = await measureSimultaneous(datastore, server, keys, settings.simultaneous, settings.simultaneousRounds, spy);
     progress(`throughput at concurrency ${settings.concurrency}, ${settings.batches} batches of each`);
     const throughput = await measureThroughput(target, settings.batches, settings.batchOps, settings.concurrency);
     const leaks: LeakReport[] = [];
@@ -55,7 +58,7 @@ async function main(): Promise<void> {
       const store = name === 'memory' ? new MemoryStore({ projectId: datastore.options.projectId }) : new DatastoreStore(datastore);
       leaks.push(await measureLeak(name === 'memory' ? 'in-memory store' : 'legacy Datastore emulator', store, keys, settings.leakSteps, settings.leakWarmup, settings.concurrency));
     }
-    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks };
+    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous };
   } finally {
     await server.close();
     await spy.close();

@@ -21,6 +21,7 @@ const TINY = {
   BENCH_LEAK_WARMUP: '16',
   BENCH_LEAK_STEPS: '64',
   BENCH_LEAK_STORE: 'both',
+  BENCH_SIMULTANEOUS_ROUNDS: '2',
 };
 
 function runBench(): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -48,7 +49,8 @@ describe('npm run bench', () => {
     }
 
     const result = JSON.parse(lines.at(-1)!) as Record<string, unknown>;
-    for (const name of ['floorMs', 'stepMs', 'duplicateFinishedMs', 'duplicateHeldMs', 'floorOpsPerSec16', 'stepOpsPerSec16', 'stepToFloor', 'duplicateToFloor', 'throughput16ToFloor']) {
+    for (const name of ['floorMs', 'stepMs', 'duplicateFinishedMs', 'duplicateHeldMs', 'floorOpsPerSec16', 'stepOpsPerSec16', 'stepToFloor', 'duplicateToFloor', 'throughput16ToFloor',
+      'stepLimitMs', 'duplicateLimitMs', 'stepToLimit', 'duplicateFirstToLimit', 'simultaneousAllAnsweredMs']) {
       const value = result[name];
       assert.ok(typeof value === 'number' && Number.isFinite(value) && value > 0, `${name} is a positive number, got ${String(value)}`);
     }
@@ -56,6 +58,16 @@ describe('npm run bench', () => {
     assert.equal(typeof result.targetsMet, 'boolean');
     assert.equal(typeof result.heapGrowthBytes, 'number');
     assert.equal(result.leakSteps, 64);
+    assert.equal(typeof result.limitTargetsMet, 'boolean');
+    assert.ok(table.includes('Against the physical limit'), 'the table shows the ratios to the limit');
+
+    // Simultaneous deliveries of one step: the handler runs once per round, every copy is answered.
+    assert.equal(result.simultaneousDeliveries, 20);
+    assert.equal(result.simultaneousRounds, 2);
+    assert.equal(result.simultaneousRanOnce, true, `the handler ran once per round: ${String(result.simultaneousRanOnceRounds)} of 2`);
+    const statuses = result.simultaneousStatuses as Record<string, number>;
+    assert.equal(Object.values(statuses).reduce((a, b) => a + b, 0), 40, 'every copy was answered');
+    assert.ok(typeof result.simultaneousRpcs === 'number' && result.simultaneousRpcs >= 3, `a round costs at least a step's RPCs, got ${String(result.simultaneousRpcs)}`);
 
     // What is counted, not timed: a step is one read and two compare-and-swap commits; the first
     // duplicate of a step is answered from one lookup, a repeated one from memory (at most the first lookup).
