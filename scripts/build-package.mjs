@@ -27,6 +27,9 @@ function findTsc() {
   }
 }
 
+// `npm pack` and `npm publish` run `prepack` (a clean build) and then `prepare`: once is enough.
+if (!clean && ['pack', 'publish'].includes(process.env.npm_command ?? '')) process.exit(0);
+
 const tsc = findTsc();
 if (tsc === undefined) {
   if (clean) {

@@ -77,18 +77,18 @@ describe('the packed package, installed in a fresh project', { timeout: 240_000 
     assert.ok(!existsSync(join(copy, 'dist')), 'the copy starts without dist/');
     // The devDependencies prepack builds with (TypeScript), without installing them again.
     symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'), 'dir');
-    const { stdout } = await run(npm, ['pack', '--json', '--pack-destination', work], copy);
-    [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as [typeof packed];
-
     consumer = join(work, 'consumer');
     mkdirSync(consumer);
     writeFileSync(join(consumer, 'package.json'), `${JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }, null, 2)}\n`);
-    const packages = [
-      join(work, packed.filename),
-      ...['express', '@google-cloud/datastore', '@google-cloud/tasks', '@types/express', '@types/node'].map((name) => `${name}@${installedVersion(name)}`),
-    ];
-    const install = (mode: string): Promise<Run> => run(npm, ['install', mode, '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error', ...packages], consumer);
-    await install('--offline').catch(() => install('--prefer-offline'));
+    const install = (packages: string[]) => (mode: string): Promise<Run> =>
+      run(npm, ['install', mode, '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error', ...packages], consumer);
+    const offlineFirst = (packages: string[]): Promise<Run> => install(packages)('--offline').catch(() => install(packages)('--prefer-offline'));
+
+    // The peers and client packages install while the package is packed (the build is the slow part).
+    const peers = ['express', '@google-cloud/datastore', '@google-cloud/tasks', '@types/express', '@types/node'].map((name) => `${name}@${installedVersion(name)}`);
+    const [{ stdout }] = await Promise.all([run(npm, ['pack', '--json', '--pack-destination', work], copy), offlineFirst(peers)]);
+    [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as [typeof packed];
+    await offlineFirst([join(work, packed.filename), ...peers]);
   });
 
   after(() => {
