@@ -84,10 +84,11 @@ export interface Chains {
 export function createChains(deps: ChainDeps): Chains {
   const { locker, records, say } = deps;
   const router = express.Router();
-  router.post(PATHS.counter, locker.handle<Counter>((ctx) => countStep(deps, ctx), (p) => new Counter(p), { kinds: ['Counter'] }));
-  router.post(PATHS.charge, locker.handle<Order>((ctx) => chargeStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
-  router.post(PATHS.email, locker.handle<Order>((ctx) => emailStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
-  router.post(PATHS.archive, locker.handle<Order>((ctx) => archiveStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
+  // all(), not post(): any other method gets handle()'s 405 (task requests are POSTs) rather than Express's 404.
+  router.all(PATHS.counter, locker.handle<Counter>((ctx) => countStep(deps, ctx), (p) => new Counter(p), { kinds: ['Counter'] }));
+  router.all(PATHS.charge, locker.handle<Order>((ctx) => chargeStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
+  router.all(PATHS.email, locker.handle<Order>((ctx) => emailStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
+  router.all(PATHS.archive, locker.handle<Order>((ctx) => archiveStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
 
   locker.on('completed', (e) => {
     if (e.key.kind === 'Counter' && e.seq === FORGED_STEP) void forgeDuplicate(deps, e.key, e.seq);

@@ -136,6 +136,15 @@ describe('example app, run as a child process (embedded store and dispatcher)', 
     assert.deepEqual(await fetchStatus(app.url), before);
   });
 
+  it('answers 405 to anything but a POST on a task route, as the life-of-a-step table says', async () => {
+    for (const path of ['/tasks/counter', '/tasks/order/charge', '/tasks/order/email', '/tasks/order/archive']) {
+      const got = await fetch(`${app.url}${path}`);
+      assert.equal(got.status, 405, `GET ${path}`);
+      assert.equal(await got.text(), 'task requests are POSTs');
+    }
+    assert.equal((await fetch(`${app.url}/tasks/counter`, { method: 'PUT' })).status, 405);
+  });
+
   it('shuts down cleanly on SIGTERM', async () => {
     const code = await app.stop();
     assert.equal(code, 0);
