@@ -66,6 +66,13 @@ export interface LockerEvents {
     /** The sequence number of the step it scheduled; undefined when the chain is complete. */
     next?: number;
   }];
+  /** An operator cancelled the chain at step `seq` (`locker.cancel()`). */
+  cancelled: [StepEvent];
+  /** An operator retried failed step `seq` with a fresh retry budget, on a new task (`locker.retry()`). */
+  retried: [StepEvent & {
+    /** The new task's name. */
+    task: string;
+  }];
   /** A step was committed with its task in the outbox (a kickoff, or a handler chaining). */
   scheduled: [StepEvent & {
     /** The task's name. */

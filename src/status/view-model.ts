@@ -1,0 +1,82 @@
+/**
+ * What the status router shows, as plain data: sections of steps (one per kind, namespace and
+ * state) and one step's detail. The HTML page and the JSON answers are both made from these.
+ */
+import type { StepDetail } from '../inspect/inspector';
+import type { InspectState, StepSummary } from '../inspect/step-view';
+
+/** The actions a step in this state allows, in the order the page shows them. */
+export type ActionName = 'retry' | 'resend' | 'cancel';
+
+/** One listed step, with its extra columns and what can be done to it. */
+export interface StepRow {
+  step: StepSummary;
+  extra: Record<string, string>;
+  actions: ActionName[];
+}
+
+/** The steps of one kind and namespace in one state. */
+export interface Section {
+  kind: string;
+  namespace: string;
+  state: InspectState;
+  rows: StepRow[];
+  /** Set when more steps follow: the next page's cursor. */
+  cursor?: string;
+}
+
+/** The page's filters, as the query string gave them (checked). */
+export interface Filters {
+  kind?: string;
+  namespace?: string;
+  state?: InspectState;
+  order: 'oldest' | 'newest';
+  cursor?: string;
+}
+
+/** A list page. */
+export interface ListView {
+  now: number;
+  filters: Filters;
+  sections: Section[];
+}
+
+/** A detail page. */
+export interface DetailView {
+  now: number;
+  step: StepDetail;
+  extra: Record<string, string>;
+  actions: ActionName[];
+  /** The action just done, to confirm it (`?done=`). */
+  done?: ActionName;
+}
+
+/** Retry for a failed step; re-send and cancel while scheduled (running, stale or stalled included). */
+export function actionsFor(step: StepSummary): ActionName[] {
+  if (step.state === 'failed') return ['retry', 'cancel'];
+  if (step.state === 'scheduled' || step.state === 'running' || step.state === 'stale' || step.state === 'stalled') return ['resend', 'cancel'];
+  return [];
+}
+
+/** A step as JSON: dates as ISO text, the key as its path, encoding and namespace. */
+export function stepJson(step: StepSummary | StepDetail, extra: Record<string, string>, actions: ActionName[]): Record<string, unknown> {
+  const { key: _key, lastProgressAt, properties, ...rest } = step;
+  return {
+    ...rest,
+    namespace: step.namespace ?? '',
+    lastProgressAt: lastProgressAt?.toISOString(),
+    properties: plain(properties),
+    extra,
+    actions,
+  };
+}
+
+/** Properties as JSON can hold them: bigints and Datastore numbers as text, buffers summarised. */
+function plain(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value, (_name, v: unknown) => {
+    if (typeof v === 'bigint') return v.toString();
+    if (Buffer.isBuffer(v)) return `[${v.length} bytes]`;
+    if (typeof v === 'object' && v !== null && 'type' in v && 'data' in v && (v as { type: unknown }).type === 'Buffer') return '[bytes]';
+    return v;
+  }) ?? 'null');
+}
