@@ -4,7 +4,7 @@
  * stalled steps, shows times as ages, and puts each action in a small form (POST with the CSRF
  * token).
  */
-import { escapeHtml } from '../alert/message';
+import { escapeHtml } from '../html';
 import { INSPECT_STATES, type InspectState, type StepSummary } from '../inspect/step-view';
 import { formatAge } from './age';
 import type { ActionName, DetailView, ListView, Section, StepRow } from './view-model';
