@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Key } from '@google-cloud/datastore';
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Router } from 'express';
 import { sendAlert } from './alerts';
 import { entityProperties, type EntityFactory, type ScheduleOptions, type ScheduledStep, type TaskHandler } from './context';
 import type { Core } from './core';
@@ -21,6 +21,9 @@ import { newChainId } from './task-name';
 import { SeenSteps } from './seen-steps';
 import { Inspector } from './inspect/inspector';
 import { ConfigErrorLog } from './faults';
+import { cancelChain, resendStep, retryStep, type ActionOptions, type ActionResult } from './operator/actions';
+import { statusRouter } from './status/router';
+import type { StatusRouterOptions } from './status/options';
 import { type AlertEvent, type Json, type Properties, type Snapshot, type StoreTransaction } from './types';
 
 /**
@@ -119,6 +122,42 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    */
   inspect(): Inspector {
     return new Inspector(this);
+  }
+
+  /**
+   * Revives failed step `key` (an operator's action): it is scheduled again at the same sequence,
+   * with a fresh retry budget, on a new task. With `seq`, refused unless the chain is still at that
+   * step. Throws `TransitionError` (409) unless the step failed for good.
+   */
+  retry(key: Key, options?: ActionOptions): Promise<ActionResult> {
+    return retryStep(this, key, options);
+  }
+
+  /**
+   * Ends the chain on `key` at its current step (an operator's action): the step never runs, its
+   * tasks are dropped on arrival, and an attempt still running it can no longer write. A kickoff
+   * may then start a new chain. Throws `TransitionError` (409) unless a step is scheduled or running.
+   */
+  cancel(key: Key, options?: ActionOptions): Promise<ActionResult> {
+    return cancelChain(this, key, options);
+  }
+
+  /**
+   * Re-delivers the current step of `key` now, on a new task (an operator's action). A lease held
+   * by a running attempt is left to it (the new task is refused until it finishes); a stale one is
+   * taken over. Throws `TransitionError` (409) unless a step is scheduled or running.
+   */
+  resend(key: Key, options?: ActionOptions): Promise<ActionResult> {
+    return resendStep(this, key, options);
+  }
+
+  /**
+   * A mountable Express router with the status page (HTML), its JSON, and the retry, resend and
+   * cancel actions: `app.use('/ops/locker', locker.statusRouter({ authenticate, kinds: ['Order'] }))`.
+   * Authentication is required; POSTs are CSRF-safe.
+   */
+  statusRouter(options: StatusRouterOptions): Router {
+    return statusRouter(this, options);
   }
 
   /** Re-sends outbox records older than `sweepGrace` whose step still waits for its task. */

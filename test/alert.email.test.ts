@@ -134,7 +134,7 @@ describe('EmailAlerter', () => {
         assert.match(body, /chain stopped/);
         assert.match(body, /Fix the cause of the error below, then retry the step \(locker\.retry\(key\)\)/);
         assert.match(body, /fresh retry budget and a new task/);
-        assert.match(body, /cancel it \(locker\.cancel\(key\)\)/);
+        assert.match(body, /leave it failed: a kickoff \(locker\.schedule\) starts a new chain/);
         assert.doesNotMatch(body, /may have run twice/);
       }
     });
@@ -242,17 +242,17 @@ describe('EmailAlerter', () => {
       assert.ok(html.includes(`<p><a href="${origin.stepUrl}">Open the step on the status page</a></p>`));
     });
 
-    it('names the real actions for a failure: retry, or cancel the chain, with the call for this key', async () => {
+    it('names the real action for a failure: retry, with the call for this key', async () => {
       const { text, html } = await sendOne(failureEvent(origin));
       for (const body of [text, html.replace(/&#39;/g, "'")]) {
         assert.ok(body.includes(`retry the step (the Retry button on the step's status page, or locker.retry(locker.decodeKey('${origin.encodedKey}')))`), body);
-        assert.ok(body.includes(`cancel it (the Cancel button on the step's status page, or locker.cancel(locker.decodeKey('${origin.encodedKey}')))`));
       }
     });
 
-    it('names resend for an overwrite whose step does not finish', async () => {
+    it('names resend and cancel for an overwrite whose step does not finish', async () => {
       const { text } = await sendOne(overwriteEvent(origin));
       assert.ok(text.includes(`re-send it (the Resend button on the step's status page, or locker.resend(locker.decodeKey('${origin.encodedKey}')))`));
+      assert.ok(text.includes(`stop the chain (the Cancel button on the step's status page, or locker.cancel(locker.decodeKey('${origin.encodedKey}')))`));
     });
 
     it('says unknown when the origin is not known, and links nothing that is not http(s)', async () => {

@@ -104,7 +104,8 @@ function overwriteStory(event: AlertEvent): Story {
     todo:
       'Check the side effects of this step (payments, emails, writes to other systems) for a duplicate, ' +
       'and undo it if needed. The step goes on under the new attempt; if it does not finish, re-send it ' +
-      `(${action(event, 'resend')}). If this repeats, look for a handler that blocks the event loop or outlives its lease.`,
+      `(${action(event, 'resend')}), or stop the chain (${action(event, 'cancel')}). ` +
+      'If this repeats, look for a handler that blocks the event loop or outlives its lease.',
   };
 }
 
@@ -124,7 +125,8 @@ function failureStory(event: AlertEvent): Story {
       'Its chain stopped: no later step will run until someone acts.',
     todo:
       `Fix the cause of the error below, then retry the step (${action(event, 'retry')}): it runs again ` +
-      `with a fresh retry budget and a new task. To give the chain up instead, cancel it (${action(event, 'cancel')}).`,
+      'with a fresh retry budget and a new task. To give the chain up instead, leave it failed: a kickoff ' +
+      '(locker.schedule) starts a new chain on the entity.',
   };
 }
 

@@ -28,7 +28,7 @@ const STATE_LABELS: Record<InspectState, string> = {
 const STATE_HELP: Record<InspectState, string> = {
   stalled: 'no progress for stallAfter: a free lease nobody took, or a stale lease nobody took over; the sweep re-delivers it, or re-send it now',
   stale: 'an attempt holds a lease it stopped renewing (it crashed or hangs); the next delivery takes it over',
-  failed: 'failed for good: the chain stopped; fix the cause, then retry, or cancel the chain',
+  failed: 'failed for good: the chain stopped; fix the cause, then retry it (or leave it: a kickoff starts a new chain)',
   running: 'an attempt holds a fresh lease',
   scheduled: 'waiting for its task',
   complete: 'the chain finished',

@@ -85,7 +85,9 @@ function handler(backend: StatusBackend, fn: (req: Request, res: Response) => Pr
         : error instanceof TransitionError ? 409
         : error instanceof LockerError ? error.status : 500;
       const message = error instanceof Error ? error.message : String(error);
-      if (status >= 500) backend.config.logger.error('status page failed', { path: req.originalUrl.split('?')[0], error: message });
+      const fields = { path: req.originalUrl.split('?')[0], status, error: message };
+      if (status >= 500) backend.config.logger.error('status page failed', fields);
+      else backend.config.logger.warn('status page request not done', fields);
       const shown = status >= 500 ? 'The store could not be read; try again.' : message;
       if (res.headersSent) return;
       res.status(status).set('Cache-Control', 'no-store');

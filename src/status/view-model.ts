@@ -53,7 +53,7 @@ export interface DetailView {
 
 /** Retry for a failed step; re-send and cancel while scheduled (running, stale or stalled included). */
 export function actionsFor(step: StepSummary): ActionName[] {
-  if (step.state === 'failed') return ['retry', 'cancel'];
+  if (step.state === 'failed') return ['retry'];
   if (step.state === 'scheduled' || step.state === 'running' || step.state === 'stale' || step.state === 'stalled') return ['resend', 'cancel'];
   return [];
 }
