@@ -42,6 +42,8 @@ export { verifyLocalSignature, type LocalSecret } from './queue/local-signature'
 export { oidcAuthenticator, type OidcAuthenticatorOptions, type OidcTokenVerifier } from './auth/oidc';
 export { appEngineAuthenticator, type AppEngineAuthenticatorOptions } from './auth/app-engine';
 export { anyOf } from './auth/any-of';
+// People behind Identity-Aware Proxy, e.g. for the status router.
+export { iapAuthenticator, IAP_HEADER, type IapAuthenticatorOptions, type IapTokenVerifier } from './auth/iap';
 
 // The default logger, for your own logs in the same shape (JSON lines on Cloud Run and App Engine).
 export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptions } from './log/platform-logger';
@@ -49,6 +51,9 @@ export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptio
 // The operator's view: steps by state, one entity's detail.
 export { Inspector, type ListQuery, type StepPage, type StepDetail } from './inspect/inspector';
 export { InspectState, type StepSummary } from './inspect/step-view';
+// The operator's actions and the status router.
+export type { ActionOptions, ActionResult } from './operator/actions';
+export { STATUS_ROUTER_DEFAULTS, type StatusRouterOptions, type StatusColumn } from './status/options';
 export type { LockQuery, LockPage, FoundEntity } from './store/lock-query';
 
 // Alerts by email.
