@@ -9,6 +9,7 @@ import type { Authenticator } from '../types';
 
 /** An extra column of the status page: a title and the cell's text for a step. */
 export interface StatusColumn {
+  /** The column's heading (and its key in the JSON's `extra`). */
   title: string;
   /** The cell's text (escaped on the page; sent as is in JSON under `extra[title]`). */
   value: (step: StepSummary) => string | number | Promise<string | number>;
@@ -50,9 +51,13 @@ export interface StatusConfig {
 
 /** Every default, in one place. */
 export const STATUS_ROUTER_DEFAULTS = Object.freeze({
+  /** The default namespace only. */
   namespaces: Object.freeze(['']) as readonly string[],
+  /** Rows per state and page. */
   pageSize: 25,
+  /** Seconds between the page's reloads. */
   refreshSeconds: 30,
+  /** The page's title. */
   title: 'datastore-locker',
 });
 
