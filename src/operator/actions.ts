@@ -53,10 +53,10 @@ export function current(key: Key, lock: Lock | undefined, options: ActionOptions
 
 /** Revives a failed step with a fresh retry budget, on a new task. */
 export async function retryStep(_core: Core, key: Key, _options: ActionOptions = {}): Promise<ActionResult> {
-  throw new TransitionError(`${keyPath(key)}: retry needs the ledger (not landed yet)`);
+  throw new TransitionError(`${keyPath(key)}: retry needs the ledger of live steps, which keeps the step's path and payload; it has not landed yet`);
 }
 
 /** Re-delivers the current step now, on a new task. */
 export async function resendStep(_core: Core, key: Key, _options: ActionOptions = {}): Promise<ActionResult> {
-  throw new TransitionError(`${keyPath(key)}: resend needs the ledger (not landed yet)`);
+  throw new TransitionError(`${keyPath(key)}: resend needs the ledger of live steps, which keeps the step's path and payload; it has not landed yet`);
 }
