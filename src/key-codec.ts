@@ -2,7 +2,11 @@
  * Keys in the legacy url-safe encoding of App Engine's `datastore.Key.Encode()`, which the Go
  * library puts in `X-Lock-Key`: the protocol-buffer `Reference` (app, path, namespace), base64url
  * without padding. Written here so decoding never trusts its input: every malformed key is a
- * `BadRequestError`, never a crash.
+ * `BadRequestError`, never a crash. The client's own `keyToLegacyUrlSafe` is asynchronous (it
+ * looks the project id up first, so it cannot serve the synchronous `encodeKey`) and its
+ * `keyFromLegacyUrlsafe` decodes without checking (ids come back as `Datastore.int`), so that
+ * validating first and decoding with it would parse every key twice; measured, this codec encodes
+ * and decodes as fast as the client's functions do.
  */
 import { Key } from '@google-cloud/datastore';
 import { BadRequestError } from './errors';
@@ -26,19 +30,18 @@ const MAX_ENCODED_LENGTH = 8192;
 
 /** Encodes a complete key; `app` is the Reference's app id (e.g. `s~my-project`). */
 export function encodeKey(key: Key, app: string): string {
-  const elements: Buffer[] = [];
+  const path = new Writer();
   for (const k of ancestry(key)) {
-    const parts = [varint(TAG_ELEMENT_START), stringField(TAG_TYPE, k.kind)];
-    if (k.name !== undefined) parts.push(stringField(TAG_NAME, k.name));
-    else if (k.id !== undefined) parts.push(varint(TAG_ID), varint(BigInt(k.id)));
+    path.varint(TAG_ELEMENT_START);
+    path.string(TAG_TYPE, k.kind);
+    if (k.name !== undefined) path.string(TAG_NAME, k.name);
+    else if (k.id !== undefined) path.varint(TAG_ID).varint(typeof k.id === 'number' ? k.id : BigInt(k.id));
     else throw new TypeError(`key ${keyPath(key)} is incomplete: it has neither an id nor a name`);
-    parts.push(varint(TAG_ELEMENT_END));
-    elements.push(...parts);
+    path.varint(TAG_ELEMENT_END);
   }
-  const path = Buffer.concat(elements);
-  const fields = [stringField(TAG_APP, app), varint(TAG_PATH), varint(path.length), path];
-  if (key.namespace) fields.push(stringField(TAG_NAMESPACE, key.namespace));
-  return Buffer.concat(fields).toString('base64url');
+  const out = new Writer().string(TAG_APP, app).varint(TAG_PATH).bytes(path.done());
+  if (key.namespace) out.string(TAG_NAMESPACE, key.namespace);
+  return out.done().toString('base64url');
 }
 
 /** Decodes an encoded key, or throws `BadRequestError` saying what is wrong with it. */
@@ -96,21 +99,59 @@ function bad(why: string): BadRequestError {
   return new BadRequestError(`X-Lock-Key is not a valid key: ${why}`);
 }
 
-function stringField(tag: number, value: string): Buffer {
-  const bytes = Buffer.from(value, 'utf8');
-  return Buffer.concat([varint(tag), varint(bytes.length), bytes]);
-}
+/** A protobuf writer into one growing buffer: varints (numbers or bigints), strings and byte fields. */
+class Writer {
+  private buf = Buffer.allocUnsafe(128);
+  private pos = 0;
 
-function varint(value: number | bigint): Buffer {
-  let v = BigInt(value);
-  const out: number[] = [];
-  do {
-    let byte = Number(v & 0x7fn);
-    v >>= 7n;
-    if (v > 0n) byte |= 0x80;
-    out.push(byte);
-  } while (v > 0n);
-  return Buffer.from(out);
+  varint(value: number | bigint): this {
+    this.room(10);
+    if (typeof value === 'number' && value >= 0 && value <= 0x7fffffff) {
+      let v = value;
+      while (v >= 0x80) {
+        this.buf[this.pos++] = (v & 0x7f) | 0x80;
+        v >>>= 7;
+      }
+      this.buf[this.pos++] = v;
+      return this;
+    }
+    let v = BigInt(value);
+    do {
+      let byte = Number(v & 0x7fn);
+      v >>= 7n;
+      if (v > 0n) byte |= 0x80;
+      this.buf[this.pos++] = byte;
+    } while (v > 0n);
+    return this;
+  }
+
+  /** A length-delimited field holding `value` in UTF-8. */
+  string(tag: number, value: string): this {
+    const length = Buffer.byteLength(value, 'utf8');
+    this.varint(tag).varint(length).room(length);
+    this.pos += this.buf.write(value, this.pos, 'utf8');
+    return this;
+  }
+
+  /** The length of `bytes`, then the bytes. */
+  bytes(bytes: Buffer): this {
+    this.varint(bytes.length).room(bytes.length);
+    this.pos += bytes.copy(this.buf, this.pos);
+    return this;
+  }
+
+  done(): Buffer {
+    return this.buf.subarray(0, this.pos);
+  }
+
+  private room(extra: number): this {
+    if (this.pos + extra > this.buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + extra));
+      this.buf.copy(bigger, 0, 0, this.pos);
+      this.buf = bigger;
+    }
+    return this;
+  }
 }
 
 /** A bounds-checked protobuf reader; any overrun is a `BadRequestError`. */
@@ -133,7 +174,19 @@ class Reader {
     throw bad('it has an overlong number');
   }
 
+  /** A tag or a length: at most 0xffffff. Four bytes are read as a number; longer forms take the bigint path. */
   varintNumber(): number {
+    const start = this.pos;
+    let result = 0;
+    for (let shift = 0; shift < 28 && this.pos < this.buf.length; shift += 7) {
+      const byte = this.buf[this.pos++]!;
+      result |= (byte & 0x7f) << shift;
+      if ((byte & 0x80) === 0) {
+        if (result > 0xffffff) throw bad('it has an unexpected field');
+        return result;
+      }
+    }
+    this.pos = start;
     const v = this.varint();
     if (v > 0xffffffn) throw bad('it has an unexpected field');
     return Number(v);

@@ -21,6 +21,20 @@ describe('key codec: the legacy url-safe encoding of X-Lock-Key', () => {
     }
   });
 
+  it('encodes byte for byte as keyToLegacyUrlSafe for any ids (one byte to 2^53) and long names (property)', async () => {
+    const id = fc.oneof(fc.integer({ min: 1, max: 200 }), fc.integer({ min: 2 ** 31 - 2, max: 2 ** 31 + 2 }), fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }));
+    const name = fc.string({ minLength: 1, maxLength: 300 });
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.tuple(fc.string({ minLength: 1, maxLength: 40 }), fc.oneof(id, name)), { minLength: 1, maxLength: 5 }),
+      fc.option(fc.stringMatching(/^[A-Za-z0-9._-]{1,100}$/), { nil: undefined }),
+      async (elements, namespace) => {
+        const key = ds.key({ namespace, path: elements.flat() });
+        const [theirs] = await ds.keyToLegacyUrlSafe(key, 's~');
+        assert.equal(encodeKey(key, 's~my-project'), theirs);
+      },
+    ), { numRuns: 200 });
+  });
+
   it('decodes what it encodes: kinds, ids, names, ancestors and namespace', () => {
     fc.assert(fc.property(
       fc.array(fc.tuple(fc.string({ minLength: 1, maxLength: 12 }), fc.oneof(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), fc.string({ minLength: 1, maxLength: 12 }))), { minLength: 1, maxLength: 4 }),
