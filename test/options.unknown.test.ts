@@ -21,6 +21,7 @@ import { appEngineAuthenticator } from '../src/auth/app-engine';
 import { MemoryStore } from '../src/store/memory';
 import { DatastoreStore } from '../src/store/datastore';
 import { withContentionRetry } from '../src/store/retry';
+import { platformLogger } from '../src/log/platform-logger';
 import type { Properties } from '../src/types';
 
 const datastore = new Datastore({ projectId: 'locker-test' });
@@ -168,6 +169,19 @@ describe('unknown options', () => {
     it('MemoryStore and DatastoreStore', () => {
       rejects(() => new MemoryStore({ projectID: 'p' } as never), 'MemoryStore', 'projectID', 'projectId');
       rejects(() => new DatastoreStore(datastore, { conditionalWrite: false } as never), 'DatastoreStore', 'conditionalWrite', 'conditionalWrites');
+    });
+
+    it('platformLogger', () => {
+      rejects(() => platformLogger({ fromat: 'json' } as never), 'platformLogger', 'fromat', 'format');
+    });
+
+    it('locker.cancel()', async () => {
+      const locker = new Locker(noAuth);
+      await assert.rejects(locker.cancel(datastore.key(['Counter', 'c']), { sequence: 2 } as never), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.match(error.message, /locker\.cancel\(\): unknown option `sequence`; did you mean `seq`\?/);
+        return true;
+      });
     });
 
     it('withContentionRetry', async () => {

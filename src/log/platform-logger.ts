@@ -3,6 +3,7 @@
  * object per line with `severity`, `message` and the fields, which Cloud Logging parses into a
  * structured entry; elsewhere one readable line per message.
  */
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { Logger } from '../types';
 
 /** How the default logger writes: `json` lines, readable `text`, or `auto` (JSON on Cloud Run and App Engine). */
@@ -20,6 +21,9 @@ export interface PlatformLoggerOptions {
   /** The environment `auto` looks at. Defaults to `process.env`. */
   env?: Record<string, string | undefined>;
 }
+
+/** Every option name of {@link PlatformLoggerOptions}. */
+const OPTION_NAMES: OptionNames<PlatformLoggerOptions> = { format: true, write: true, env: true };
 
 /** A logger method's level. */
 export type LogLevel = 'info' | 'warn' | 'error';
@@ -40,6 +44,7 @@ export function resolveLogFormat(format: LogFormat, env: Record<string, string |
 
 /** A logger writing JSON lines on Google's platforms (or when asked) and readable lines elsewhere. */
 export function platformLogger(options: PlatformLoggerOptions = {}): Logger {
+  rejectUnknownOptions('platformLogger', options, OPTION_NAMES);
   const format = resolveLogFormat(options.format ?? 'auto', options.env ?? process.env);
   const write = options.write ?? writeToConsole;
   const render = format === 'json' ? jsonLine : textLine;

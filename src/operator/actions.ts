@@ -8,6 +8,7 @@ import type { Key } from '@google-cloud/datastore';
 import type { Core } from '../core';
 import { TransitionError } from '../errors';
 import { keyPath } from '../key-codec';
+import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import { readLock, writeLock, type Lock } from '../lock-fields';
 import { cancel } from '../transitions';
 
@@ -16,6 +17,9 @@ export interface ActionOptions {
   /** The step the operator saw: the action is refused (`TransitionError`) when the chain is at another step now. */
   seq?: number;
 }
+
+/** Every option name of {@link ActionOptions}. */
+export const ACTION_OPTION_NAMES: OptionNames<ActionOptions> = { seq: true };
 
 /** What an action did. */
 export interface ActionResult {
@@ -29,6 +33,7 @@ export interface ActionResult {
 
 /** Cancels the chain on `key` at its current step: the step never runs, its tasks are dropped on arrival. */
 export async function cancelChain(core: Core, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+  rejectUnknownOptions('locker.cancel()', options, ACTION_OPTION_NAMES);
   const now = new Date(core.config.clock());
   const seq = await core.transact(async (tx) => {
     const props = await tx.get(key);
