@@ -4,6 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import type { LeakReport } from './leak';
+import { describeStampede, type StampedeReport } from './stampede';
 import type { LatencySamples } from './latency';
 import type { RpcCounts } from './rpc-count';
 import { describeRpcs, totalRpcs } from './rpc-count';
@@ -27,6 +28,8 @@ export interface Results {
   rpcs: { floor?: RpcCounts; step?: RpcCounts; duplicateFinished?: RpcCounts; duplicateHeld?: RpcCounts; duplicateFirst?: RpcCounts };
   leaks: LeakReport[];
   simultaneous?: SimultaneousReport;
+  /** 20 simultaneous deliveries of one step on the Firestore emulator, with a store built with no options. */
+  stampedes: StampedeReport[];
 }
 
 /** The medians and ratios both outputs are made of. */
@@ -92,6 +95,7 @@ export function summaryJson(r: Results): Record<string, unknown> {
     libraryTimersLeftAlive: leak?.libraryTimersLeftAlive ?? null,
     leakSteps: leak?.steps ?? null,
     leakStore: leak?.store ?? null,
+    stampedes: r.stampedes.map((x) => ({ emulator: x.emulator, deliveries: x.deliveries, runs: x.runs, ms: round(x.ms), rpcs: x.rpcs })),
     leaks: r.leaks.map((k) => ({ store: k.store, steps: k.steps, heapGrowthBytes: k.heapGrowthBytes, timersBefore: k.timersBefore, timersAfter: k.timersAfter, timersLeftAlive: k.timersLeftAlive, libraryTimersLeftAlive: k.libraryTimersLeftAlive })),
     targetsMet:
       f.stepToFloor <= TARGETS.stepToFloor && f.duplicateToFloor <= TARGETS.duplicateToFloor && f.throughput16ToFloor >= TARGETS.throughput16ToFloor,
@@ -148,6 +152,7 @@ export function table(r: Results): string {
   lines.push('');
   lines.push(...breakdown(r, l));
   lines.push(`  less the HTTP round trip's median: a step costs ${f.stepNetOfHttpToFloor.toFixed(2)} × floor, a duplicate ${f.duplicateNetOfHttpToFloor.toFixed(2)} × floor (an approximation; the targets above include HTTP)`);
+  if (r.stampedes.length > 0) lines.push('', ...r.stampedes.map(describeStampede));
   for (const leak of r.leaks) lines.push('', ...leakLines(leak, s.concurrency));
   return lines.join('\n');
 }

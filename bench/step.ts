@@ -14,7 +14,7 @@
 import { DatastoreStore } from '../src/store/datastore';
 import { MemoryStore } from '../src/store/memory';
 import { spyClient, type SpiedClient } from '../test/support/datastore-spy';
-import { legacyDatastore } from '../test/support/emulator';
+import { firestoreDatastore, legacyDatastore } from '../test/support/emulator';
 import { KeySource, finishedStep, heldStep, seed } from './entities';
 import { DUPLICATE_FINISHED, DUPLICATE_HELD, STEP_DONE, expectReply } from './expect';
 import { rawTransaction } from './floor';
@@ -25,6 +25,7 @@ import { rpcsPerOp } from './rpc-count';
 import { startStepServer } from './server';
 import { readSettings } from './settings';
 import { measureSimultaneous } from './simultaneous';
+import { measureStampede } from './stampede';
 import { measureThroughput } from './throughput';
 import { warmUp } from './warmup';
 
@@ -58,7 +59,9 @@ async function main(): Promise<void> {
       const store = name === 'memory' ? new MemoryStore({ projectId: datastore.options.projectId }) : new DatastoreStore(datastore);
       leaks.push(await measureLeak(name === 'memory' ? 'in-memory store' : 'legacy Datastore emulator', store, keys, settings.leakSteps, settings.leakWarmup, settings.concurrency));
     }
-    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous };
+    progress('20 simultaneous deliveries of one step on the Firestore emulator, with a store built with no options');
+    const stampedes = [await measureStampede('Firestore emulator', firestoreDatastore())];
+    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes };
   } finally {
     await server.close();
     await spy.close();

@@ -75,6 +75,11 @@ describe('npm run bench', () => {
     assert.equal(result.rpcsPerFirstDuplicate, 1);
     assert.ok((result.rpcsPerDuplicate as number) < 1, `repeated duplicates are answered from memory, got ${String(result.rpcsPerDuplicate)} RPCs`);
 
+    // The same on the Firestore emulator (locking reads; baseVersion ignored), with a store built with no options: one run.
+    assert.ok(table.includes('simultaneous deliveries of one step on the Firestore emulator'), 'the table shows the stampede on the Firestore emulator');
+    const stampedes = result.stampedes as Array<Record<string, unknown>>;
+    assert.deepEqual(stampedes.map((x) => [x.emulator, x.runs]), [['Firestore emulator', 1]]);
+
     const leaks = result.leaks as Array<Record<string, unknown>>;
     assert.deepEqual(leaks.map((l) => l.store), ['legacy Datastore emulator', 'in-memory store']);
     for (const leak of leaks) {

@@ -121,4 +121,4 @@ function suite(name: string, makeStore: () => Store): void {
 
 suite('the memory store', () => new MemoryStore());
 suite('the Datastore emulator', () => new DatastoreStore(legacyDatastore()));
-suite('the Firestore emulator', () => new DatastoreStore(firestoreDatastore(), { beginWithFirstRead: false, conditionalWrites: false }));
+suite('the Firestore emulator', () => new DatastoreStore(firestoreDatastore()));

@@ -6,20 +6,20 @@ import { storeContract } from './store-contract';
 import { firestoreDatastore, uniqueNamespace } from './support/emulator';
 
 // The Firestore emulator mishandles transactions that begin with their first read (it leaves the
-// keys locked for a minute), so the store runs with beginWithFirstRead off here; it ignores
-// Mutation.base_version, so compare-and-swaps run as transactions (conditionalWrites off).
+// keys locked for a minute) and ignores Mutation.base_version: the store finds both out itself,
+// so it runs with no options here (namespaces only pins the outbox listing to the test's own).
 const client = firestoreDatastore();
 
 storeContract('DatastoreStore on the Firestore emulator in Datastore mode', (namespaces) => ({
-  store: new DatastoreStore(client, { beginWithFirstRead: false, conditionalWrites: false, namespaces }),
+  store: new DatastoreStore(client, { namespaces }),
   raw: client,
   lockingReads: true,
 }));
 
 describe('DatastoreStore on the Firestore emulator in Datastore mode', () => {
-  it('meets an emulator that ignores baseVersion: why conditionalWrites is off here', async () => {
-    // If this fails, the emulator honours baseVersion now and the suite can run with conditional writes.
-    const store = new DatastoreStore(client, { beginWithFirstRead: false });
+  it('trusts baseVersion when told to (conditionalWrites: true), and this emulator then applies a stale write', async () => {
+    // If this fails, the emulator honours baseVersion now (the backend check would find it too).
+    const store = new DatastoreStore(client, { beginWithFirstRead: false, conditionalWrites: true });
     const k = new Key({ namespace: uniqueNamespace('base-version'), path: ['Order', 'ignored'] });
     await store.transaction(async (tx) => tx.put(k, { n: 0 }, []));
     const stale = await store.read(k);
@@ -31,7 +31,7 @@ describe('DatastoreStore on the Firestore emulator in Datastore mode', () => {
   });
 
   it('falls back to the namespaces it wrote outbox records to when namespaces cannot be listed', async () => {
-    const store = new DatastoreStore(client, { beginWithFirstRead: false });
+    const store = new DatastoreStore(client);
     const namespace = uniqueNamespace('fallback');
     const record = {
       name: 'fallback-task',

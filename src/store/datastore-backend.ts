@@ -1,8 +1,31 @@
 /**
- * What a Datastore backend supports, checked once per client (placeholder: trusts it).
+ * Knowing the backend: what a Datastore backend really does with the two optimisations the store
+ * relies on, checked once per backend (per injected client, or per endpoint, project and database)
+ * before the first compare-and-swap or transaction, instead of trusting documentation:
+ *
+ * - conditional writes: the store writes a scratch entity of its own kind (`LockerProbe`, a random
+ *   name, default namespace), replaces it at the version written (must apply), replaces it again
+ *   at that now stale version (must report `conflictDetected`), and deletes it. A backend that
+ *   applies the stale write, or reports no versions, ignores `Mutation.base_version`: fencing would
+ *   silently not hold, so compare-and-swaps run as transactions there.
+ * - begin-with-first-read: a transaction begun by a lookup (`ReadOptions.newTransaction`) of a
+ *   scratch key that does not exist commits a delete of it (writing nothing). A backend that aborts
+ *   that commit (the Firestore emulator leaves the key locked: "Transaction lock timeout") cannot
+ *   use it, so transactions begin with `beginTransaction` there.
+ *
+ * Each finding that turns an optimisation off is logged once, with why. An option given to the
+ * store overrides its check (which is then not run). The check is usually a client's first call,
+ * which connects (and authenticates) first, so its calls get {@link CHECK_TIMEOUT_MS} at least. A
+ * check that fails for another reason (the backend unreachable) fails the operation that needed
+ * it, and runs again next time.
  */
-import type { DatastoreClient } from '@google-cloud/datastore';
+import { randomBytes } from 'node:crypto';
+import { Key, type Datastore, type DatastoreClient } from '@google-cloud/datastore';
+import { ContentionError } from '../errors';
 import type { Logger } from '../types';
+import { commitUpsert, rollBack } from './datastore-commit';
+import { BEGIN_TRANSACTION, lookup } from './datastore-lookup';
+import { keyToProto, type RawEntity } from './datastore-protos';
 import type { DatastoreRpc } from './datastore-rpc';
 
 /** How the store talks to its backend. */
@@ -13,7 +36,113 @@ export interface Backend {
   beginWithFirstRead: boolean;
 }
 
-/** The backend of `client`: the overrides, and what the check finds for the rest. */
-export async function backendOf(_client: DatastoreClient, _rpc: DatastoreRpc, overrides: Partial<Backend>, _logger: Logger): Promise<Backend> {
-  return { conditionalWrites: overrides.conditionalWrites ?? true, beginWithFirstRead: overrides.beginWithFirstRead ?? true };
+/** The deadline of each call of the check, ms, unless the store's own is longer. */
+export const CHECK_TIMEOUT_MS = 30_000;
+
+/** The kind of the scratch entities: no user kind, never indexed by the library's queries. */
+export const PROBE_KIND = 'LockerProbe';
+
+/** What the checks found, by backend: an injected client, or an endpoint, project and database. */
+const found = new Map<string, Promise<boolean>>();
+
+/** Where a check runs, and how it is told apart from other backends. */
+export interface ProbeTarget {
+  rpc: DatastoreRpc;
+  datastore: Datastore;
+  /** The client the store was given, if any (each is checked on its own). */
+  injected?: DatastoreClient;
+  logger: Logger;
+}
+
+/** The backend: the overrides, and what the checks find for the rest. */
+export async function backendOf(store: ProbeTarget, overrides: Partial<Backend>): Promise<Backend> {
+  const target = { ...store, rpc: store.rpc.withTimeout(Math.max(store.rpc.timeoutMs, CHECK_TIMEOUT_MS)) };
+  const [conditionalWrites, beginWithFirstRead] = await Promise.all([
+    overrides.conditionalWrites ?? once(target, 'conditionalWrites', () => checkConditionalWrites(target)),
+    overrides.beginWithFirstRead ?? once(target, 'beginWithFirstRead', () => checkBeginWithFirstRead(target)),
+  ]);
+  return { conditionalWrites, beginWithFirstRead };
+}
+
+/** Runs `check` once per backend; a check that throws is forgotten, so it runs again. */
+function once(target: ProbeTarget, what: keyof Backend, check: () => Promise<boolean>): Promise<boolean> {
+  const id = `${what}:${target.injected ? `client#${injectedId(target.injected)}` : backendId(target)}`;
+  let result = found.get(id);
+  if (!result) {
+    result = check();
+    found.set(id, result);
+    result.catch(() => found.delete(id));
+  }
+  return result;
+}
+
+const injectedIds = new WeakMap<object, number>();
+let nextInjectedId = 0;
+
+function injectedId(client: object): number {
+  let id = injectedIds.get(client);
+  if (id === undefined) {
+    id = ++nextInjectedId;
+    injectedIds.set(client, id);
+  }
+  return id;
+}
+
+function backendId(target: ProbeTarget): string {
+  const options = target.datastore.options as { servicePath?: string; port?: number; apiEndpoint?: string; projectId?: string; databaseId?: string };
+  return JSON.stringify([options.servicePath ?? options.apiEndpoint ?? '', options.port ?? '', options.projectId ?? '', options.databaseId ?? '']);
+}
+
+/** True when a stale `baseVersion` is refused (and a fresh one applied). */
+async function checkConditionalWrites({ rpc, logger }: ProbeTarget): Promise<boolean> {
+  const key = scratchKey('base-version');
+  const entity = (step: number): RawEntity => ({ key: keyToProto(key), properties: { step: { integerValue: String(step) } } });
+  const created = await commitUpsert(rpc, entity(0), undefined);
+  try {
+    const fresh = created.version === undefined ? undefined : await commitUpsert(rpc, entity(1), created.version);
+    const stale = created.version === undefined ? undefined : await commitUpsert(rpc, entity(2), created.version);
+    const honoured = fresh?.conflictDetected === false && stale?.conflictDetected === true;
+    if (!honoured) {
+      logger.warn(
+        'DatastoreStore: this Datastore does not refuse a write at a stale version (Mutation.base_version), ' +
+          'so compare-and-swaps run as transactions (two round trips instead of one). ' +
+          'Set conditionalWrites to skip this check.',
+        { reported: describe(created, fresh, stale) },
+      );
+    }
+    return honoured;
+  } finally {
+    await rpc.commit([{ delete: keyToProto(key) }]).catch(() => undefined);
+  }
+}
+
+/** True when a transaction begun by a lookup can commit. */
+async function checkBeginWithFirstRead({ rpc, logger }: ProbeTarget): Promise<boolean> {
+  const key = scratchKey('first-read');
+  const { transaction } = await lookup(rpc, key, BEGIN_TRANSACTION);
+  if (!transaction) {
+    logger.warn('DatastoreStore: a lookup did not begin the transaction it was asked to, so transactions begin with beginTransaction.');
+    return false;
+  }
+  try {
+    await rpc.commit([{ delete: keyToProto(key) }], transaction);
+    return true;
+  } catch (error) {
+    await rollBack(rpc, transaction);
+    if (!(error instanceof ContentionError)) throw error;
+    logger.warn(
+      'DatastoreStore: a transaction begun by its first read could not commit ' +
+        `(${error.message}; the Firestore emulator leaves the key locked), ` +
+        'so transactions begin with beginTransaction (one more round trip). Set beginWithFirstRead to skip this check.',
+    );
+    return false;
+  }
+}
+
+function scratchKey(purpose: string): Key {
+  return new Key({ path: [PROBE_KIND, `${purpose}-${randomBytes(12).toString('hex')}`] });
+}
+
+function describe(...outcomes: ({ version?: string; conflictDetected: boolean } | undefined)[]): string {
+  return outcomes.map((o) => (o ? `version ${o.version ?? 'none'}${o.conflictDetected ? ' conflict' : ''}` : 'not sent')).join(', ');
 }

@@ -57,8 +57,15 @@ export class DatastoreRpc {
     private readonly client: DatastoreClient,
     private readonly datastore: Datastore,
     /** The deadline of each call, ms, the client's retries included. */
-    private readonly timeoutMs: number,
+    readonly timeoutMs: number,
   ) {}
+
+  /** The same calls with another deadline. */
+  withTimeout(timeoutMs: number): DatastoreRpc {
+    const rpc = new DatastoreRpc(this.client, this.datastore, timeoutMs);
+    rpc.projectId = this.projectId;
+    return rpc;
+  }
 
   /** The project id: the client's, else the one its credentials name (resolved once). */
   project(): Promise<string> {

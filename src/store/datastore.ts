@@ -49,7 +49,7 @@ import { ConfigError } from '../errors';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import { platformLogger } from '../log/platform-logger';
 import type { Logger, OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
-import { backendOf, type Backend } from './datastore-backend';
+import { backendOf, type Backend, type ProbeTarget } from './datastore-backend';
 import { entityProto } from './datastore-encode';
 import { grpcCode } from './datastore-errors';
 import { lookup } from './datastore-lookup';
@@ -126,7 +126,7 @@ export class DatastoreStore implements Store {
   private readonly client: DatastoreClient;
   private readonly ownsClient: boolean;
   private readonly overrides: Partial<Backend>;
-  private readonly logger: Logger;
+  private readonly probeTarget: ProbeTarget;
   private readonly gate = new KeyGate();
   /** Namespaces this store wrote outbox records to: the fallback when namespaces can't be listed. */
   private readonly writtenNamespaces = new Set<string>(['']);
@@ -146,7 +146,12 @@ export class DatastoreStore implements Store {
     this.ownsClient = options.client === undefined;
     this.client = options.client === undefined ? new DatastoreClient({ ...datastore.options }) : checkGenerated(options.client);
     this.rpc = new DatastoreRpc(this.client, datastore, timeout);
-    this.logger = options.logger ?? platformLogger();
+    this.probeTarget = {
+      rpc: this.rpc,
+      datastore,
+      ...(options.client && { injected: options.client }),
+      logger: options.logger ?? platformLogger(),
+    };
     const projectId = datastore.options?.projectId;
     if (projectId) this.knownProjectId = projectId;
   }
@@ -227,7 +232,7 @@ export class DatastoreStore implements Store {
 
   /** What the backend supports: the overrides, and the check for what they leave open. */
   private backend(): Promise<Backend> {
-    return backendOf(this.client, this.rpc, this.overrides, this.logger);
+    return backendOf(this.probeTarget, this.overrides);
   }
 
   /** The namespaces to sweep: as configured, else all (or, where that query is refused, the known ones). */
