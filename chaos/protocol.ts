@@ -1,0 +1,75 @@
+/**
+ * What the orchestrator and its worker processes tell each other, and the records the oracle
+ * reads: effects and alerts, one JSON line each, in files of their own per worker.
+ */
+import { join } from 'node:path';
+import type { EmulatorName } from './options';
+
+/** Everything a worker process is told, in the `CHAOS_WORKER` environment variable. */
+export interface WorkerConfig {
+  /** The worker's slot (0..K-1); a restarted worker keeps its slot. */
+  slot: number;
+  /** How many times this slot was started before (0 for the first). */
+  incarnation: number;
+  seed: number;
+  projectId: string;
+  /** host:port of the store: the fault proxy in front of the emulator. */
+  storeHost: string;
+  emulator: EmulatorName;
+  dispatcherUrl: string;
+  secret: string;
+  leaseMs: number;
+  maxRetries: number;
+  throwRate: number;
+  permanentRate: number;
+  hangRate: number;
+  hangMs: number;
+  /** Added to Date.now() in the Locker's clock. */
+  skewMs: number;
+  sweepEveryMs: number;
+  sweepGraceMs: number;
+  steps: number;
+  /** The folder of the effect, alert and log files. */
+  dir: string;
+  /** Handler faults off from the start (a worker restarted after the faults stopped). */
+  calm: boolean;
+}
+
+/** Worker → orchestrator. */
+export type WorkerMessage = { type: 'ready'; port: number };
+
+/** Orchestrator → worker. */
+export type OrchestratorMessage = { type: 'calm' };
+
+/** A handler's side effect, recorded (and flushed) before the handler returns. */
+export interface EffectRecord {
+  /** The chain entity's key name. */
+  key: string;
+  seq: number;
+  /** The attempt id the library handed the handler. */
+  attempt: string;
+  /** The dispatcher's retry count of the delivery. */
+  retry: number;
+  slot: number;
+  incarnation: number;
+  /** Real time (no skew), epoch ms. */
+  t: number;
+}
+
+/** An alert as the alerter received it. */
+export interface AlertRecord {
+  reason: string;
+  key: string;
+  seq: number;
+  previousAttempt?: string;
+  newAttempt?: string;
+  slot: number;
+  t: number;
+}
+
+export const effectsFile = (dir: string, slot: number): string => join(dir, `effects-${slot}.jsonl`);
+export const alertsFile = (dir: string, slot: number): string => join(dir, `alerts-${slot}.jsonl`);
+export const logFile = (dir: string, slot: number): string => join(dir, `worker-${slot}.log`);
+
+/** The kind of the chain entities. */
+export const CHAIN_KIND = 'ChaosChain';

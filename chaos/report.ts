@@ -1,0 +1,114 @@
+/**
+ * What a run prints: a table for people, the history of a broken chain, then one JSON line, last,
+ * for scripts.
+ */
+import type { ChaosResult } from './run';
+
+/** The JSON line's fields, in order. */
+export interface ChaosSummary {
+  emulator: string;
+  deliveries: number;
+  chains: number;
+  steps: number;
+  duplicatesDelivered: number;
+  effectsDuplicatedUnalerted: number;
+  overwritesAlerted: number;
+  lostSteps: number;
+  chainsComplete: number;
+  chainsFailed: number;
+  workerKills: number;
+  storeFaults: number;
+  tasksLost: number;
+  tasksDropped: number;
+  violations: number;
+  stepP50Ms: number;
+  stepP99Ms: number;
+  recoveryMaxMs: number;
+  wallMs: number;
+  seed: number;
+}
+
+export function summary(r: ChaosResult): ChaosSummary {
+  const sorted = [...r.dispatcher.latenciesMs].sort((a, b) => a - b);
+  return {
+    emulator: r.options.emulator,
+    deliveries: r.dispatcher.deliveries,
+    chains: r.options.chains,
+    steps: r.verdict.steps,
+    duplicatesDelivered: r.dispatcher.duplicatesDelivered,
+    effectsDuplicatedUnalerted: r.verdict.effectsDuplicatedUnalerted,
+    overwritesAlerted: r.verdict.overwritesAlerted,
+    lostSteps: r.verdict.lostSteps,
+    chainsComplete: r.verdict.chainsComplete,
+    chainsFailed: r.verdict.chainsFailed,
+    workerKills: r.workerKills,
+    storeFaults: r.proxy.resets + r.proxy.delayWindows + r.proxy.outages,
+    tasksLost: r.dispatcher.tasksLost,
+    tasksDropped: r.dispatcher.tasksDropped,
+    violations: r.verdict.violations.length,
+    stepP50Ms: percentile(sorted, 0.5),
+    stepP99Ms: percentile(sorted, 0.99),
+    recoveryMaxMs: r.verdict.recoveryMaxMs,
+    wallMs: r.wallMs,
+    seed: r.options.seed,
+  };
+}
+
+/** The table, the broken rules and the histories of broken chains. */
+export function table(r: ChaosResult): string {
+  const s = summary(r);
+  const o = r.options;
+  const d = r.dispatcher;
+  const rows: [string, string][] = [
+    ['seed', String(o.seed)],
+    ['emulator', `${o.emulator} (${r.emulatorHost})`],
+    ['load', `${o.chains} chains × ${o.steps} steps, ${o.workers} workers, bursts of ${o.burst} every ${o.burstEveryMs} ms`],
+    ['lease', `${o.leaseMs} ms; maxRetries ${o.maxRetries}; sweep every ${o.sweepEveryMs} ms, grace ${o.sweepGraceMs} ms`],
+    ['chains complete / failed', `${s.chainsComplete} / ${s.chainsFailed} of ${o.chains}`],
+    ['steps run (distinct)', `${s.steps} (effects recorded ${r.verdict.effects})`],
+    ['lost steps', String(s.lostSteps)],
+    ['effects duplicated, alerted / unalerted', `${r.verdict.effectsDuplicatedAlerted} / ${s.effectsDuplicatedUnalerted}`],
+    ['overwrite alerts / failure alerts', `${s.overwritesAlerted} / ${r.verdict.failuresAlerted}`],
+    ['deliveries (duplicates)', `${s.deliveries} (${s.duplicatesDelivered})`],
+    ['answers', Object.entries(d.statuses).sort().map(([k, v]) => `${k === '0' ? 'none' : k}: ${v}`).join(', ')],
+    ['tasks created / already existed / create faults', `${d.creates} / ${d.alreadyExists} / ${d.createFaults}`],
+    ['tasks late / lost / dropped after maxAttempts', `${d.lateDeliveries} / ${s.tasksLost} / ${s.tasksDropped}`],
+    ['worker kills / unexpected deaths', `${s.workerKills} / ${r.deaths.length}`],
+    ['store faults', `${r.proxy.resets} resets, ${r.proxy.delayWindows} delay windows, ${r.proxy.outages} outage(s) of ${o.outageMs} ms`],
+    ['step latency p50 / p99 (created → 2xx)', `${s.stepP50Ms} / ${s.stepP99Ms} ms`],
+    ['answer time p50 / p99 (request → answer)', `${percentile([...d.answerMs].sort((a, b) => a - b), 0.5)} / ${percentile([...d.answerMs].sort((a, b) => a - b), 0.99)} ms`],
+    ['longest wait between two steps of a chain', `${s.recoveryMaxMs} ms`],
+    ['fault phase / wall', `${Math.round(r.faultPhaseMs / 1000)} s / ${Math.round(r.wallMs / 1000)} s`],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  const lines = ['Chaos run', ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`)];
+  const logs = Object.entries(r.logCounts).sort((a, b) => b[1] - a[1]).slice(0, 12);
+  if (logs.length > 0) lines.push('Workers\' warnings and errors', ...logs.map(([m, n]) => `  ${String(n).padStart(6)}  ${m}`));
+  if (r.verdict.violations.length > 0) {
+    lines.push(`Broken invariants: ${r.verdict.violations.length}`);
+    const byRule = new Map<string, number>();
+    for (const v of r.verdict.violations) byRule.set(v.rule, (byRule.get(v.rule) ?? 0) + 1);
+    for (const [rule, n] of byRule) lines.push(`  ${rule}: ${n}`);
+    for (const v of r.verdict.violations.slice(0, 10)) lines.push(`  ${v.chain ?? 'run'}${v.seq !== undefined ? ` step ${v.seq}` : ''}: ${v.rule}: ${v.detail}`);
+    if (r.verdict.lostSteps > 0) lines.push(...lostStepCauses(r));
+    for (const h of r.histories) lines.push(`History of ${h.chain}:`, ...h.lines.map((l) => `  ${l}`));
+    lines.push(`Files (effects, alerts, worker logs): ${r.dir}`);
+  }
+  return lines.join('\n');
+}
+
+/** Why the lost steps were lost, as far as the dispatcher knows. */
+function lostStepCauses(r: ChaosResult): string[] {
+  const lost = r.verdict.violations.filter((v) => v.rule === 'lost-step').length;
+  const known = r.dispatcher.tasksLost + r.dispatcher.tasksDropped;
+  return [
+    `  ${lost} lost step(s); the dispatcher lost ${r.dispatcher.tasksLost} task(s) on purpose and dropped ${r.dispatcher.tasksDropped} after maxAttempts (${known} in all).`,
+    '  A step whose task was created and then lost or dropped is re-delivered only by a sweep that re-sends live steps',
+    '  (DESIGN section 5, issue 10); without it such a step stays lost, and this run says so.',
+  ];
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!);
+}

@@ -1,0 +1,232 @@
+/**
+ * One chaos run against an emulator that is already up: proxy, dispatcher, K workers, the load,
+ * the fault schedule, then the faults stop, the run settles, the sweep runs, and the oracle judges
+ * what the handlers recorded.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Datastore, type Key } from '@google-cloud/datastore';
+import { ChainBusyError, DatastoreStore, Locker, type Properties } from '../src/index';
+import { readLines } from './append-log';
+import { Dispatcher, type TaskEvent } from './dispatcher';
+import { DispatcherQueue, SECRET_HEADER } from './dispatcher-queue';
+import { FaultSchedule, type FaultEvent } from './faults';
+import { Fleet, type UnexpectedDeath } from './fleet';
+import type { ChaosOptions } from './options';
+import { judge, type Verdict } from './oracle';
+import { alertsFile, CHAIN_KIND, effectsFile, logFile, type AlertRecord, type EffectRecord, type WorkerConfig } from './protocol';
+import { Rng } from './random';
+import { storeOptionsFor } from './store-options';
+import { StoreProxy, type ProxyStats } from './store-proxy';
+import type { DispatcherStats } from './dispatcher';
+
+/** Everything a run measured, for the report. */
+export interface ChaosResult {
+  options: ChaosOptions;
+  emulatorHost: string;
+  dir: string;
+  verdict: Verdict;
+  dispatcher: DispatcherStats;
+  proxy: ProxyStats;
+  faults: FaultEvent[];
+  workerKills: number;
+  deaths: UnexpectedDeath[];
+  /** Warning and error lines of the workers' logs, by message. */
+  logCounts: Record<string, number>;
+  /** Per broken chain: its history (dispatcher, effects, alerts, stored lock). */
+  histories: ChainHistory[];
+  faultPhaseMs: number;
+  wallMs: number;
+}
+
+/** What happened to one chain, in time order. */
+export interface ChainHistory {
+  chain: string;
+  lines: string[];
+}
+
+const PROJECT_ID = 'locker-chaos';
+const MAX_HISTORIES = 3;
+
+export async function runChaos(options: ChaosOptions, emulatorHost: string, progress: (line: string) => void = () => undefined): Promise<ChaosResult> {
+  const started = Date.now();
+  const dir = mkdtempSync(join(tmpdir(), `chaos-${options.seed}-`));
+  const secret = randomBytes(16).toString('hex');
+  const datastore = new Datastore({ projectId: PROJECT_ID, apiEndpoint: emulatorHost });
+  const names = Array.from({ length: options.chains }, (_, i) => `c${String(i).padStart(5, '0')}`);
+
+  const proxy = new StoreProxy(emulatorHost);
+  const storeHost = await proxy.start();
+  let fleet: Fleet | undefined;
+  const dispatcher = new Dispatcher({ ...options, secret, workers: () => fleet?.urls() ?? [] });
+  const dispatcherUrl = await dispatcher.start();
+  const skews = new Rng(options.seed ^ 0x736b6577);
+  const configs: WorkerConfig[] = Array.from({ length: options.workers }, (_, slot) => ({
+    ...options, slot, incarnation: 0, projectId: PROJECT_ID, storeHost, dispatcherUrl, secret, dir, calm: false,
+    skewMs: Math.round(skews.between(-1, 1) * options.skewFraction * options.leaseMs),
+  }));
+  fleet = new Fleet(configs);
+  const faults = new FaultSchedule(options, fleet, proxy);
+  let faultPhaseMs = 0;
+  try {
+    await fleet.start();
+    progress(`${options.workers} workers up; kicking off ${options.chains} chains of ${options.steps} steps`);
+    const burstsMs = Math.ceil(options.chains / options.burst) * options.burstEveryMs;
+    faults.start(burstsMs + 10_000);
+    const phaseStart = Date.now();
+    await kickOff(datastore, dispatcherUrl, secret, options, names);
+    const done = (): boolean => terminal(names, options.steps, dir, options.workers) === names.length;
+    await faultPhase(options, () => progressOf(dir, options.workers), done, () => progress(
+      `${terminal(names, options.steps, dir, options.workers)}/${names.length} chains ended; ${dispatcher.stats.deliveries} deliveries ${JSON.stringify(dispatcher.stats.statuses)}; ${dispatcher.pending()} pending; ${fleet?.urls().length} workers up`,
+    ));
+    faultPhaseMs = Date.now() - phaseStart;
+    progress(`faults stop after ${Math.round(faultPhaseMs / 1000)} s; settling`);
+    await faults.stop();
+    dispatcher.quiet();
+    fleet.quiet();
+    await until(() => done() && dispatcher.pending() === 0, options.settleMs, 1_000, () => undefined);
+    await sweepOnce(fleet.urls()[0], secret);
+    await until(() => dispatcher.pending() === 0, 15_000, 250, () => undefined);
+  } finally {
+    await faults.stop();
+    await fleet.stop();
+    await dispatcher.stop();
+    await proxy.stop();
+  }
+  const effects = readAll<EffectRecord>(dir, options.workers, effectsFile);
+  const alerts = readAll<AlertRecord>(dir, options.workers, alertsFile);
+  const verdict = judge(names, options.steps, effects, alerts);
+  for (const death of fleet.deaths) {
+    verdict.violations.push({ rule: 'worker-died', detail: `worker ${death.slot} (incarnation ${death.incarnation}) exited with code ${death.code} signal ${death.signal}: ${death.stderr.slice(-500)}` });
+  }
+  const histories = await chainHistories(verdict, datastore, dispatcher.history, effects, alerts);
+  return {
+    options, emulatorHost, dir, verdict, dispatcher: dispatcher.stats, proxy: proxy.stats, faults: faults.events,
+    workerKills: fleet.kills, deaths: fleet.deaths, logCounts: logCounts(dir, options.workers), histories,
+    faultPhaseMs, wallMs: Date.now() - started,
+  };
+}
+
+/** Kicks the chains off in bursts, from the orchestrator's own Locker (straight to the emulator). */
+async function kickOff(datastore: Datastore, dispatcherUrl: string, secret: string, options: ChaosOptions, names: readonly string[]): Promise<void> {
+  const locker = new Locker({
+    store: new DatastoreStore(datastore, storeOptionsFor(options.emulator)),
+    queue: new DispatcherQueue(dispatcherUrl, secret),
+    authenticate: false,
+    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+  });
+  for (let i = 0; i < names.length; i += options.burst) {
+    const burstStart = Date.now();
+    await Promise.all(names.slice(i, i + options.burst).map((name) => kickOne(locker, datastore.key([CHAIN_KIND, name]))));
+    const wait = options.burstEveryMs - (Date.now() - burstStart);
+    if (wait > 0 && i + options.burst < names.length) await sleep(wait);
+  }
+}
+
+async function kickOne(locker: Locker, key: Key): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await locker.schedule(key, { done: 0 }, '/step', { from: 0 });
+      return;
+    } catch (error) {
+      if (error instanceof ChainBusyError) return; // an earlier try committed
+      if (attempt >= 10) throw error;
+      await sleep(200 * attempt);
+    }
+  }
+}
+
+async function sweepOnce(url: string | undefined, secret: string): Promise<void> {
+  if (!url) return;
+  try {
+    const res = await fetch(`${url}/sweep`, { method: 'POST', headers: { [SECRET_HEADER]: secret }, signal: AbortSignal.timeout(30_000) });
+    await res.arrayBuffer();
+  } catch {
+    // the periodic sweeps ran anyway
+  }
+}
+
+/**
+ * The faults go on until every chain ended, `maxFaultMs` passed, or nothing moved (no new effect or
+ * alert) for `stallMs`: chains stuck at a lost step would otherwise keep the faults going forever.
+ */
+async function faultPhase(options: ChaosOptions, moved: () => number, done: () => boolean, tick: () => void): Promise<void> {
+  const stallMs = Math.max(15_000, 3 * (options.sweepGraceMs + options.leaseMs));
+  const deadline = Date.now() + options.maxFaultMs;
+  let last = -1;
+  let lastMoveAt = Date.now();
+  for (let ticks = 1; !done() && Date.now() < deadline && Date.now() - lastMoveAt < stallMs; ticks++) {
+    await sleep(1_000);
+    const now = moved();
+    if (now !== last) {
+      last = now;
+      lastMoveAt = Date.now();
+    }
+    if (ticks % 10 === 0) tick();
+  }
+}
+
+/** How much the run has moved: effects and alerts recorded so far. */
+function progressOf(dir: string, workers: number): number {
+  return readAll<EffectRecord>(dir, workers, effectsFile).length + readAll<AlertRecord>(dir, workers, alertsFile).length;
+}
+
+/** Chains that ended, from the files: the last step's effect, or a failure alert. */
+function terminal(names: readonly string[], steps: number, dir: string, workers: number): number {
+  const ended = new Set<string>();
+  for (const e of readAll<EffectRecord>(dir, workers, effectsFile)) if (e.seq === steps) ended.add(e.key);
+  for (const a of readAll<AlertRecord>(dir, workers, alertsFile)) if (a.reason === 'failure') ended.add(a.key);
+  return names.filter((n) => ended.has(n)).length;
+}
+
+function readAll<T>(dir: string, workers: number, file: (dir: string, slot: number) => string): T[] {
+  return Array.from({ length: workers }, (_, slot) => readLines<T>(file(dir, slot))).flat();
+}
+
+function logCounts(dir: string, workers: number): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const line of readAll<{ severity: string; message: string }>(dir, workers, logFile)) {
+    const name = `${line.severity} ${line.message}`;
+    counts[name] = (counts[name] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** The history of the first broken chains: what the dispatcher did, the effects, the alerts, the stored lock. */
+async function chainHistories(
+  verdict: Verdict, datastore: Datastore, dispatched: Map<string, TaskEvent[]>, effects: readonly EffectRecord[], alerts: readonly AlertRecord[],
+): Promise<ChainHistory[]> {
+  const chains = [...new Set(verdict.violations.flatMap((v) => (v.chain ? [v.chain] : [])))].slice(0, MAX_HISTORIES);
+  const encoder = new Locker({ store: new DatastoreStore(datastore), authenticate: false });
+  const out: ChainHistory[] = [];
+  for (const chain of chains) {
+    const key = datastore.key([CHAIN_KIND, chain]);
+    const rows: { t: number; line: string }[] = [];
+    for (const e of dispatched.get(encoder.encodeKey(key)) ?? []) {
+      rows.push({ t: e.t, line: `dispatcher ${e.what} seq ${e.seq} ${e.name}${e.status !== undefined ? ` → ${e.status}` : ''}${e.worker ? ` at ${e.worker}` : ''}${e.attempt !== undefined ? ` attempt ${e.attempt}` : ''}${e.duplicate ? ' (duplicate)' : ''}` });
+    }
+    for (const e of effects.filter((x) => x.key === chain)) rows.push({ t: e.t, line: `effect seq ${e.seq} by worker ${e.slot}.${e.incarnation} attempt ${e.attempt} retry ${e.retry}` });
+    for (const a of alerts.filter((x) => x.key === chain)) rows.push({ t: a.t, line: `alert ${a.reason} seq ${a.seq} (previous ${a.previousAttempt ?? '-'}, new ${a.newAttempt ?? '-'})` });
+    rows.sort((a, b) => a.t - b.t);
+    const [stored] = (await datastore.get(key)) as [Properties | undefined];
+    const lock = stored ? Object.fromEntries(Object.entries(stored).filter(([k]) => k.startsWith('lock_') || k === 'done')) : undefined;
+    const t0 = rows[0]?.t ?? 0;
+    out.push({ chain, lines: [...rows.map((r) => `+${String(r.t - t0).padStart(7)} ms  ${r.line}`), `stored: ${JSON.stringify(lock)}`] });
+  }
+  return out;
+}
+
+async function until(ready: () => boolean, withinMs: number, everyMs: number, tick: () => void): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  let ticks = 0;
+  while (!ready() && Date.now() < deadline) {
+    await sleep(everyMs);
+    if (++ticks % 10 === 0) tick();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
