@@ -44,6 +44,11 @@ export function encodeKey(key: Key, app: string): string {
   return out.done().toString('base64url');
 }
 
+/** What Datastore accepts as a namespace; anything else would reach the store and be refused there. */
+const NAMESPACE_PATTERN = /^[0-9A-Za-z._-]{1,100}$/;
+/** Kinds and names that begin and end with `__` are Datastore's own. */
+const RESERVED = /^__.*__$/s;
+
 /** Decodes an encoded key, or throws `BadRequestError` saying what is wrong with it. */
 export function decodeKey(encoded: string): Key {
   if (encoded.length === 0 || encoded.length > MAX_ENCODED_LENGTH) throw bad('its length is out of range');
@@ -60,6 +65,7 @@ export function decodeKey(encoded: string): Key {
     else throw bad(`it has an unexpected field (tag ${tag})`);
   }
   if (!path || path.length === 0) throw bad('it has no path');
+  if (namespace && !NAMESPACE_PATTERN.test(namespace)) throw bad(`its namespace ${JSON.stringify(namespace)} is not one Datastore accepts ([0-9A-Za-z._-], at most 100)`);
   return new Key({ namespace: namespace || undefined, path });
 }
 
@@ -80,6 +86,7 @@ function readPath(reader: Reader): Array<string | number> {
       else throw bad(`a path element has an unexpected field (tag ${tag})`);
     }
     if (!kind) throw bad('a path element has no kind');
+    if (RESERVED.test(kind) || (name !== undefined && RESERVED.test(name))) throw bad(`its ${kind} element uses a name Datastore reserves (__…__)`);
     if (name !== undefined && name !== '') path.push(kind, name);
     else if (id !== undefined && id > 0n) path.push(kind, idValue(id));
     else throw bad(`its ${kind} element has neither an id nor a name`);

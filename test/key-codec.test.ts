@@ -35,10 +35,13 @@ describe('key codec: the legacy url-safe encoding of X-Lock-Key', () => {
     ), { numRuns: 200 });
   });
 
+  /** Any kind or name Datastore accepts (those that begin and end with `__` are its own). */
+  const unreserved = fc.string({ minLength: 1, maxLength: 12 }).filter((s) => !/^__.*__$/s.test(s));
+
   it('decodes what it encodes: kinds, ids, names, ancestors and namespace', () => {
     fc.assert(fc.property(
-      fc.array(fc.tuple(fc.string({ minLength: 1, maxLength: 12 }), fc.oneof(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), fc.string({ minLength: 1, maxLength: 12 }))), { minLength: 1, maxLength: 4 }),
-      fc.option(fc.string({ minLength: 1, maxLength: 10 }), { nil: undefined }),
+      fc.array(fc.tuple(unreserved, fc.oneof(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), unreserved)), { minLength: 1, maxLength: 4 }),
+      fc.option(fc.stringMatching(/^[0-9A-Za-z._-]{1,10}$/), { nil: undefined }),
       (elements, namespace) => {
         const key = ds.key({ namespace, path: elements.flat() });
         const back = decodeKey(encodeKey(key, 'app'));
@@ -78,5 +81,19 @@ describe('key codec: the legacy url-safe encoding of X-Lock-Key', () => {
   it('rejects incomplete keys (no id or name)', () => {
     const incomplete = Buffer.from([0x6a, 0x01, 0x61, 0x72, 0x05, 0x0b, 0x12, 0x01, 0x41, 0x0c]).toString('base64url');
     assert.throws(() => decodeKey(incomplete), /neither an id nor a name/);
+  });
+
+  it('rejects keys Datastore itself would refuse (a namespace outside [0-9A-Za-z._-], a reserved __kind__ or __name__), before any store call', () => {
+    const refused = [
+      encodeKey(ds.key({ namespace: 'fuzz-&', path: ['Counter', 'x'] }), 'app'),
+      encodeKey(ds.key({ namespace: 'tab\there', path: ['Counter', 1] }), 'app'),
+      encodeKey(ds.key({ namespace: 'n'.repeat(101), path: ['Counter', 1] }), 'app'),
+      encodeKey(ds.key(['__kind__', 'Counter']), 'app'),
+      encodeKey(ds.key(['Counter', '__reserved__']), 'app'),
+    ];
+    for (const input of refused) assert.throws(() => decodeKey(input), BadRequestError, input);
+    for (const namespace of ['a', 'Fuzz-1.ok_', 'n'.repeat(100)]) {
+      assert.equal(decodeKey(encodeKey(ds.key({ namespace, path: ['Counter', '__x'] }), 'app')).namespace, namespace);
+    }
   });
 });

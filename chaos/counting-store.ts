@@ -1,0 +1,70 @@
+/**
+ * A store wrapper with the `Store` interface that counts what goes through it: reads, and every
+ * write (a put, delete or outbox record inside a transaction, a compare-and-swap, an outbox
+ * deletion). The fuzz asserts it saw no write.
+ */
+import type { Key, OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../src/index';
+
+/** What went through the store. */
+export interface StoreCounts {
+  reads: number;
+  transactions: number;
+  writes: number;
+}
+
+export class CountingStore implements Store {
+  readonly counts: StoreCounts = { reads: 0, transactions: 0, writes: 0 };
+
+  constructor(private readonly inner: Store) {}
+
+  get projectId(): string | undefined {
+    return this.inner.projectId;
+  }
+
+  transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    this.counts.transactions++;
+    return this.inner.transaction((tx) => fn({
+      get: (key) => {
+        this.counts.reads++;
+        return tx.get(key);
+      },
+      put: (key, properties, excluded) => {
+        this.counts.writes++;
+        tx.put(key, properties, excluded);
+      },
+      delete: (key) => {
+        this.counts.writes++;
+        tx.delete(key);
+      },
+      putOutbox: (record) => {
+        this.counts.writes++;
+        tx.putOutbox(record);
+      },
+    }));
+  }
+
+  get(key: Key): Promise<Properties | undefined> {
+    this.counts.reads++;
+    return this.inner.get(key);
+  }
+
+  read(key: Key): Promise<Snapshot | undefined> {
+    this.counts.reads++;
+    return this.inner.read(key);
+  }
+
+  replaceIfUnchanged(key: Key, snapshot: Snapshot, properties: Properties, excluded: readonly string[]): Promise<Snapshot | undefined> {
+    this.counts.writes++;
+    return this.inner.replaceIfUnchanged(key, snapshot, properties, excluded);
+  }
+
+  listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
+    this.counts.reads++;
+    return this.inner.listOutbox(before, limit);
+  }
+
+  deleteOutbox(record: OutboxRecord): Promise<void> {
+    this.counts.writes++;
+    return this.inner.deleteOutbox(record);
+  }
+}

@@ -1,0 +1,265 @@
+/**
+ * The fuzz: many generated requests, from a seeded generator, against `handle()` on a real
+ * emulator, with authentication on (the chaos secret) and off. The entities it aims at can never
+ * be taken (finished, failed, held by a lease that stays fresh, missing), so whatever arrives, the
+ * rules are: no 5xx except the documented 503 (a step whose lease another attempt holds), no
+ * crash, no handler run, no store write (counted by a store wrapper), and a heap that stays flat.
+ */
+import { Agent, request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import express from 'express';
+import type { Datastore, Key } from '@google-cloud/datastore';
+import { DatastoreStore, encodeKey, Locker, type Properties } from '../src/index';
+import { CountingStore, type StoreCounts } from './counting-store';
+import { secretAuthenticator, SECRET_HEADER } from './dispatcher-queue';
+import type { EmulatorName } from './options';
+import { Rng } from './random';
+import { storeOptionsFor } from './store-options';
+
+/** What a fuzz run found. */
+export interface FuzzReport {
+  seed: number;
+  requests: number;
+  withAuth: number;
+  withoutAuth: number;
+  /** Answers by status. */
+  statuses: Record<string, number>;
+  /** Requests the server never answered (the connection broke). */
+  unanswered: number;
+  /** Answers that broke a rule, with the request that got them (at most 20 kept). */
+  unexpected: string[];
+  unexpectedCount: number;
+  handlerRuns: number;
+  uncaughtErrors: number;
+  store: StoreCounts;
+  heapBeforeBytes: number;
+  heapAfterBytes: number;
+  heapGrowthBytes: number;
+  wallMs: number;
+}
+
+/** The entities requests aim at, and the one step that may be answered 503. */
+const KIND = 'Fuzzed';
+const HELD_SEQ = 2;
+const MAX_BODY = 64 * 1024;
+
+interface Target {
+  key: Key;
+  props?: Properties;
+}
+
+/** Runs `requests` generated requests (after a warm-up of `warmup`) against both routes. */
+export async function runFuzz(datastore: Datastore, emulator: EmulatorName, namespace: string, seed: number, requests: number, warmup = 2_000, concurrency = 32): Promise<FuzzReport> {
+  const started = Date.now();
+  const targets = await seedTargets(datastore, namespace);
+  const store = new CountingStore(new DatastoreStore(datastore, storeOptionsFor(emulator)));
+  const secret = 'fuzz-secret-0123456789';
+  let handlerRuns = 0;
+  const handler = async (): Promise<void> => {
+    handlerRuns++;
+  };
+  const factory = (props: Properties): Properties => props;
+  const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+  const withAuth = new Locker({ store, authenticate: secretAuthenticator(secret), logger: quiet });
+  const withoutAuth = new Locker({ store, authenticate: false, logger: quiet });
+  const app = express();
+  app.post('/auth/step', withAuth.handle(handler, factory, { maxBodyBytes: MAX_BODY }));
+  app.post('/open/step', withoutAuth.handle(handler, factory, { maxBodyBytes: MAX_BODY }));
+  app.all('/{*rest}', withoutAuth.handle(handler, factory, { maxBodyBytes: MAX_BODY })); // any method, any path
+  let uncaught = 0;
+  const onUncaught = (): void => void uncaught++;
+  process.on('uncaughtException', onUncaught).on('unhandledRejection', onUncaught);
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const rng = new Rng(seed);
+  const report: FuzzReport = {
+    seed, requests, withAuth: 0, withoutAuth: 0, statuses: {}, unanswered: 0, unexpected: [], unexpectedCount: 0,
+    handlerRuns: 0, uncaughtErrors: 0, store: store.counts, heapBeforeBytes: 0, heapAfterBytes: 0, heapGrowthBytes: 0, wallMs: 0,
+  };
+  try {
+    await send(warmup, concurrency, () => generate(rng, targets, secret), port, agent, () => undefined);
+    const gc = forceGc();
+    gc();
+    report.heapBeforeBytes = process.memoryUsage().heapUsed;
+    const before = { ...store.counts };
+    await send(requests, concurrency, () => generate(rng, targets, secret), port, agent, (req, status, retryAfter) => judgeAnswer(report, req, status, retryAfter));
+    gc();
+    report.heapAfterBytes = process.memoryUsage().heapUsed;
+    report.heapGrowthBytes = report.heapAfterBytes - report.heapBeforeBytes;
+    report.store = { reads: store.counts.reads - before.reads, transactions: store.counts.transactions - before.transactions, writes: store.counts.writes };
+  } finally {
+    agent.destroy();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    process.off('uncaughtException', onUncaught).off('unhandledRejection', onUncaught);
+  }
+  report.handlerRuns = handlerRuns;
+  report.uncaughtErrors = uncaught;
+  report.wallMs = Date.now() - started;
+  return report;
+}
+
+/** A request to send, with what may be answered. */
+interface Generated {
+  method: string;
+  path: string;
+  headers: OutgoingHttpHeaders;
+  body: Buffer;
+  auth: boolean;
+  /** Whether a 503 is the documented answer (a well-formed task for the held step). */
+  may503: boolean;
+}
+
+function judgeAnswer(report: FuzzReport, req: Generated, status: number | undefined, retryAfter: string | undefined): void {
+  if (req.auth) report.withAuth++;
+  else report.withoutAuth++;
+  const name = status === undefined ? 'none' : String(status);
+  report.statuses[name] = (report.statuses[name] ?? 0) + 1;
+  let problem: string | undefined;
+  if (status === undefined) {
+    report.unanswered++;
+    problem = 'no answer';
+  } else if (status === 503 && !(req.may503 && retryAfter !== undefined)) {
+    problem = '503 for a request that is not a task of the held step';
+  } else if (status >= 500 && status !== 503) {
+    problem = `${status}`;
+  }
+  if (!problem) return;
+  report.unexpectedCount++;
+  if (report.unexpected.length < 20) {
+    report.unexpected.push(`${problem}: ${req.method} ${req.path} ${JSON.stringify(req.headers).slice(0, 400)} body ${req.body.length} bytes`);
+  }
+}
+
+/** Writes the entities requests aim at: a finished chain, a failed step, a step held by a lease that stays fresh. */
+async function seedTargets(datastore: Datastore, namespace: string): Promise<Target[]> {
+  const key = (name: string): Key => datastore.key({ namespace, path: [KIND, name] });
+  const farFuture = new Date(Date.now() + 24 * 3600 * 1000);
+  const lock = (seq: number, state: string, req: string, ts: Date): Properties => ({
+    lock_seq: seq, lock_state: state, lock_req: req, lock_try: 0, lock_ts: ts, lock_chain: 'chainA', lock_task: 'task', value: 1,
+  });
+  const targets: Target[] = [
+    { key: key('finished'), props: lock(5, 'complete', '', new Date()) },
+    { key: key('failed'), props: lock(3, 'failed', '', new Date()) },
+    { key: key('held'), props: lock(HELD_SEQ, 'scheduled', 'holder-attempt', farFuture) },
+    { key: key('missing') },
+    { key: datastore.key({ namespace, path: [KIND, 'held', 'Child', 7] }) },
+    { key: datastore.key({ namespace: `${namespace}-other`, path: [KIND, 'held'] }) },
+  ];
+  await datastore.save(targets.flatMap((t) => (t.props ? [{ key: t.key, data: t.props }] : [])));
+  return targets;
+}
+
+const PRINTABLE = ' !"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~';
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+function text(rng: Rng, alphabet: string, maxLength: number): string {
+  let out = '';
+  for (let n = rng.int(0, maxLength); n > 0; n--) out += alphabet[rng.int(0, alphabet.length - 1)];
+  return out;
+}
+
+/** One generated request. */
+function generate(rng: Rng, targets: readonly Target[], secret: string): Generated {
+  const auth = rng.next() < 0.5;
+  const target = rng.pick(targets);
+  const encoded = encodeKey(target.key, 'locker-fuzz');
+  const keyHeader = pickWeighted<string | string[] | undefined>(rng, [
+    [6, () => encoded],
+    [1, () => encoded.slice(0, rng.int(0, encoded.length))],
+    [1, () => encoded.replace(/.$/, text(rng, BASE64URL, 1))],
+    [1, () => text(rng, BASE64URL, 80)],
+    [1, () => text(rng, PRINTABLE, 200)],
+    [0.2, () => 'A'.repeat(rng.int(1_000, 9_000))],
+    [0.5, () => undefined],
+    [0.3, () => [encoded, encoded]],
+  ]);
+  const seq = pickWeighted<string | string[] | undefined>(rng, [
+    [6, () => String(rng.int(1, 6))],
+    [1, () => rng.pick(['0', '-1', '1.5', '1e3', ' 2', '2 ', '0x2', '\u00b2', '99999999999999999999', '', 'NaN'])],
+    [1, () => text(rng, PRINTABLE, 20)],
+    [0.5, () => undefined],
+    [0.3, () => ['2', '3']],
+  ]);
+  const headers: OutgoingHttpHeaders = {};
+  if (keyHeader !== undefined) headers['x-lock-key'] = keyHeader;
+  if (seq !== undefined) headers['x-lock-seq'] = seq;
+  if (rng.next() < 0.4) headers['x-lock-chain'] = rng.pick(['chainA', 'chainB', text(rng, PRINTABLE, 80), 'x'.repeat(65)]);
+  if (rng.next() < 0.3) headers['x-cloudtasks-taskname'] = text(rng, PRINTABLE, 60);
+  if (rng.next() < 0.3) headers['x-cloudtasks-taskretrycount'] = rng.pick(['0', '7', '-3', '1e9', text(rng, PRINTABLE, 12)]);
+  if (rng.next() < 0.2) headers['x-cloudtasks-tasketa'] = rng.pick(['1700000000.5', 'soon', '-1', '99999999999999']);
+  if (rng.next() < 0.2) headers['x-appengine-queuename'] = text(rng, PRINTABLE, 20);
+  if (auth) {
+    const r = rng.next();
+    if (r < 0.5) headers[SECRET_HEADER] = secret;
+    else if (r < 0.8) headers[SECRET_HEADER] = text(rng, PRINTABLE, 40);
+    else if (r < 0.9) headers[SECRET_HEADER] = [secret, secret];
+  }
+  const body = pickWeighted<Buffer>(rng, [
+    [3, () => Buffer.alloc(0)],
+    [3, () => Buffer.from(JSON.stringify({ n: rng.int(0, 9), s: text(rng, PRINTABLE, 30) }))],
+    [1, () => Buffer.from(text(rng, PRINTABLE, 200))],
+    [1, () => Buffer.from(rng.pick(['null', '[]', '"x"', '1', '{"a":', '{"__proto__":{"x":1}}', '\u0000']))],
+    [0.3, () => Buffer.alloc(MAX_BODY + rng.int(1, 40_000), 0x61)],
+    [0.5, () => Buffer.from(Array.from({ length: rng.int(1, 300) }, () => rng.int(0, 255)))],
+  ]);
+  if (rng.next() < 0.7) headers['content-type'] = rng.pick(['application/json', 'text/plain', 'application/octet-stream', 'application/json; charset=latin1', text(rng, PRINTABLE, 30)]);
+  const method = rng.next() < 0.9 ? 'POST' : rng.pick(['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
+  const path = pickWeighted(rng, [
+    [8, () => (auth ? '/auth/step' : '/open/step')],
+    [1, () => `/${text(rng, BASE64URL, 20)}`],
+    [0.5, () => `${auth ? '/auth/step' : '/open/step'}?${text(rng, BASE64URL, 20)}=%zz`],
+  ]);
+  const wellFormed = keyHeader === encoded && typeof seq === 'string' && seq.trim() === String(HELD_SEQ) && // Node trims header values target.props?.lock_req === 'holder-attempt';
+  return { method, path, headers, body, auth, may503: wellFormed };
+}
+
+function pickWeighted<T>(rng: Rng, options: readonly [number, () => T][]): T {
+  const total = options.reduce((sum, [w]) => sum + w, 0);
+  let r = rng.next() * total;
+  for (const [w, make] of options) {
+    if ((r -= w) < 0) return make();
+  }
+  return options.at(-1)![1]();
+}
+
+/** Sends `count` requests, `concurrency` at a time; calls `judge` with each answer. */
+async function send(
+  count: number, concurrency: number, next: () => Generated, port: number, agent: Agent,
+  judge: (req: Generated, status: number | undefined, retryAfter: string | undefined) => void,
+): Promise<void> {
+  let sent = 0;
+  const lane = async (): Promise<void> => {
+    while (sent < count) {
+      sent++;
+      const req = next();
+      const answer = await once(req, port, agent);
+      judge(req, answer?.status, answer?.retryAfter);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, lane));
+}
+
+function once(req: Generated, port: number, agent: Agent): Promise<{ status: number; retryAfter: string | undefined } | undefined> {
+  return new Promise((resolve) => {
+    const r = httpRequest({ host: '127.0.0.1', port, method: req.method, path: req.path, headers: { ...req.headers, 'content-length': String(req.body.length) }, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] }));
+      res.on('error', () => resolve(undefined));
+    });
+    r.on('error', () => resolve(undefined));
+    r.end(req.body);
+  });
+}
+
+/** A full garbage collection, with `--expose-gc` or without. */
+function forceGc(): () => void {
+  const exposed = (globalThis as { gc?: () => void }).gc;
+  if (exposed) return exposed;
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
