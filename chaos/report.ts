@@ -20,6 +20,8 @@ export interface ChaosSummary {
   storeFaults: number;
   tasksLost: number;
   tasksDropped: number;
+  /** Workers that died without being killed on purpose. */
+  workerDeaths: number;
   violations: number;
   stepP50Ms: number;
   stepP99Ms: number;
@@ -45,6 +47,7 @@ export function summary(r: ChaosResult): ChaosSummary {
     storeFaults: r.proxy.resets + r.proxy.delayWindows + r.proxy.outages,
     tasksLost: r.dispatcher.tasksLost,
     tasksDropped: r.dispatcher.tasksDropped,
+    workerDeaths: r.deaths.length,
     violations: r.verdict.violations.length,
     stepP50Ms: percentile(sorted, 0.5),
     stepP99Ms: percentile(sorted, 0.99),

@@ -1,0 +1,97 @@
+/**
+ * `npm run chaos` in small: the same harness, the same faults and the same invariants, on 30
+ * chains of 4 steps with a fixed seed, in a child process that starts its own Datastore emulator
+ * (so no other test's data is swept). The figures the run prints are checked: every chain is
+ * accounted for, each kind of fault really happened, no worker died unless killed. The oracle's
+ * invariants that the library does not meet yet are marked `todo` with the reason, so the run
+ * says what breaks instead of hiding it.
+ */
+import { before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import type { ChaosSummary } from '../chaos/report';
+
+const ROOT = join(__dirname, '..');
+const CHAINS = 30;
+
+/** A short run: small load, the default faults, higher rates for the rare ones so each happens. */
+const FLAGS = {
+  seed: 20261122, chains: CHAINS, steps: 4, burst: 15, 'burst-every-ms': 1_000, 'lease-ms': 2_000,
+  'kill-every-ms': 6_000, 'store-fault-every-ms': 3_000, 'outage-ms': 2_000,
+  'hang-rate': 0.03, 'loss-rate': 0.03, 'permanent-rate': 0.02, 'settle-ms': 20_000,
+};
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  summary: ChaosSummary;
+}
+
+function runChaos(): Promise<Run> {
+  const args = Object.entries(FLAGS).flatMap(([name, value]) => [`--${name}`, String(value)]);
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['--import', 'tsx', join('chaos', 'main.ts'), ...args], { cwd: ROOT, timeout: 420_000, maxBuffer: 32 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+      try {
+        resolve({ code, stdout, stderr, summary: JSON.parse(stdout.trimEnd().split('\n').at(-1)!) as ChaosSummary });
+      } catch {
+        reject(new Error(`the chaos run printed no JSON line last (exit ${code}):\n${stdout.slice(-3000)}\n${stderr.slice(-3000)}`));
+      }
+    });
+  });
+}
+
+describe('npm run chaos (a short seeded run)', { timeout: 480_000 }, () => {
+  let run: Run;
+  before(async () => {
+    run = await runChaos();
+  }, { timeout: 450_000 });
+
+  it('finishes with a verdict (0: every invariant held, 1: one broke), a table, and one JSON line last', () => {
+    assert.ok(run.code === 0 || run.code === 1, `exit code ${run.code}:\n${run.stderr.slice(-3000)}`);
+    assert.match(run.stdout, /Chaos run\n/);
+    const s = run.summary;
+    for (const name of ['deliveries', 'chains', 'steps', 'duplicatesDelivered', 'effectsDuplicatedUnalerted', 'overwritesAlerted', 'lostSteps', 'chainsComplete', 'chainsFailed', 'workerKills', 'storeFaults', 'tasksLost', 'stepP50Ms', 'stepP99Ms', 'recoveryMaxMs', 'wallMs', 'seed'] as const) {
+      assert.equal(typeof s[name], 'number', `${name} is a number`);
+    }
+    assert.equal(s.seed, FLAGS.seed);
+    assert.equal(run.code === 0, s.violations === 0, 'the exit code says whether an invariant broke');
+    if (s.violations > 0) assert.match(run.stdout, /History of c\d+:/, 'a broken invariant prints the history of its chain');
+  });
+
+  it('accounts for every chain: complete, failed with its alert, or stuck at a lost step', () => {
+    const s = run.summary;
+    assert.equal(s.chains, CHAINS);
+    assert.equal(s.chainsComplete + s.chainsFailed + s.lostSteps, CHAINS);
+    assert.ok(s.chainsComplete > CHAINS / 2, `most chains completed (${s.chainsComplete})`);
+    assert.ok(s.steps >= s.chainsComplete * FLAGS.steps);
+  });
+
+  it('ran under every kind of fault: duplicates, kills, store faults, lost tasks', () => {
+    const s = run.summary;
+    assert.ok(s.duplicatesDelivered > 0, 'duplicates were delivered');
+    assert.ok(s.workerKills > 0, 'workers were killed');
+    assert.ok(s.storeFaults > 0, 'the store connection failed');
+    assert.ok(s.tasksLost > 0, 'the dispatcher lost tasks');
+    assert.match(run.stdout, /store faults +\d+ resets, \d+ delay windows, 1 outage/, 'one store outage');
+    assert.match(run.stdout, /answers +.*500: \d+/, 'handlers threw');
+  });
+
+  it('no worker died except those killed on purpose', () => {
+    assert.equal(run.summary.workerDeaths, 0, run.stdout.slice(-3000));
+  });
+
+  it('no step ran twice without an overwrite alert', { todo: 'ctx.schedule() failing on a store fault after the handler ran counts as a handler failure: the step is released and re-run (core: finishing retries under the lease); a step overwritten twice is alerted once' }, () => {
+    assert.equal(run.summary.effectsDuplicatedUnalerted, 0, run.stdout.slice(-4000));
+  });
+
+  it('no step is lost', { todo: 'a created task that is lost or dropped is not re-delivered until the sweep re-sends live steps (issue 10)' }, () => {
+    assert.equal(run.summary.lostSteps, 0, run.stdout.slice(-4000));
+  });
+
+  it('every invariant holds (exit code 0)', { todo: 'until the two above hold' }, () => {
+    assert.equal(run.code, 0, run.stdout.slice(-4000));
+  });
+});
