@@ -32,7 +32,7 @@ async function main(): Promise<number> {
   const emulators = await module.startEmulators([emulator]);
   try {
     const datastore = new Datastore({ projectId: 'locker-fuzz', apiEndpoint: emulators[emulator]!.host });
-    const r = await runFuzz(datastore, emulator, `fuzz-${seed}`, seed, requests);
+    const r = await runFuzz(datastore, `fuzz-${seed}`, seed, requests);
     console.log([
       'Fuzz of handle()',
       `  seed ${r.seed}; ${emulator} emulator`,

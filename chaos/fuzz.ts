@@ -14,9 +14,7 @@ import type { Datastore, Key } from '@google-cloud/datastore';
 import { DatastoreStore, decodeKey, encodeKey, keyPath, Locker, type Properties } from '../src/index';
 import { CountingStore, type StoreCounts } from './counting-store';
 import { secretAuthenticator, SECRET_HEADER } from './dispatcher-queue';
-import type { EmulatorName } from './options';
 import { Rng } from './random';
-import { storeOptionsFor } from './store-options';
 
 /** What a fuzz run found. */
 export interface FuzzReport {
@@ -51,10 +49,10 @@ interface Target {
 }
 
 /** Runs `requests` generated requests (after a warm-up of `warmup`) against both routes. */
-export async function runFuzz(datastore: Datastore, emulator: EmulatorName, namespace: string, seed: number, requests: number, warmup = 2_000, concurrency = 32): Promise<FuzzReport> {
+export async function runFuzz(datastore: Datastore, namespace: string, seed: number, requests: number, warmup = 2_000, concurrency = 32): Promise<FuzzReport> {
   const started = Date.now();
   const targets = await seedTargets(datastore, namespace);
-  const store = new CountingStore(new DatastoreStore(datastore, storeOptionsFor(emulator)));
+  const store = new CountingStore(new DatastoreStore(datastore));
   const secret = 'fuzz-secret-0123456789';
   let handlerRuns = 0;
   const handler = async (): Promise<void> => {

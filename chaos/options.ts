@@ -77,7 +77,7 @@ export const CHAOS_DEFAULTS: Readonly<Omit<ChaosOptions, 'seed' | 'hangMs'>> = O
   workers: 3,
   burst: 100,
   burstEveryMs: 2_000,
-  leaseMs: 3_000,
+  leaseMs: 5_000,
   maxRetries: 10,
   dupRate: 0.3,
   lateRate: 0.1,

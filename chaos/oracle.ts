@@ -31,6 +31,9 @@ export interface Verdict {
   lostSteps: number;
   /** Effects beyond the one each step may have, not covered by an overwrite alert. */
   effectsDuplicatedUnalerted: number;
+  /** Of those: steps with no overwrite alert at all, and steps with one alert but three or more effects. */
+  duplicatedWithoutAlert: number;
+  duplicatedBeyondTwo: number;
   /** Steps with two effects and their one overwrite alert. */
   effectsDuplicatedAlerted: number;
   overwritesAlerted: number;
@@ -47,7 +50,7 @@ export function judge(chainNames: readonly string[], steps: number, effects: rea
   const failures = groupBy(alerts.filter((a) => a.reason === 'failure'), (a) => a.key);
   const v: Verdict = {
     chainsComplete: 0, chainsFailed: 0, steps: 0, effects: effects.length, lostSteps: 0, effectsDuplicatedUnalerted: 0,
-    effectsDuplicatedAlerted: 0, overwritesAlerted: alerts.filter((a) => a.reason === 'overwrite').length,
+    duplicatedWithoutAlert: 0, duplicatedBeyondTwo: 0, effectsDuplicatedAlerted: 0, overwritesAlerted: alerts.filter((a) => a.reason === 'overwrite').length,
     failuresAlerted: alerts.filter((a) => a.reason === 'failure').length, recoveryMaxMs: 0, violations: [],
   };
   for (const chain of chainNames) {
@@ -71,6 +74,8 @@ export function judge(chainNames: readonly string[], steps: number, effects: rea
       const allowed = alerted >= 1 ? 2 : 1;
       if (ran.length > allowed) {
         v.effectsDuplicatedUnalerted += ran.length - allowed;
+        if (alerted === 0) v.duplicatedWithoutAlert++;
+        else v.duplicatedBeyondTwo++;
         v.violations.push({ chain, seq, rule: 'duplicate-unalerted', detail: `${ran.length} effects with ${alerted} overwrite alert(s)` });
       } else if (ran.length === 2) {
         v.effectsDuplicatedAlerted++;

@@ -18,7 +18,6 @@ import type { ChaosOptions } from './options';
 import { judge, type Verdict } from './oracle';
 import { alertsFile, CHAIN_KIND, effectsFile, logFile, type AlertRecord, type EffectRecord, type WorkerConfig } from './protocol';
 import { Rng } from './random';
-import { storeOptionsFor } from './store-options';
 import { StoreProxy, type ProxyStats } from './store-proxy';
 import type { DispatcherStats } from './dispatcher';
 
@@ -87,14 +86,17 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
     dispatcher.quiet();
     fleet.quiet();
     await until(() => done() && dispatcher.pending() === 0, options.settleMs, 1_000, () => undefined);
+    progress('sweeping once more');
     await sweepOnce(fleet.urls()[0], secret);
     await until(() => dispatcher.pending() === 0, 15_000, 250, () => undefined);
   } finally {
+    progress('stopping');
     await faults.stop();
     await fleet.stop();
     await dispatcher.stop();
     await proxy.stop();
   }
+  progress('judging');
   const effects = readAll<EffectRecord>(dir, options.workers, effectsFile);
   const alerts = readAll<AlertRecord>(dir, options.workers, alertsFile);
   const verdict = judge(names, options.steps, effects, alerts);
@@ -112,7 +114,7 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
 /** Kicks the chains off in bursts, from the orchestrator's own Locker (straight to the emulator). */
 async function kickOff(datastore: Datastore, dispatcherUrl: string, secret: string, options: ChaosOptions, names: readonly string[]): Promise<void> {
   const locker = new Locker({
-    store: new DatastoreStore(datastore, storeOptionsFor(options.emulator)),
+    store: new DatastoreStore(datastore),
     queue: new DispatcherQueue(dispatcherUrl, secret),
     authenticate: false,
     logger: { info: () => undefined, warn: () => undefined, error: () => undefined },

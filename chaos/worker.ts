@@ -21,7 +21,6 @@ import { AppendLog } from './append-log';
 import { DispatcherQueue } from './dispatcher-queue';
 import { alertsFile, effectsFile, logFile, type AlertRecord, type EffectRecord, type OrchestratorMessage, type WorkerConfig, type WorkerMessage } from './protocol';
 import { chance } from './random';
-import { storeOptionsFor } from './store-options';
 
 /** The chain entity: the last step that ran. */
 interface Chain {
@@ -39,7 +38,7 @@ async function main(): Promise<void> {
   const effects = await AppendLog.open(effectsFile(config.dir, config.slot));
   const alerts = await AppendLog.open(alertsFile(config.dir, config.slot));
   const locker = new Locker({
-    store: new DatastoreStore(new Datastore({ projectId: config.projectId, apiEndpoint: config.storeHost }), storeOptionsFor(config.emulator)),
+    store: new DatastoreStore(new Datastore({ projectId: config.projectId, apiEndpoint: config.storeHost })),
     queue: new DispatcherQueue(config.dispatcherUrl, config.secret),
     alerter: (event: AlertEvent) => alerts.append(alertRecord(event, config.slot)),
     leaseDuration: config.leaseMs,

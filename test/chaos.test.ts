@@ -17,7 +17,7 @@ const CHAINS = 30;
 
 /** A short run: small load, the default faults, higher rates for the rare ones so each happens. */
 const FLAGS = {
-  seed: 20261122, chains: CHAINS, steps: 4, burst: 15, 'burst-every-ms': 1_000, 'lease-ms': 2_000,
+  seed: 20261122, chains: CHAINS, steps: 4, burst: 15, 'burst-every-ms': 1_000, 'lease-ms': 4_000,
   'kill-every-ms': 6_000, 'store-fault-every-ms': 3_000, 'outage-ms': 2_000,
   'hang-rate': 0.03, 'loss-rate': 0.03, 'permanent-rate': 0.02, 'settle-ms': 20_000,
 };

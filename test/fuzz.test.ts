@@ -10,7 +10,7 @@ import { legacyDatastore, uniqueNamespace } from './support/emulator';
 
 describe('fuzz of handle() (a small npm run fuzz)', () => {
   it('answers 3,000 generated requests without a 5xx beyond the documented 503, a crash, a handler run or a store write', { timeout: 240_000 }, async () => {
-    const report = await runFuzz(legacyDatastore(), 'datastore', uniqueNamespace('fuzz'), 20261122, 3_000, 300, 16);
+    const report = await runFuzz(legacyDatastore(), uniqueNamespace('fuzz'), 20261122, 3_000, 300, 16);
     assert.deepEqual(report.unexpected, [], 'no answer broke a rule');
     assert.equal(report.unanswered, 0);
     assert.equal(report.uncaughtErrors, 0);

@@ -1,0 +1,75 @@
+/**
+ * The chaos run's oracle, rule by rule, on records written by hand: it must catch every break it
+ * is there to catch, and accept what the rules allow.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { judge } from '../chaos/oracle';
+import type { AlertRecord, EffectRecord } from '../chaos/protocol';
+import { chance } from '../chaos/random';
+
+let clock = 0;
+const effect = (key: string, seq: number, attempt = `a${++clock}`): EffectRecord => ({ key, seq, attempt, retry: 0, slot: 0, incarnation: 0, t: ++clock });
+const alert = (reason: 'overwrite' | 'failure', key: string, seq: number): AlertRecord => ({ reason, key, seq, slot: 0, t: ++clock });
+const chain = (key: string, steps: number): EffectRecord[] => Array.from({ length: steps }, (_, i) => effect(key, i + 1));
+
+describe('chaos oracle', () => {
+  it('accepts complete chains with one effect per step', () => {
+    const v = judge(['a', 'b'], 3, [...chain('a', 3), ...chain('b', 3)], []);
+    assert.deepEqual(v.violations, []);
+    assert.equal(v.chainsComplete, 2);
+    assert.equal(v.steps, 6);
+  });
+
+  it('accepts a step run twice with exactly one overwrite alert, and counts it', () => {
+    const v = judge(['a'], 2, [effect('a', 1), effect('a', 1), effect('a', 2)], [alert('overwrite', 'a', 1)]);
+    assert.deepEqual(v.violations, []);
+    assert.equal(v.effectsDuplicatedAlerted, 1);
+    assert.equal(v.overwritesAlerted, 1);
+  });
+
+  it('flags a step run twice without an alert, and a third run beyond the alerted two', () => {
+    const v = judge(['a', 'b'], 1, [effect('a', 1), effect('a', 1), effect('b', 1), effect('b', 1), effect('b', 1)], [alert('overwrite', 'b', 1)]);
+    assert.deepEqual(v.violations.map((x) => [x.chain, x.rule]), [['a', 'duplicate-unalerted'], ['b', 'duplicate-unalerted']]);
+    assert.equal(v.effectsDuplicatedUnalerted, 2);
+    assert.equal(v.duplicatedWithoutAlert, 1);
+    assert.equal(v.duplicatedBeyondTwo, 1);
+  });
+
+  it('flags two overwrite alerts for one step', () => {
+    const v = judge(['a'], 1, [effect('a', 1), effect('a', 1)], [alert('overwrite', 'a', 1), alert('overwrite', 'a', 1)]);
+    assert.deepEqual(v.violations.map((x) => x.rule), ['alert-repeated']);
+  });
+
+  it('flags a lost step: a chain that stopped without a failure alert', () => {
+    const v = judge(['a'], 3, chain('a', 2), []);
+    assert.deepEqual(v.violations.map((x) => [x.rule, x.seq]), [['lost-step', 3]]);
+    assert.equal(v.lostSteps, 1);
+    assert.equal(v.chainsComplete, 0);
+  });
+
+  it('accepts a chain that failed with its alert, and flags a step that ran after the failure', () => {
+    const failed = judge(['a'], 3, chain('a', 1), [alert('failure', 'a', 2)]);
+    assert.deepEqual(failed.violations, []);
+    assert.equal(failed.chainsFailed, 1);
+    const ranAfter = judge(['a'], 3, chain('a', 3), [alert('failure', 'a', 2)]);
+    assert.deepEqual(ranAfter.violations.map((x) => [x.rule, x.seq]), [['ran-after-failure', 3]]);
+  });
+
+  it('flags steps out of order, and a step that ran while an earlier one never did', () => {
+    const b2 = effect('a', 2);
+    const b1 = effect('a', 1);
+    assert.deepEqual(judge(['a'], 2, [b2, b1], []).violations.map((x) => x.rule), ['out-of-order']);
+    const skipped = judge(['a'], 3, [effect('a', 1), effect('a', 3)], []);
+    assert.deepEqual(skipped.violations.map((x) => [x.rule, x.seq]), [['out-of-order', 3], ['lost-step', 2]]);
+  });
+
+  it('draws fault decisions from the seed and the label alone', () => {
+    assert.equal(chance(7, 'handler', 'throw', 'c00001', 3, 0), chance(7, 'handler', 'throw', 'c00001', 3, 0));
+    assert.notEqual(chance(7, 'handler', 'throw', 'c00001', 3, 0), chance(8, 'handler', 'throw', 'c00001', 3, 0));
+    const draws = Array.from({ length: 2_000 }, (_, i) => chance(1, 'x', i));
+    assert.ok(draws.every((d) => d >= 0 && d < 1));
+    const share = draws.filter((d) => d < 0.3).length / draws.length;
+    assert.ok(share > 0.25 && share < 0.35, `about 30 % below 0.3 (${share})`);
+  });
+});
