@@ -6,7 +6,6 @@ import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/
 
 goSuite('the Datastore emulator', async () => ({ store: new DatastoreStore(legacyDatastore()), namespace: uniqueNamespace('go') }));
 goSuite('the Firestore emulator in Datastore mode', async () => ({
-  // As in handle.datastore.test.ts: the emulator's own settings.
-  store: new DatastoreStore(firestoreDatastore(), { beginWithFirstRead: false, conditionalWrites: false }),
+  store: new DatastoreStore(firestoreDatastore()), // no options: the store probes the backend
   namespace: uniqueNamespace('go'),
 }));

@@ -118,6 +118,14 @@ export class FaultyStore implements Store {
     return result;
   }
 
+  async init(): Promise<void> {
+    await this.inner.init?.();
+  }
+
+  async shutdown(): Promise<void> {
+    await this.inner.shutdown?.();
+  }
+
   listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
     return this.inner.listOutbox(before, limit);
   }
