@@ -55,6 +55,18 @@ describe('statusRouter', () => {
     assert.equal((await locker.inspect().step(key('failed')))?.state, 'failed', 'nothing changed');
   });
 
+  it('mounted at the root, leaves the app\'s other routes alone', async () => {
+    const locker = new Locker({ store: new MemoryStore(), authenticate: false });
+    const app = express();
+    app.use(locker.statusRouter({ authenticate: auth, kinds: ['Order'] }));
+    app.post('/task', (_req, res) => { res.send('task ran'); });
+    app.get('/health', (_req, res) => { res.send('ok'); });
+    assert.equal((await request(app).post('/task')).text, 'task ran');
+    assert.equal((await request(app).get('/health')).text, 'ok');
+    assert.equal((await request(app).get('/')).status, 401);
+    assert.equal((await request(app).get('/').set('authorization', TOKEN)).status, 200);
+  });
+
   it('lists steps as JSON with marks, ages, extra columns and actions', async () => {
     const { app } = await fixture();
     const res = await request(app).get('/ops/locker/steps.json').set('authorization', TOKEN);

@@ -36,6 +36,8 @@ export interface StatusRouterOptions {
   columns?: readonly StatusColumn[];
   /** The page's title. Defaults to `datastore-locker`. */
   title?: string;
+  /** HTML shown above the lists on the overview, as given (yours, trusted: it is not escaped). Defaults to none. */
+  intro?: string;
 }
 
 /** The complete configuration. */
@@ -47,6 +49,7 @@ export interface StatusConfig {
   readonly refreshSeconds: number;
   readonly columns: readonly StatusColumn[];
   readonly title: string;
+  readonly intro: string;
 }
 
 /** Every default, in one place. */
@@ -62,7 +65,7 @@ export const STATUS_ROUTER_DEFAULTS = Object.freeze({
 });
 
 const OPTION_NAMES: OptionNames<StatusRouterOptions> = {
-  authenticate: true, kinds: true, namespaces: true, pageSize: true, refreshSeconds: true, columns: true, title: true,
+  authenticate: true, kinds: true, namespaces: true, pageSize: true, refreshSeconds: true, columns: true, title: true, intro: true,
 };
 
 /** Checks the options and fills the defaults; throws `ConfigError` saying what is wrong. */
@@ -84,7 +87,9 @@ export function parseStatusOptions(options: StatusRouterOptions): StatusConfig {
   }
   const title = options.title ?? STATUS_ROUTER_DEFAULTS.title;
   if (typeof title !== 'string') throw new ConfigError('statusRouter: title must be a string.');
-  return Object.freeze({ authenticate: options.authenticate, kinds, namespaces, pageSize, refreshSeconds, columns: Object.freeze([...columns]), title });
+  const intro = options.intro ?? '';
+  if (typeof intro !== 'string') throw new ConfigError('statusRouter: intro must be a string of HTML.');
+  return Object.freeze({ authenticate: options.authenticate, kinds, namespaces, pageSize, refreshSeconds, columns: Object.freeze([...columns]), title, intro });
 }
 
 function names(option: string, given: unknown, emptyAllowed: boolean): readonly string[] {

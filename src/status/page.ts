@@ -19,6 +19,8 @@ export interface PageContext {
   kinds: readonly string[];
   namespaces: readonly string[];
   columns: readonly string[];
+  /** Trusted HTML above the lists. */
+  intro: string;
 }
 
 const STATE_LABELS: Record<InspectState, string> = {
@@ -37,7 +39,7 @@ const STATE_HELP: Record<InspectState, string> = {
 
 /** The list page. */
 export function renderList(view: ListView, ctx: PageContext): string {
-  const body = [filtersForm(view, ctx), ...view.sections.map((s) => sectionHtml(s, view, ctx))];
+  const body = [ctx.intro, filtersForm(view, ctx), ...view.sections.map((s) => sectionHtml(s, view, ctx))];
   if (view.sections.every((s) => s.rows.length === 0)) body.push('<p class="empty">No steps to show.</p>');
   return layout(ctx.title, ctx, body.join('\n'), `${ctx.base}/steps.json${queryString(view.filters)}`);
 }

@@ -39,27 +39,28 @@ const ACTIONS: readonly ActionName[] = ['retry', 'resend', 'cancel'];
 export function statusRouter(backend: StatusBackend, options: StatusRouterOptions): Router {
   const config = parseStatusOptions(options);
   const router = express.Router();
-  router.use(authenticate(backend, config));
-  router.get('/', handler(backend, async (req, res) => {
+  // Per route, not router.use(): mounted at '/', the router must leave the app's other routes (task handlers) alone.
+  const auth = authenticate(backend, config);
+  router.get('/', auth, handler(backend, async (req, res) => {
     const view = await listView(backend, config, req);
     res.type('html').set('Cache-Control', 'no-store').send(renderList(view, pageContext(config, req, res)));
   }));
-  router.get('/steps.json', handler(backend, async (req, res) => {
+  router.get('/steps.json', auth, handler(backend, async (req, res) => {
     const view = await listView(backend, config, req);
     res.set('Cache-Control', 'no-store').json({
       now: new Date(view.now).toISOString(),
       sections: view.sections.map((s) => ({ kind: s.kind, namespace: s.namespace, state: s.state, cursor: s.cursor, steps: s.rows.map((r) => stepJson(r.step, r.extra, r.actions)) })),
     });
   }));
-  router.get('/step', handler(backend, async (req, res) => {
+  router.get('/step', auth, handler(backend, async (req, res) => {
     const view = await detailView(backend, config, req);
     res.type('html').set('Cache-Control', 'no-store').send(renderDetail(view, pageContext(config, req, res)));
   }));
-  router.get('/step.json', handler(backend, async (req, res) => {
+  router.get('/step.json', auth, handler(backend, async (req, res) => {
     const view = await detailView(backend, config, req);
     res.set('Cache-Control', 'no-store').json({ ...stepJson(view.step, view.extra, view.actions), now: new Date(view.now).toISOString() });
   }));
-  router.post('/step/:action', express.urlencoded({ extended: false, limit: '8kb' }), handler(backend, (req, res) => act(backend, req, res)));
+  router.post('/step/:action', auth, express.urlencoded({ extended: false, limit: '8kb' }), handler(backend, (req, res) => act(backend, req, res)));
   return router;
 }
 
@@ -202,6 +203,6 @@ async function extraColumns(config: StatusConfig, step: StepSummary): Promise<Re
 function pageContext(config: StatusConfig, req: Request, res: Response): PageContext {
   return {
     title: config.title, base: req.baseUrl, csrf: csrfToken(req, res), refreshSeconds: config.refreshSeconds,
-    kinds: config.kinds, namespaces: config.namespaces, columns: config.columns.map((c) => c.title),
+    kinds: config.kinds, namespaces: config.namespaces, columns: config.columns.map((c) => c.title), intro: config.intro,
   };
 }
