@@ -1,13 +1,16 @@
 /**
- * The example's Express app: the status page and its JSON, the buttons that start chains, the
- * task handlers of the chains, and the sweep routes.
+ * The example's Express app: the library's status router (the page at /, with the app's side
+ * effects as a column), /status.json, the routes that start chains, the task handlers of the
+ * chains, and the sweep routes.
  */
 import express, { type Express, type Request, type Response } from 'express';
 import type { Locker } from '../src/index';
 import type { Chains } from './chains';
-import { renderPage } from './page';
+import type { OperatorConfig } from './config';
+import { operatorAuthenticator, operatorOnly } from './operator';
+import { REFRESH_SECONDS, renderIntro } from './page';
 import type { Records } from './records';
-import { readStatus } from './status';
+import { CHAIN_KINDS, readStatus, sideEffectsColumn } from './status';
 
 /** What the app is made of. */
 export interface AppDeps {
@@ -16,6 +19,8 @@ export interface AppDeps {
   records: Records;
   /** On App Engine, `GET /cron/sweep` accepts App Engine cron's requests. */
   appEngine: boolean;
+  /** Who may use the status page and start chains. */
+  operator: OperatorConfig;
   say: (line: string) => void;
 }
 
@@ -23,18 +28,16 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
 
-  app.get('/', async (_req, res) => {
+  const authenticate = operatorAuthenticator(deps.operator);
+  // Open on a local run; on a deployed app only for operators (see operator.ts).
+  const operatorsOnly = operatorOnly(deps.operator, authenticate);
+  app.get('/status.json', operatorsOnly, async (_req, res) => {
     await answer(res, deps, async () => {
-      res.set('Cache-Control', 'no-store').type('html').send(renderPage(await readStatus(deps.records)));
+      res.set('Cache-Control', 'no-store').json(await readStatus(deps.locker, deps.records));
     });
   });
-  app.get('/status.json', async (_req, res) => {
-    await answer(res, deps, async () => {
-      res.set('Cache-Control', 'no-store').json(await readStatus(deps.records));
-    });
-  });
-  app.post('/start/counter', (req, res) => start(req, res, deps, () => deps.chains.startCounter()));
-  app.post('/start/order', (req, res) => start(req, res, deps, () => deps.chains.startOrder()));
+  app.post('/start/counter', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startCounter()));
+  app.post('/start/order', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startOrder()));
 
   // Task handlers: each authenticates the request (the local dispatcher's signature, an OIDC
   // token or App Engine's queue header) before it touches the store.
@@ -54,6 +57,17 @@ export function createApp(deps: AppDeps): Express {
       res.json(await deps.locker.sweep());
     });
   });
+  // The status page: the library's router, at the root (it answers only its own routes).
+  app.use(deps.locker.statusRouter({
+    authenticate,
+    kinds: [...CHAIN_KINDS],
+    namespaces: [deps.records.namespace ?? ''],
+    columns: [sideEffectsColumn(deps.records)],
+    overview: ['stalled', 'stale', 'failed', 'running', 'scheduled', 'complete', 'cancelled'],
+    title: 'datastore-locker example',
+    intro: renderIntro(),
+    refreshSeconds: REFRESH_SECONDS,
+  }));
   return app;
 }
 

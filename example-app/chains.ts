@@ -107,11 +107,10 @@ export function createChains(deps: ChainDeps): Chains {
   };
 }
 
-/** Registers a new chain, then kicks it off. */
+/** Kicks a new chain off. */
 async function start(deps: ChainDeps, kind: string, entity: Counter | Order, path: string): Promise<ChainRef> {
   const ref = { kind, name: `${CHAIN_LABELS[kind]}-${randomBytes(4).toString('hex')}` };
   const key = deps.records.chainKey(ref);
-  await deps.records.register(ref);
   await deps.locker.schedule(key, entity, path);
   deps.say(`${CHAIN_LABELS[kind]} ${keyPath(key)} started`);
   return ref;

@@ -54,6 +54,16 @@ export interface AlertConfig {
   from: string;
 }
 
+/**
+ * Who may use the status page and start chains: everyone on a local run; on a deployed app (App
+ * Engine or Cloud Run) only the people Identity-Aware Proxy admits (`EXAMPLE_IAP_AUDIENCE`,
+ * optionally narrowed by `EXAMPLE_OPERATORS`), and nobody when that is not set.
+ */
+export type OperatorConfig =
+  | { type: 'local' }
+  | { type: 'iap'; audience: string; allow: string[] | undefined }
+  | { type: 'closed' };
+
 /** Everything the example app needs to start. */
 export interface ExampleConfig {
   port: number;
@@ -69,6 +79,8 @@ export interface ExampleConfig {
   queue: QueueConfig;
   /** Undefined: alerts are only logged. */
   alert: AlertConfig | undefined;
+  /** Who may use the status page and start chains. */
+  operator: OperatorConfig;
 }
 
 /** The environment, as `process.env` has it. */
@@ -102,6 +114,7 @@ export function readConfig(env: Env): ExampleConfig {
     store,
     queue: queueConfig(get, store),
     alert: alertConfig(get),
+    operator: operatorConfig(get),
   };
 }
 
@@ -147,6 +160,19 @@ function queueConfig(get: Getter, store: StoreConfig): QueueConfig {
   if (!/^https?:\/\/[^\s/]+/.test(url)) throw new ConfigError(`CLOUD_TASKS_URL must be an http(s) URL such as https://app.example.com; got ${JSON.stringify(url)}.`);
   const serviceAccountEmail = required(get, 'CLOUD_TASKS_SERVICE_ACCOUNT', 'CLOUD_TASKS_TARGET is http', 'the service account Cloud Tasks signs its OIDC token as');
   return { type: 'cloud-tasks', project, location, queue, target: { type: 'http', url, serviceAccountEmail } };
+}
+
+function operatorConfig(get: Getter): OperatorConfig {
+  const audience = get('EXAMPLE_IAP_AUDIENCE');
+  const operators = get('EXAMPLE_OPERATORS');
+  if (audience !== undefined) {
+    if (!audience.startsWith('/projects/')) throw new ConfigError('EXAMPLE_IAP_AUDIENCE must be IAP\'s audience, e.g. /projects/123456789/apps/my-project.');
+    const allow = operators?.split(',').map((a) => a.trim()).filter((a) => a !== '');
+    return { type: 'iap', audience, allow: allow && allow.length > 0 ? allow : undefined };
+  }
+  if (operators !== undefined) throw new ConfigError('EXAMPLE_OPERATORS is set but EXAMPLE_IAP_AUDIENCE is not: operators are checked behind Identity-Aware Proxy.');
+  const deployed = get('GAE_APPLICATION') !== undefined || get('K_SERVICE') !== undefined;
+  return deployed ? { type: 'closed' } : { type: 'local' };
 }
 
 const ALERT_VARIABLES = ['ALERT_SMTP_URL', 'ALERT_TO', 'ALERT_FROM'] as const;

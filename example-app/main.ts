@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   }
   const records = new Records(parts.store, parts.keys, parts.namespace);
   const chains = createChains({ locker: parts.locker, queue: parts.queue, records, say });
-  const app = createApp({ locker: parts.locker, chains, records, appEngine: config.appEngine, say });
+  const app = createApp({ locker: parts.locker, chains, records, appEngine: config.appEngine, operator: config.operator, say });
 
   await parts.store.init?.();
   await parts.queue.init?.();

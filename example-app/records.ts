@@ -4,12 +4,12 @@
  *
  * - a `SideEffect` entity per (chain, step), a child of the chain's entity, counting the step's
  *   attempts, the times its side effect ran, and the duplicates of it that were dropped;
- * - a registry entity listing the chains the app started (the Store interface has no queries).
  *
+ * The chains themselves are found through the library's operator view (`locker.inspect()`).
  * Every write is a read-modify-write transaction, retried when it meets contention.
  */
 import type { Datastore, Key } from '@google-cloud/datastore';
-import { withContentionRetry, type Properties, type Store, type StoreTransaction } from '../src/index';
+import { withContentionRetry, type Properties, type Store } from '../src/index';
 
 /** What happened to one step of a chain. */
 export interface StepRecord {
@@ -30,12 +30,7 @@ export interface ChainRef {
   name: string;
 }
 
-/** The most recent chains the registry keeps (and the status page shows). */
-export const MAX_CHAINS = 25;
-
 const SIDE_EFFECT_KIND = 'SideEffect';
-const REGISTRY_KIND = 'ExampleRegistry';
-const REGISTRY_NAME = 'chains';
 
 /** The example's writes meet contention when chains run side by side: retried a little longer than the default. */
 const CONTENTION = { attempts: 8 };
@@ -45,7 +40,8 @@ export class Records {
   constructor(
     private readonly store: Store,
     private readonly keys: Datastore,
-    private readonly namespace: string | undefined,
+    /** The namespace of every key the app writes. */
+    readonly namespace: string | undefined,
   ) {}
 
   /** The key of a chain's entity. */
@@ -83,27 +79,6 @@ export class Records {
     return found.filter((r): r is StepRecord => r !== undefined);
   }
 
-  /** Adds a chain to the registry (keeping the most recent {@link MAX_CHAINS}). */
-  async register(ref: ChainRef): Promise<void> {
-    await withContentionRetry(() => this.store.transaction(async (tx) => {
-      const chains = [...(await this.readRegistry(tx)), `${ref.kind}/${ref.name}`].slice(-MAX_CHAINS);
-      tx.put(this.registryKey(), { chains }, ['chains']);
-    }), CONTENTION);
-  }
-
-  /** The chains the app started, oldest first. */
-  async chains(): Promise<ChainRef[]> {
-    const props = await this.store.get(this.registryKey());
-    return registryEntries(props).map((entry) => {
-      const slash = entry.indexOf('/');
-      return { kind: entry.slice(0, slash), name: entry.slice(slash + 1) };
-    });
-  }
-
-  private async readRegistry(tx: StoreTransaction): Promise<string[]> {
-    return registryEntries(await tx.get(this.registryKey()));
-  }
-
   private async update(chain: Key, seq: number, effect: string | undefined, change: (r: StepRecord) => StepRecord): Promise<StepRecord> {
     const key = this.sideEffectKey(chain, seq);
     return withContentionRetry(() => this.store.transaction(async (tx) => {
@@ -119,10 +94,6 @@ export class Records {
     return this.key([...chain.path, SIDE_EFFECT_KIND, `step-${seq}`]);
   }
 
-  private registryKey(): Key {
-    return this.key([REGISTRY_KIND, REGISTRY_NAME]);
-  }
-
   private key(path: (string | number)[]): Key {
     return this.namespace === undefined ? this.keys.key(path) : this.keys.key({ namespace: this.namespace, path });
   }
@@ -133,7 +104,3 @@ function stepRecord(seq: number, props: Properties): StepRecord {
   return { seq, effect: typeof props.effect === 'string' ? props.effect : '', attempts: count(props.attempts), runs: count(props.runs), dropped: count(props.dropped) };
 }
 
-function registryEntries(props: Properties | undefined): string[] {
-  const chains = props?.chains;
-  return Array.isArray(chains) ? chains.filter((c): c is string => typeof c === 'string' && c.includes('/')) : [];
-}

@@ -1,13 +1,17 @@
 /**
- * The state of every chain the app started, read from the store: the lock fields of each chain's
- * entity and the side-effect records of its steps. Served as JSON at /status.json and rendered as
- * HTML at /.
+ * The state of the example's chains, read through the library's operator view (`locker.inspect()`:
+ * indexed queries on the chain kinds, no registry of its own) and the side-effect records of each
+ * step. Served as JSON at /status.json; the page at / is the library's status router, with the
+ * side effects as an extra column ({@link sideEffectsColumn}).
  */
-import { keyPath, StepState, type Properties } from '../src/index';
-import type { Records } from './records';
+import { INSPECT_STATES, type InspectState, type Locker, type StatusColumn, type StepSummary } from '../src/index';
+import type { Records, StepRecord } from './records';
 
-/** A chain's state as the status page shows it: `running` is a scheduled step whose lease is held. */
-export type ChainState = 'scheduled' | 'running' | 'complete' | 'failed';
+/** The kinds of the example's chain entities. */
+export const CHAIN_KINDS = ['Counter', 'Order'] as const;
+
+/** A chain's state: the library's view of its current step (`running` is a scheduled step whose lease is held). */
+export type ChainState = InspectState;
 
 /** One step of a chain. */
 export interface StepStatus {
@@ -26,16 +30,24 @@ export interface StepStatus {
 export interface ChainStatus {
   /** The entity's key path, e.g. `Counter:"counter-1a2b3c4d"`. */
   key: string;
+  /** The key as `X-Lock-Key` encodes it (the status page's `/step?key=`). */
+  encodedKey: string;
   kind: string;
   /** `lock_seq`: the current step (one past the last step once complete). */
   seq: number;
   state: ChainState;
+  /** An attempt holds a lease it stopped renewing. */
+  staleLease: boolean;
+  /** No progress for stallAfter while scheduled. */
+  stalled: boolean;
   /** The attempt holding the lease, if any. */
   holder: string;
   /** Failed attempts of the current step. */
   retries: number;
   /** The first line of the current step's last error, if any. */
   lastError: string;
+  /** When the lock was last written (ISO 8601). */
+  lastProgressAt: string;
   steps: StepStatus[];
 }
 
@@ -43,40 +55,55 @@ export interface Status {
   chains: ChainStatus[];
 }
 
-/** Reads the status of the chains the app started, newest first; chains whose entity is gone are left out. */
-export async function readStatus(records: Records): Promise<Status> {
-  const refs = (await records.chains()).reverse();
-  const chains = await Promise.all(refs.map(async (ref) => {
-    const key = records.chainKey(ref);
-    const props = await records.chainEntity(key);
-    if (!props) return undefined;
-    const seq = count(props.lock_seq);
-    const steps = (await records.steps(key, seq)).map(({ seq: s, runs, attempts, dropped, effect }) => ({ seq: s, runs, attempts, dropped, effect }));
-    return {
-      key: keyPath(key),
-      kind: ref.kind,
-      seq,
-      state: chainState(props),
-      holder: text(props.lock_req),
-      retries: count(props.lock_try),
-      lastError: text(props.lock_err).split('\n')[0] ?? '',
-      steps,
-    } satisfies ChainStatus;
-  }));
-  return { chains: chains.filter((c): c is ChainStatus => c !== undefined) };
+/** Chains listed per kind and state: enough for a demo; the status page pages through any number. */
+const PER_STATE = 100;
+
+/** Reads every chain of the example's kinds, newest progress first. */
+export async function readStatus(locker: Locker, records: Records): Promise<Status> {
+  const inspector = locker.inspect();
+  const found: StepSummary[] = [];
+  for (const kind of CHAIN_KINDS) {
+    for (const state of INSPECT_STATES) {
+      if (state === 'stale') continue; // a stale lease is listed under its state (stale or stalled) already
+      const page = await inspector.list({ state, kind, namespace: records.namespace ?? '', order: 'newest', limit: PER_STATE });
+      found.push(...page.steps.filter((s) => s.state === state));
+    }
+  }
+  found.sort((a, b) => (b.lastProgressAt?.getTime() ?? 0) - (a.lastProgressAt?.getTime() ?? 0));
+  const chains = await Promise.all(found.map(async (s) => ({
+    key: s.keyPath,
+    encodedKey: s.encodedKey,
+    kind: s.kind,
+    seq: s.seq,
+    state: s.state ?? 'scheduled',
+    staleLease: s.staleLease,
+    stalled: s.stalled,
+    holder: s.holder ?? '',
+    retries: s.tries,
+    lastError: s.errorMessage ?? '',
+    lastProgressAt: s.lastProgressAt?.toISOString() ?? '',
+    steps: await stepsOf(records, s),
+  } satisfies ChainStatus)));
+  return { chains };
 }
 
-/** The chain's state from its lock fields. */
-export function chainState(props: Properties): ChainState {
-  if (props.lock_state === StepState.complete) return 'complete';
-  if (props.lock_state === StepState.failed) return 'failed';
-  return text(props.lock_req) !== '' ? 'running' : 'scheduled';
+/** The status page's extra column: each step's side effect and how often it ran. */
+export function sideEffectsColumn(records: Records): StatusColumn {
+  return {
+    title: 'Side effects',
+    value: async (step) => (await stepsOf(records, step)).map(describeStep).join(' · ') || '—',
+  };
 }
 
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isSafeInteger(value) ? value : 0;
+async function stepsOf(records: Records, s: StepSummary): Promise<StepStatus[]> {
+  return (await records.steps(s.key, s.seq)).map(({ seq, runs, attempts, dropped, effect }: StepRecord) => ({ seq, runs, attempts, dropped, effect }));
 }
 
-function text(value: unknown): string {
-  return typeof value === 'string' ? value : '';
+/** e.g. `6 counted ×1 (1 duplicate dropped)`, `1 charged ×1 (2 attempts)`. */
+export function describeStep(step: StepStatus): string {
+  const verb = step.effect.split(' ')[0] ?? '';
+  const notes: string[] = [];
+  if (step.attempts > step.runs) notes.push(`${step.attempts} attempts`);
+  if (step.dropped > 0) notes.push(`${step.dropped} duplicate${step.dropped === 1 ? '' : 's'} dropped`);
+  return `${step.seq} ${verb} ×${step.runs}${notes.length > 0 ? ` (${notes.join(', ')})` : ''}`;
 }

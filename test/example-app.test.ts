@@ -97,11 +97,15 @@ describe('example app, run as a child process (embedded store and dispatcher)', 
     assert.equal(response.status, 200);
     assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
     const html = await response.text();
+    assert.match(html, /<title>datastore-locker example<\/title>/, 'the library\'s status router serves the page');
     for (const chain of [counter, order]) {
       const escaped = chain.key.replaceAll('"', '&quot;');
-      assert.ok(html.includes(`<tr class="chain" data-key="${escaped}" data-kind="${chain.kind}" data-state="complete">`), `row of ${chain.key}`);
+      assert.ok(html.includes(`<tr data-key="${chain.encodedKey}" data-state="complete"`), `row of ${chain.key}`);
+      assert.ok(html.includes(`">${escaped}</a>`), `link to ${chain.key}`);
       assert.ok(!html.includes(chain.key), `the raw key ${chain.key} (with its quotes) never appears unescaped`);
     }
+    assert.match(html, /<td data-label="Side effects">1 counted ×1 · 2 counted ×1 · 3 counted ×1 · 4 counted ×1 · 5 counted ×1 · 6 counted ×1 \(1 duplicate dropped\)/);
+    assert.match(html, /<td data-label="Side effects">1 charged ×1 \(2 attempts\) · 2 emailed ×1 · 3 archived ×1<\/td>/);
     assert.match(html, /<form method="post" action="\/start\/counter">/);
     assert.match(html, /<form method="post" action="\/start\/order">/);
   });
@@ -153,13 +157,32 @@ describe('example app, run as a child process (embedded store and dispatcher)', 
   });
 });
 
+describe('example app deployed without EXAMPLE_IAP_AUDIENCE (K_SERVICE set)', () => {
+  it('runs its chains but opens neither the status page nor the routes that start chains', async () => {
+    const app = await startExample({ K_SERVICE: 'example' });
+    try {
+      await waitFor('the order chain to finish', async () => (/^order .* step 3 ran: archived$/m.test(app.stdout()) ? true : undefined));
+      for (const path of ['/', '/steps.json', '/status.json']) {
+        const res = await fetch(`${app.url}${path}`);
+        assert.equal(res.status, 403, path);
+        assert.doesNotMatch(await res.text(), /Counter|Order/, `${path} shows nothing`);
+      }
+      const start = await fetch(`${app.url}/start/counter`, { method: 'POST', headers: { accept: 'application/json' } });
+      assert.equal(start.status, 403);
+      assert.equal(app.stdout().match(/^counter .* started$/gm)?.length, 1, 'only the autostarted counter chain started');
+    } finally {
+      await app.stop();
+    }
+  });
+});
+
 describe('example app with EXAMPLE_AUTOSTART=0', () => {
   it('starts no chain', async () => {
     const app = await startExample({ EXAMPLE_AUTOSTART: '0' });
     try {
       assert.deepEqual(await fetchStatus(app.url), { chains: [] } satisfies Status);
       const html = await (await fetch(`${app.url}/`)).text();
-      assert.match(html, /No chains yet/);
+      assert.match(html, /<p class="empty">No steps to show.<\/p>/);
     } finally {
       assert.equal(await app.stop(), 0);
     }
@@ -195,8 +218,18 @@ describe('example-app/config.ts: the environment in, the configuration out', () 
   it('runs embedded by default: in-memory store, local dispatcher, port 8080 on every interface', () => {
     assert.deepEqual(read({}), {
       port: 8080, host: '0.0.0.0', autostart: true, maxRetries: 5, appEngine: false,
-      store: { type: 'memory' }, queue: { type: 'local', sweepIntervalMs: 5_000 }, alert: undefined,
+      store: { type: 'memory' }, queue: { type: 'local', sweepIntervalMs: 5_000 }, alert: undefined, operator: { type: 'local' },
     });
+  });
+  it('opens the status page and the start routes to everyone locally, to IAP\'s operators deployed, else to nobody', () => {
+    assert.deepEqual(read({ K_SERVICE: 'demo' }).operator, { type: 'closed' });
+    assert.deepEqual(read({ GAE_APPLICATION: 'e~demo' }).operator, { type: 'closed' });
+    assert.deepEqual(read({ GAE_APPLICATION: 'e~demo', EXAMPLE_IAP_AUDIENCE: '/projects/1/apps/demo', EXAMPLE_OPERATORS: 'a@example.com, @example.org' }).operator, {
+      type: 'iap', audience: '/projects/1/apps/demo', allow: ['a@example.com', '@example.org'],
+    });
+    assert.deepEqual(read({ EXAMPLE_IAP_AUDIENCE: '/projects/1/apps/demo' }).operator, { type: 'iap', audience: '/projects/1/apps/demo', allow: undefined });
+    fails({ EXAMPLE_IAP_AUDIENCE: 'demo' }, /^EXAMPLE_IAP_AUDIENCE must be IAP's audience/);
+    fails({ EXAMPLE_OPERATORS: 'a@example.com' }, /^EXAMPLE_OPERATORS is set but EXAMPLE_IAP_AUDIENCE is not/);
   });
   it('reads PORT (0 picks a free port), HOST, EXAMPLE_AUTOSTART, EXAMPLE_MAX_RETRIES and EXAMPLE_SWEEP_INTERVAL_MS', () => {
     const c = read({ PORT: '0', HOST: '127.0.0.1', EXAMPLE_AUTOSTART: 'false', EXAMPLE_MAX_RETRIES: '3', EXAMPLE_SWEEP_INTERVAL_MS: '250' });

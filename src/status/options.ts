@@ -4,7 +4,7 @@
  */
 import { ConfigError } from '../errors';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
-import type { StepSummary } from '../inspect/step-view';
+import { INSPECT_STATES, type InspectState, type StepSummary } from '../inspect/step-view';
 import type { Authenticator } from '../types';
 
 /** An extra column of the status page: a title and the cell's text for a step. */
@@ -38,6 +38,11 @@ export interface StatusRouterOptions {
   title?: string;
   /** HTML shown above the lists on the overview, as given (yours, trusted: it is not escaped). Defaults to none. */
   intro?: string;
+  /**
+   * The states the overview (no `?state=` filter) lists, in this order; `complete` and `cancelled`
+   * are listed newest first. Defaults to stalled, stale, failed, running, scheduled.
+   */
+  overview?: readonly InspectState[];
 }
 
 /** The complete configuration. */
@@ -50,6 +55,7 @@ export interface StatusConfig {
   readonly columns: readonly StatusColumn[];
   readonly title: string;
   readonly intro: string;
+  readonly overview: readonly InspectState[];
 }
 
 /** Every default, in one place. */
@@ -62,10 +68,12 @@ export const STATUS_ROUTER_DEFAULTS = Object.freeze({
   refreshSeconds: 30,
   /** The page's title. */
   title: 'datastore-locker',
+  /** The states needing attention, then the live ones. */
+  overview: Object.freeze(['stalled', 'stale', 'failed', 'running', 'scheduled']) as readonly InspectState[],
 });
 
 const OPTION_NAMES: OptionNames<StatusRouterOptions> = {
-  authenticate: true, kinds: true, namespaces: true, pageSize: true, refreshSeconds: true, columns: true, title: true, intro: true,
+  authenticate: true, kinds: true, namespaces: true, pageSize: true, refreshSeconds: true, columns: true, title: true, intro: true, overview: true,
 };
 
 /** Checks the options and fills the defaults; throws `ConfigError` saying what is wrong. */
@@ -89,7 +97,14 @@ export function parseStatusOptions(options: StatusRouterOptions): StatusConfig {
   if (typeof title !== 'string') throw new ConfigError('statusRouter: title must be a string.');
   const intro = options.intro ?? '';
   if (typeof intro !== 'string') throw new ConfigError('statusRouter: intro must be a string of HTML.');
-  return Object.freeze({ authenticate: options.authenticate, kinds, namespaces, pageSize, refreshSeconds, columns: Object.freeze([...columns]), title, intro });
+  const overview = options.overview ?? STATUS_ROUTER_DEFAULTS.overview;
+  if (!Array.isArray(overview) || overview.length === 0 || overview.some((state) => !INSPECT_STATES.includes(state))) {
+    throw new ConfigError(`statusRouter: overview must be a non-empty array of states (${INSPECT_STATES.join(', ')}).`);
+  }
+  return Object.freeze({
+    authenticate: options.authenticate, kinds, namespaces, pageSize, refreshSeconds, columns: Object.freeze([...columns]), title, intro,
+    overview: Object.freeze([...overview]),
+  });
 }
 
 function names(option: string, given: unknown, emptyAllowed: boolean): readonly string[] {

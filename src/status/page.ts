@@ -115,7 +115,7 @@ function filtersForm(view: ListView, ctx: PageContext): string {
   const f = view.filters;
   const select = (name: string, options: Array<[string, string]>, selected: string | undefined) =>
     `<label>${name} <select name="${name}">${options.map(([value, label]) => `<option value="${escapeHtml(value)}"${value === (selected ?? '') ? ' selected' : ''}>${escapeHtml(label)}</option>`).join('')}</select></label>`;
-  const states: Array<[string, string]> = [['', 'needing attention, and live'], ...INSPECT_STATES.map((s): [string, string] => [s, STATE_LABELS[s]])];
+  const states: Array<[string, string]> = [['', 'overview'], ...INSPECT_STATES.map((s): [string, string] => [s, STATE_LABELS[s]])];
   const kinds: Array<[string, string]> = [['', 'all'], ...ctx.kinds.map((k): [string, string] => [k, k])];
   const namespaces: Array<[string, string]> = ctx.namespaces.length > 1 ? [['*', 'all'], ...ctx.namespaces.map((n): [string, string] => [n, n || '(default)'])] : [];
   return `<form class="filters" method="get" action="${escapeHtml(ctx.base)}/">

@@ -31,8 +31,6 @@ export interface StatusBackend {
   readonly config: { readonly logger: Logger; readonly clock: () => number };
 }
 
-/** The states the overview shows (the others are one filter away). */
-const OVERVIEW: readonly InspectState[] = ['stalled', 'stale', 'failed', 'running', 'scheduled'];
 const ACTIONS: readonly ActionName[] = ['retry', 'resend', 'cancel'];
 
 /** Builds the router; throws `ConfigError` when an option is wrong (authentication is required). */
@@ -104,17 +102,19 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
   const now = inspector.clock().now;
   const kinds = filters.kind ? [filters.kind] : config.kinds;
   const namespaces = filters.namespace !== undefined ? [filters.namespace] : config.namespaces;
-  const states = filters.state ? [filters.state] : OVERVIEW;
+  const states = filters.state ? [filters.state] : config.overview;
   const sections: Section[] = [];
   for (const kind of kinds) {
     for (const namespace of namespaces) {
       for (const state of states) {
+        const finished = state === InspectState.complete || state === InspectState.cancelled;
+        const order = !filters.state && finished ? 'newest' : filters.order;
         const page = await inspector.list({
-          state, kind, namespace, order: filters.order, limit: config.pageSize,
+          state, kind, namespace, order, limit: config.pageSize,
           ...(filters.cursor ? { cursor: filters.cursor } : {}),
         });
         // On the overview a stale lease that is also stalled shows once, under stalled.
-        const steps = !filters.state && state === InspectState.stale ? page.steps.filter((s) => !s.stalled) : page.steps;
+        const steps = !filters.state && state === InspectState.stale && states.includes(InspectState.stalled) ? page.steps.filter((s) => !s.stalled) : page.steps;
         const section: Section = { kind, namespace, state, rows: await Promise.all(steps.map((s) => row(config, s))) };
         if (page.cursor) section.cursor = page.cursor;
         sections.push(section);
