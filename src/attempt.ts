@@ -45,7 +45,7 @@ export async function runAttempt<E, P>(
   factory: EntityFactory<E>,
 ): Promise<Answer> {
   try {
-    return await attempt(core, arrival, handler, factory);
+    return await core.seen.coalesce(arrival.key, arrival.seq, () => attempt(core, arrival, handler, factory));
   } catch (error) {
     return unexpected(core, arrival, error);
   }

@@ -55,6 +55,8 @@ export const REFUSAL_TTL_MS = 1_000;
 /** The lock each entity was last seen with, by key. */
 export class SeenSteps {
   private readonly entries: LRUCache<string, Seen> | undefined;
+  /** This process's attempt in flight at each (entity, step), if any. */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
 
   constructor(private readonly options: SeenStepsOptions) {
     this.entries = options.size > 0 ? new LRUCache<string, Seen>({ max: options.size }) : undefined;
@@ -101,6 +103,29 @@ export class SeenSteps {
     });
   }
 
+  /**
+   * Runs `attempt` as this process's attempt at step `seq` of `key`. A copy of the task that
+   * arrives while another attempt at the same step is in flight here first waits for it to end (at
+   * most `REFUSAL_TTL_MS`), so it is answered from what that attempt saw and wrote (a duplicate of
+   * the finished step, dropped) instead of racing it to the store: simultaneous deliveries of one
+   * step cost one step's round trips. Off with the cache.
+   */
+  async coalesce<T>(key: Key, seq: number, attempt: () => Promise<T>): Promise<T> {
+    if (!this.entries) return attempt();
+    const id = `${keyIdentity(key)}\u0000${seq}`;
+    const ahead = this.inFlight.get(id);
+    if (ahead) await settledWithin(ahead, REFUSAL_TTL_MS);
+    const mine = attempt();
+    if (!this.inFlight.has(id)) {
+      this.inFlight.set(id, mine);
+      const clear = (): void => {
+        if (this.inFlight.get(id) === mine) this.inFlight.delete(id);
+      };
+      mine.then(clear, clear);
+    }
+    return mine;
+  }
+
   /** Forgets an entity (after a write whose result is not at hand). */
   forget(key: Key): void {
     this.entries?.delete(keyIdentity(key));
@@ -110,4 +135,17 @@ export class SeenSteps {
   get size(): number {
     return this.entries?.size ?? 0;
   }
+}
+
+/** Resolves when `promise` settles or `ms` passed, whichever comes first; never rejects. */
+function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    const done = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    promise.then(done, done);
+  });
 }

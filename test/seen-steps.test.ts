@@ -105,3 +105,35 @@ describe('duplicateCache across instances: a step finished elsewhere', () => {
     assert.equal(b.runs.length, 0);
   });
 });
+
+describe('simultaneous deliveries of one step in one process', () => {
+  it('run the handler once, cost one step of reads, and are all answered: copies wait for the attempt in flight', async () => {
+    const store = new MemoryStore({ projectId: 'locker-test' });
+    const app = taskApp(store);
+    const entity = keys.key(['Counter', 'twenty-at-once']);
+    await store.transaction(async (tx) => tx.put(entity, lock({ lock_chain: undefined, lock_seq: 1 }), []));
+    let reads = 0;
+    const read = store.read.bind(store);
+    store.read = async (k) => ((reads += 1), read(k));
+
+    const answers = await Promise.all(Array.from({ length: 20 }, () => app.send(entity, 1).then((res) => res)));
+    assert.equal(app.runs.length, 1, 'the handler ran once');
+    assert.deepEqual(answers.map((res) => res.status), Array(20).fill(200));
+    assert.equal(answers.filter((res) => /duplicate of a finished step/.test(res.text)).length, 19);
+    assert.equal(reads, 1, 'only the attempt that ran read the entity; the copies were answered from what it wrote');
+  });
+
+  it('without the cache every copy goes to the store, and the handler still runs once', async () => {
+    const store = new MemoryStore({ projectId: 'locker-test' });
+    const app = taskApp(store, { duplicateCache: false });
+    const entity = keys.key(['Counter', 'twenty-uncached']);
+    await store.transaction(async (tx) => tx.put(entity, lock({ lock_chain: undefined, lock_seq: 1 }), []));
+    let reads = 0;
+    const read = store.read.bind(store);
+    store.read = async (k) => ((reads += 1), read(k));
+    const answers = await Promise.all(Array.from({ length: 20 }, () => app.send(entity, 1).then((res) => res)));
+    assert.equal(app.runs.length, 1);
+    assert.equal(answers.length, 20);
+    assert.ok(reads >= 20, `each copy read the entity, got ${reads} reads`);
+  });
+});
