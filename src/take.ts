@@ -1,0 +1,129 @@
+/**
+ * Taking the lease when a task arrives: one strongly consistent read decides (most duplicates end
+ * there), then a compare-and-swap on the version read writes the lock `take`, `overwrite` or
+ * `expire` makes. A task that does not run is answered here.
+ */
+import { alertEvent, claimAlert } from './alerts';
+import type { Answer, Arrival } from './attempt';
+import type { Core } from './core';
+import { decide, type Decision } from './decision';
+import { ContentionError } from './errors';
+import { keyPath } from './key-codec';
+import { readLock, writeLock, type Lock } from './lock-fields';
+import { withContentionRetry } from './store/retry';
+import { expire, overwrite, take as takeLease } from './transitions';
+import { AlertReason, type Properties, type Snapshot } from './types';
+
+/**
+ * Takes the lease, or answers. One strongly consistent read decides; most duplicates end there.
+ * A lease is taken by a compare-and-swap on the version read: when another attempt wrote first,
+ * the entity is read again and decided again (bounded, with backoff).
+ */
+export async function take(core: Core, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot; props: Properties }> {
+  const { store, leaseDuration } = core.config;
+  const now = new Date(core.config.clock());
+  const known = core.seen.recall(a.key, a.seq, a.chain, now.getTime());
+  if (known) return { answer: answerFor(core, a, known) };
+  let snapshot = await store.read(a.key);
+  core.seen.observe(a.key, snapshot?.properties, now.getTime(), leaseDuration);
+  const taken = await withContentionRetry(async () => {
+    const decision = arrivalDecision(core, a, snapshot?.properties);
+    if (!snapshot || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
+      return { decision, snapshot: undefined, alerts: undefined };
+    }
+    const { lock, alerts } = takeover(core, a, decision, readLock(snapshot.properties), now);
+    const written = await core.replace(a.key, snapshot, writeLock(snapshot.properties, lock));
+    if (written) return { decision, snapshot: written, read: snapshot, alerts };
+    snapshot = await store.read(a.key);
+    core.seen.observe(a.key, snapshot?.properties, core.config.clock(), leaseDuration);
+    throw new ContentionError(`${keyPath(a.key)} changed while attempt ${a.attempt} took its lease`);
+  }, core.config.contention);
+
+  const d = taken.decision;
+  if (!taken.snapshot || !taken.read) return { answer: answerFor(core, a, d) };
+  if (d.action === 'overwrite' || d.action === 'expire') {
+    await reportTakeover(core, a, d, taken.read.properties, taken.alerts !== undefined, now);
+    if (d.action === 'expire') return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left` } };
+  } else {
+    core.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
+  }
+  return { snapshot: taken.snapshot, props: taken.read.properties };
+}
+
+/** The lock an arriving attempt writes when it takes the lease (or fails a step whose leases kept expiring). */
+function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): { lock: Lock; alerts: string[] | undefined } {
+  if (d.action === 'overwrite') {
+    const alerts = claimAlert(core.config, lock, AlertReason.overwrite);
+    return { lock: overwrite(lock, { now, attempt: a.attempt, alerts }), alerts };
+  }
+  if (d.action === 'expire') {
+    const alerts = claimAlert(core.config, lock, AlertReason.failure);
+    const error = `lease of attempt ${d.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
+    return { lock: expire(lock, { now, error, alerts }), alerts };
+  }
+  return { lock: takeLease(lock, { now, attempt: a.attempt }), alerts: undefined };
+}
+
+/**
+ * Reports a stale lease taken over (`overwrite`) or ended (`expire`): event, log line and, when
+ * this transaction claimed it, the alert. An overwrite's alert is not awaited: the handler runs.
+ */
+async function reportTakeover(
+  core: Core, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, alert: boolean, now: Date,
+): Promise<void> {
+  const retries = readLock(props).tries + 1;
+  const where = { key: keyPath(a.key), seq: a.seq, previous: d.previous };
+  let error: Error | undefined;
+  if (d.action === 'overwrite') {
+    core.emit('overwritten', { key: a.key, seq: a.seq, attempt: a.attempt, previous: d.previous, leaseAgeMs: d.leaseAgeMs });
+    core.config.logger.warn('stale lease overwritten', { ...where, attempt: a.attempt, leaseAgeMs: d.leaseAgeMs });
+  } else {
+    error = new Error(`the lease of attempt ${d.previous} expired and the step has no attempts left`);
+    core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error });
+    core.config.logger.error('step failed: its lease expired too often', { ...where, retries });
+  }
+  if (!alert) return;
+  const sending = core.alert(alertEvent({
+    reason: d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure,
+    key: a.key, seq: a.seq, retries, previousAttempt: d.previous, newAttempt: d.action === 'overwrite' ? a.attempt : undefined,
+    leaseAgeMs: d.leaseAgeMs, task: a.task, properties: props, at: now, error,
+  }));
+  if (d.action === 'expire') await sending;
+}
+
+function arrivalDecision(core: Core, a: Arrival, props: Properties | undefined): Decision {
+  return decide({
+    lock: props ? readLock(props) : undefined,
+    seq: a.seq,
+    chain: a.chain,
+    attempt: a.attempt,
+    now: core.config.clock(),
+    leaseDurationMs: core.config.leaseDuration,
+    goLeaseTimeoutMs: core.config.goLeaseTimeout,
+    maxRetries: core.config.maxRetries,
+  });
+}
+
+/** The answer to a task that does not run. */
+function answerFor(core: Core, a: Arrival, d: Decision): Answer {
+  if (d.action === 'refuse') {
+    core.emit('refused', { key: a.key, seq: a.seq, attempt: a.attempt, holder: d.holder, retryAfterMs: d.retryAfterMs });
+    const retryAfter = Math.max(1, Math.ceil(Math.min(d.retryAfterMs, core.config.leaseDuration) / 1000));
+    return { status: core.config.lockFailedStatus, message: `step ${a.seq} is running in another attempt; retry later`, retryAfter };
+  }
+  if (d.action === 'drop') {
+    core.emit('dropped', { key: a.key, seq: a.seq, attempt: a.attempt, reason: d.reason });
+    core.config.logger.info('task dropped', { key: keyPath(a.key), seq: a.seq, reason: d.reason });
+    return { status: 200, message: `dropped: ${DROP_MESSAGES[d.reason]}` };
+  }
+  throw new Error(`no answer for decision ${d.action}`);
+}
+
+const DROP_MESSAGES = {
+  missing: 'the entity does not exist',
+  finished: 'a duplicate of a finished step',
+  unscheduled: 'no such step is scheduled',
+  'other-chain': 'the task belongs to an earlier chain',
+  failed: 'the step failed for good',
+  cancelled: 'the chain was cancelled',
+} as const;
