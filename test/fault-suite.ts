@@ -30,8 +30,11 @@ const CLASSES = {
 } as const;
 type ErrorClass = keyof typeof CLASSES;
 
-/** Contention retried twice, quickly; a lease short enough that renewals happen within a test. */
-const OPTIONS: Partial<LockerOptions> = { contention: { attempts: 2, baseDelayMs: 1, maxDelayMs: 2 }, leaseDuration: 1_500, maxRetries: 3 };
+/**
+ * Contention retried twice, quickly; a lease short enough that renewals happen within a test and
+ * long enough that a renewal on a loaded machine lands inside the proof window (3 s − 0.5 s).
+ */
+const OPTIONS: Partial<LockerOptions> = { contention: { attempts: 2, baseDelayMs: 1, maxDelayMs: 2 }, leaseDuration: 3_000, maxRetries: 3 };
 
 export function faultSuite(name: string, open: () => Promise<StoreUnderTest>): void {
   describe(`handle() under store faults on ${name}`, () => {
@@ -371,7 +374,7 @@ export function faultSuite(name: string, open: () => Promise<StoreUnderTest>): v
         });
       }
       it('the leaseTimeout clock is back on too', async () => {
-        const { faulty, t, key } = await setUp({}, { leaseDuration: 1_500, leaseTimeout: 1_600 });
+        const { faulty, t, key } = await setUp({}, { leaseTimeout: 3_000 });
         faulty.inject({ op: 'finish', error: CLASSES.rejected });
         let reason: unknown;
         t.behave(async (ctx) => {

@@ -323,13 +323,14 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
 
     describe('leases while the handler runs', () => {
       it('renews the lease every leaseDuration / 3', async () => {
-        const t = taskApp(s.store, { leaseDuration: 600, leaseTimeout: 60_000 });
+        // Long enough that a renewal on a loaded machine lands inside the proof window (leaseDuration minus a sixth).
+        const t = taskApp(s.store, { leaseDuration: 1_500, leaseTimeout: 60_000 });
         const key = newKey();
         await seed(key, scheduled(1));
         const stamps: number[] = [];
         t.behave(async (ctx) => {
           for (let i = 0; i < 4; i++) {
-            await new Promise((r) => setTimeout(r, 300));
+            await new Promise((r) => setTimeout(r, 600));
             stamps.push(((await s.store.get(ctx.key))!.lock_ts as Date).getTime());
           }
         });
@@ -371,7 +372,8 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
         assert.equal((await stored(key)).lock_seq, 1);
       });
       it('aborts the signal with LeaseTimeoutError at leaseTimeout', async () => {
-        const t = taskApp(s.store, { leaseDuration: 200, leaseTimeout: 400 });
+        // leaseTimeout = leaseDuration: a renewal (at 1 s) must land within the proof window (2.5 s) so the lease is not given up first.
+        const t = taskApp(s.store, { leaseDuration: 3_000, leaseTimeout: 3_000 });
         const key = newKey();
         await seed(key, scheduled(1));
         let reason: unknown;

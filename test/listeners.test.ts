@@ -82,7 +82,7 @@ describe('listeners are isolated', () => {
     assert.equal((await store.get(key))?.lock_req, 'thief', 'nothing was written for the lost attempt');
     assert.ok(t.logger.has('a listener of the "lost" event failed'));
 
-    const slow = taskApp(store, { leaseDuration: 200, leaseTimeout: 250 });
+    const slow = taskApp(store, { leaseDuration: 1_500, leaseTimeout: 1_500 });
     slow.locker.on('timedOut', async () => { throw new Error('timedOut listener bug'); });
     const other = newKey();
     await seed(other);
