@@ -101,6 +101,24 @@ describe('statusRouter', () => {
     assert.match(String(res.headers['set-cookie']), /locker-csrf=[\w-]+; Path=\/; HttpOnly; SameSite=Strict/);
   });
 
+  it('pages through a state with the "more" link', async () => {
+    const { store, locker, key } = await fixture();
+    await store.transaction(async (tx) => {
+      tx.put(key('stalled-older'), { lock_ts: new Date(Date.now() - 30 * MIN), lock_req: '', lock_seq: 1, lock_try: 0, lock_state: StepState.scheduled }, UNINDEXED_LOCK_FIELDS);
+    });
+    const app = express();
+    app.use('/ops', locker.statusRouter({ authenticate: auth, kinds: ['Order'], pageSize: 1 }));
+    const first = await request(app).get('/ops/?state=stalled').set('authorization', TOKEN);
+    assert.match(first.text, /Order:&quot;stalled-older&quot;/);
+    assert.doesNotMatch(first.text, /Order:&quot;stalled&quot;</);
+    const more = /<p class="more"><a href="([^"]+)">/.exec(first.text)?.[1]?.replace(/&amp;/g, '&');
+    assert.ok(more, 'a link to the next page');
+    const second = await request(app).get(more).set('authorization', TOKEN);
+    assert.equal(second.status, 200);
+    assert.match(second.text, /Order:&quot;stalled&quot;</);
+    assert.doesNotMatch(second.text, /stalled-older/);
+  });
+
   it('refuses an action without the CSRF token, from another site or another origin', async () => {
     const { app, locker, key } = await fixture();
     const agent = request.agent(app);

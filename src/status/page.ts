@@ -132,7 +132,7 @@ function sectionHtml(section: Section, view: ListView, ctx: PageContext): string
   const where = `${section.kind}${section.namespace ? ` in ${section.namespace}` : ''}`;
   const head = ['Entity', 'State', 'Step', 'Tries', 'Lease', 'Last progress', 'Last error', ...ctx.columns, ''];
   const more = section.cursor
-    ? `<p class="more"><a href="${escapeHtml(`${ctx.base}/${queryString({ ...view.filters, kind: section.kind, namespace: section.namespace, state: section.state, cursor: section.cursor })}`)}">More ${escapeHtml(STATE_LABELS[section.state].toLowerCase())} steps →</a></p>`
+    ? `<p class="more"><a href="${escapeHtml(`${ctx.base}/${queryString({ ...view.filters, kind: section.kind, namespace: section.namespace, state: section.state, order: section.order, cursor: section.cursor })}`)}">More ${escapeHtml(STATE_LABELS[section.state].toLowerCase())} steps →</a></p>`
     : '';
   const rows = section.rows.length === 0 ? `<p class="empty">None.</p>` : `<table class="steps">
 <thead><tr>${head.map((h) => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead>

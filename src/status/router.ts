@@ -47,7 +47,7 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
     const view = await listView(backend, config, req);
     res.set('Cache-Control', 'no-store').json({
       now: new Date(view.now).toISOString(),
-      sections: view.sections.map((s) => ({ kind: s.kind, namespace: s.namespace, state: s.state, cursor: s.cursor, steps: s.rows.map((r) => stepJson(r.step, r.extra, r.actions)) })),
+      sections: view.sections.map((s) => ({ kind: s.kind, namespace: s.namespace, state: s.state, order: s.order, cursor: s.cursor, steps: s.rows.map((r) => stepJson(r.step, r.extra, r.actions)) })),
     });
   }));
   router.get('/step', auth, handler(backend, async (req, res) => {
@@ -115,7 +115,7 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
         });
         // On the overview a stale lease that is also stalled shows once, under stalled.
         const steps = !filters.state && state === InspectState.stale && states.includes(InspectState.stalled) ? page.steps.filter((s) => !s.stalled) : page.steps;
-        const section: Section = { kind, namespace, state, rows: await Promise.all(steps.map((s) => row(config, s))) };
+        const section: Section = { kind, namespace, state, order, rows: await Promise.all(steps.map((s) => row(config, s))) };
         if (page.cursor) section.cursor = page.cursor;
         sections.push(section);
       }

@@ -20,6 +20,8 @@ export interface Section {
   kind: string;
   namespace: string;
   state: InspectState;
+  /** The order the section was read in (its cursor goes on in the same order). */
+  order: 'oldest' | 'newest';
   rows: StepRow[];
   /** Set when more steps follow: the next page's cursor. */
   cursor?: string;
