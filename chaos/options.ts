@@ -64,7 +64,7 @@ export interface ChaosOptions {
   sweepGraceMs: number;
   /** The fault phase ends at the latest after this long (then the run settles without faults). */
   maxFaultMs: number;
-  /** How long the run waits, faults off, for every chain to end. */
+  /** Faults off, how long the run waits with no chain moving before it judges (chains still moving are waited for). */
   settleMs: number;
   /** The emulator the workers share. */
   emulator: EmulatorName;

@@ -85,7 +85,9 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
     await faults.stop();
     dispatcher.quiet();
     fleet.quiet();
-    await until(() => done() && dispatcher.pending() === 0, options.settleMs, 1_000, () => undefined);
+    await settle(options, () => progressOf(dir, options.workers), () => done() && dispatcher.pending() === 0, () => progress(
+      `settling: ${terminal(names, options.steps, dir, options.workers)}/${names.length} chains ended; ${dispatcher.pending()} deliveries pending`,
+    ));
     progress('sweeping once more');
     await sweepOnce(fleet.urls()[0], secret);
     await until(() => dispatcher.pending() === 0, 15_000, 250, () => undefined);
@@ -160,6 +162,25 @@ async function faultPhase(options: ChaosOptions, moved: () => number, done: () =
   let last = -1;
   let lastMoveAt = Date.now();
   for (let ticks = 1; !done() && Date.now() < deadline && Date.now() - lastMoveAt < stallMs; ticks++) {
+    await sleep(1_000);
+    const now = moved();
+    if (now !== last) {
+      last = now;
+      lastMoveAt = Date.now();
+    }
+    if (ticks % 10 === 0) tick();
+  }
+}
+
+/**
+ * Faults off, the run goes on while chains still move: it ends once every chain ended and nothing
+ * is pending, or nothing moved for `settleMs` (what is left then is stuck), or after 30 min.
+ */
+async function settle(options: ChaosOptions, moved: () => number, done: () => boolean, tick: () => void): Promise<void> {
+  const deadline = Date.now() + 30 * 60_000;
+  let last = moved();
+  let lastMoveAt = Date.now();
+  for (let ticks = 1; !done() && Date.now() < deadline && Date.now() - lastMoveAt < options.settleMs; ticks++) {
     await sleep(1_000);
     const now = moved();
     if (now !== last) {
