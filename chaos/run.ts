@@ -17,6 +17,7 @@ import { Fleet, type UnexpectedDeath } from './fleet';
 import type { ChaosOptions } from './options';
 import { judge, type Verdict } from './oracle';
 import { alertsFile, CHAIN_KIND, effectsFile, logFile, type AlertRecord, type EffectRecord, type WorkerConfig } from './protocol';
+import { Progress } from './progress';
 import { Rng } from './random';
 import { StoreProxy, type ProxyStats } from './store-proxy';
 import type { DispatcherStats } from './dispatcher';
@@ -76,17 +77,19 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
     faults.start(burstsMs + 10_000);
     const phaseStart = Date.now();
     await kickOff(datastore, dispatcherUrl, secret, options, names);
-    const done = (): boolean => terminal(names, options.steps, dir, options.workers) === names.length;
-    await faultPhase(options, () => progressOf(dir, options.workers), done, () => progress(
-      `${terminal(names, options.steps, dir, options.workers)}/${names.length} chains ended; ${dispatcher.stats.deliveries} deliveries ${JSON.stringify(dispatcher.stats.statuses)}; ${dispatcher.pending()} pending; ${fleet?.urls().length} workers up`,
+    const seen = new Progress(dir, options.workers, options.steps);
+    const moved = (): number => (seen.update(), seen.records);
+    const done = (): boolean => seen.update() === names.length;
+    await faultPhase(options, moved, done, () => progress(
+      `${seen.update()}/${names.length} chains ended; ${dispatcher.stats.deliveries} deliveries ${JSON.stringify(dispatcher.stats.statuses)}; ${dispatcher.pending()} pending; ${fleet?.urls().length} workers up`,
     ));
     faultPhaseMs = Date.now() - phaseStart;
     progress(`faults stop after ${Math.round(faultPhaseMs / 1000)} s; settling`);
     await faults.stop();
     dispatcher.quiet();
     fleet.quiet();
-    await settle(options, () => progressOf(dir, options.workers), () => done() && dispatcher.pending() === 0, () => progress(
-      `settling: ${terminal(names, options.steps, dir, options.workers)}/${names.length} chains ended; ${dispatcher.pending()} deliveries pending`,
+    await settle(options, moved, () => done() && dispatcher.pending() === 0, () => progress(
+      `settling: ${seen.update()}/${names.length} chains ended; ${dispatcher.pending()} deliveries pending`,
     ));
     progress('sweeping once more');
     await sweepOnce(fleet.urls()[0], secret);
@@ -189,19 +192,6 @@ async function settle(options: ChaosOptions, moved: () => number, done: () => bo
     }
     if (ticks % 10 === 0) tick();
   }
-}
-
-/** How much the run has moved: effects and alerts recorded so far. */
-function progressOf(dir: string, workers: number): number {
-  return readAll<EffectRecord>(dir, workers, effectsFile).length + readAll<AlertRecord>(dir, workers, alertsFile).length;
-}
-
-/** Chains that ended, from the files: the last step's effect, or a failure alert. */
-function terminal(names: readonly string[], steps: number, dir: string, workers: number): number {
-  const ended = new Set<string>();
-  for (const e of readAll<EffectRecord>(dir, workers, effectsFile)) if (e.seq === steps) ended.add(e.key);
-  for (const a of readAll<AlertRecord>(dir, workers, alertsFile)) if (a.reason === 'failure') ended.add(a.key);
-  return names.filter((n) => ended.has(n)).length;
 }
 
 function readAll<T>(dir: string, workers: number, file: (dir: string, slot: number) => string): T[] {
