@@ -1,9 +1,9 @@
 /**
  * A store wrapper with the `Store` interface that counts what goes through it: reads, and every
- * write (a put, delete or outbox record inside a transaction, a compare-and-swap, an outbox
+ * write (a put, delete or ledger record inside a transaction, a compare-and-swap, a ledger
  * deletion). The fuzz asserts it saw no write.
  */
-import type { Key, OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../src/index';
+import type { DueLedger, Key, Properties, Snapshot, Store, StoreTransaction } from '../src/index';
 
 /** What went through the store. */
 export interface StoreCounts {
@@ -36,9 +36,17 @@ export class CountingStore implements Store {
         this.counts.writes++;
         tx.delete(key);
       },
-      putOutbox: (record) => {
+      getLedger: (key, id) => {
+        this.counts.reads++;
+        return tx.getLedger(key, id);
+      },
+      putLedger: (record) => {
         this.counts.writes++;
-        tx.putOutbox(record);
+        tx.putLedger(record);
+      },
+      deleteLedger: (key, id) => {
+        this.counts.writes++;
+        tx.deleteLedger(key, id);
       },
     }));
   }
@@ -58,13 +66,13 @@ export class CountingStore implements Store {
     return this.inner.replaceIfUnchanged(key, snapshot, properties, excluded);
   }
 
-  listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
+  listDue(now: Date, limit: number): Promise<DueLedger> {
     this.counts.reads++;
-    return this.inner.listOutbox(before, limit);
+    return this.inner.listDue(now, limit);
   }
 
-  deleteOutbox(record: OutboxRecord): Promise<void> {
+  deleteLedger(key: Key, id: string): Promise<void> {
     this.counts.writes++;
-    return this.inner.deleteOutbox(record);
+    return this.inner.deleteLedger(key, id);
   }
 }

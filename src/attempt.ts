@@ -34,6 +34,8 @@ export interface Arrival {
   payload: Json | undefined;
   task: TaskInfo;
   request: Request;
+  /** A re-delivery by the sweep (`X-Lock-Send`): decided on a fresh read, never from the duplicate cache. */
+  resent?: boolean;
 }
 
 /** Runs one attempt and returns its answer. Store outages and lost leases become 503s, logged. */

@@ -28,4 +28,9 @@ export interface Core {
   encodeKey(key: Key): string;
   /** Resolves once the store's project id is known, or could not be (see `lookUpProjectId`). */
   readonly ready: Promise<void>;
+  /**
+   * Removes the ledger record `id` of a step that finished or failed for good, after its finishing
+   * write and without holding up the answer (a failure is logged; the sweep clears what is left).
+   */
+  retire(key: Key, id: string | undefined): void;
 }

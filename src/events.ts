@@ -73,11 +73,20 @@ export interface LockerEvents {
     /** The new task's name. */
     task: string;
   }];
-  /** A step was committed with its task in the outbox (a kickoff, or a handler chaining). */
+  /** A step was committed with its ledger record (a kickoff, or a handler chaining). */
   scheduled: [StepEvent & {
     /** The task's name. */
     task: string;
     /** The handler path the task is sent to. */
     path: string;
+  }];
+  /** The sweep re-delivered a stalled step under a new task name. */
+  resent: [StepEvent & {
+    /** The new task's name. */
+    task: string;
+    /** The handler path the task is sent to. */
+    path: string;
+    /** Which send of the step this is: 2 for the first re-delivery. */
+    send: number;
   }];
 }

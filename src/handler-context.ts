@@ -9,7 +9,8 @@ import { StepAlreadyFinishedError } from './errors';
 import { keyPath } from './key-codec';
 import type { Lease } from './lease';
 import { sameLock, writeLock, type Lock } from './lock-fields';
-import { checkStep, dispatch, scheduledStep } from './outbox';
+import { dispatch } from './ledger';
+import { checkStep, scheduledStep } from './outbox';
 import { newChainId } from './task-name';
 import { finish as finishStep } from './transitions';
 
@@ -32,21 +33,22 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
       const next = checkStep(core, path, payload, options);
       const own = entityProperties(entity);
       const now = new Date(core.config.clock());
-      let planned: (ReturnType<typeof scheduledStep> & { chain: string }) | undefined;
-      const { record, chain } = await lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
+      let planned: ReturnType<typeof scheduledStep> | undefined;
+      const record = await lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
         const chainId = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
-        planned = { ...scheduledStep(a.key, lock, chainId, next, now), chain: chainId };
+        planned = scheduledStep(a.key, lock, chainId, next, now);
         core.write(tx, a.key, writeLock({ ...props, ...own }, planned.lock));
-        tx.putOutbox(planned.record);
-        return planned;
-      }, (lock) => (planned && sameLock(lock, planned.lock) ? planned : undefined)));
+        if (lock.task !== undefined) tx.deleteLedger(a.key, lock.task); // this step moved on: its record goes in the same commit
+        tx.putLedger(planned.record);
+        return planned.record;
+      }, (lock) => (planned && sameLock(lock, planned.lock) ? planned.record : undefined)));
       core.seen.forget(a.key);
       step.done = true;
       step.next = record.seq;
       core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: record.seq });
-      core.emit('scheduled', { key: a.key, seq: record.seq, attempt: a.attempt, task: record.name, path: record.path });
-      const sent = await dispatch(core, record, chain);
-      return { seq: record.seq, task: record.name, sent };
+      core.emit('scheduled', { key: a.key, seq: record.seq, attempt: a.attempt, task: record.task, path: record.path });
+      const sent = await dispatch(core, record);
+      return { seq: record.seq, task: record.task, sent };
     },
     async complete(): Promise<void> {
       finishOnce();
@@ -64,9 +66,12 @@ export async function completeStep(core: Core, a: Arrival, lease: Lease, entity:
   const own = entityProperties(entity);
   const now = new Date(core.config.clock());
   let intended: Lock | undefined;
+  let record: string | undefined;
   await lease.settle('finish', () => lease.update((props, lock) => {
+    record = lock.task;
     intended = finishStep(lock, { now });
     return writeLock({ ...props, ...own }, intended);
   }, (lock) => (intended && sameLock(lock, intended) ? true : undefined)));
+  core.retire(a.key, record);
   core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
 }

@@ -8,7 +8,7 @@
  * validating first and decoding with it would parse every key twice; measured, this codec encodes
  * and decodes as fast as the client's functions do.
  */
-import { Key } from '@google-cloud/datastore';
+import { Datastore, Key } from '@google-cloud/datastore';
 import { BadRequestError } from './errors';
 import { ancestry, keyPath } from './key-path';
 
@@ -27,6 +27,10 @@ const TAG_NAME = (4 << 3) | 2;
 
 /** Longest encoded key accepted; real keys are far shorter (Datastore keys are at most 6 KiB). */
 const MAX_ENCODED_LENGTH = 8192;
+/** One element of a key's path as `new Key()` takes it: a kind, a name, or an id (`Datastore.int` beyond 2^53). */
+type PathElement = string | number | ReturnType<typeof Datastore.int>;
+/** The largest numeric id Datastore allocates or accepts: ids are positive int64s. */
+const MAX_ID = 2n ** 63n - 1n;
 
 /** Encodes a complete key; `app` is the Reference's app id (e.g. `s~my-project`). */
 export function encodeKey(key: Key, app: string): string {
@@ -35,7 +39,7 @@ export function encodeKey(key: Key, app: string): string {
     path.varint(TAG_ELEMENT_START);
     path.string(TAG_TYPE, k.kind);
     if (k.name !== undefined) path.string(TAG_NAME, k.name);
-    else if (k.id !== undefined) path.varint(TAG_ID).varint(typeof k.id === 'number' ? k.id : BigInt(k.id));
+    else if (k.id !== undefined) path.varint(TAG_ID).varint(numericId(key, k.id));
     else throw new TypeError(`key ${keyPath(key)} is incomplete: it has neither an id nor a name`);
     path.varint(TAG_ELEMENT_END);
   }
@@ -49,13 +53,39 @@ const NAMESPACE_PATTERN = /^[0-9A-Za-z._-]{1,100}$/;
 /** Kinds and names that begin and end with `__` are Datastore's own. */
 const RESERVED = /^__.*__$/s;
 
+/**
+ * Throws a `TypeError` saying why `key` could not travel in `X-Lock-Key` and come back as the same
+ * key: incomplete, a kind or name that is empty, an id that is not a whole number from 1 to
+ * 2^63-1 (ids beyond 2^53 must be given as strings or `Datastore.int`, as JavaScript numbers lose
+ * their digits), or too long.
+ */
+export function checkDeliverable(key: Key, app: string): void {
+  const refuse = (why: string): never => {
+    throw new TypeError(`the key ${describe(key)} cannot be delivered in a task: ${why}`);
+  };
+  if (!key || typeof key !== 'object' || typeof key.kind !== 'string') refuse('it is not a Datastore key');
+  for (const k of ancestry(key)) {
+    if (typeof k.kind !== 'string' || k.kind === '') refuse('a kind is empty');
+    if (k.name !== undefined && (typeof k.name !== 'string' || k.name === '')) refuse(`its ${k.kind} element has an empty name`);
+  }
+  let encoded = '';
+  try {
+    encoded = encodeKey(key, app);
+  } catch (error) {
+    refuse(error instanceof Error ? error.message : String(error));
+  }
+  if (encoded.length > MAX_ENCODED_LENGTH) refuse(`it encodes to ${encoded.length} characters, more than ${MAX_ENCODED_LENGTH}`);
+  const back = decodeKey(encoded);
+  if (describe(back) !== describe(key)) refuse(`it would arrive as ${describe(back)}`);
+}
+
 /** Decodes an encoded key, or throws `BadRequestError` saying what is wrong with it. */
 export function decodeKey(encoded: string): Key {
   if (encoded.length === 0 || encoded.length > MAX_ENCODED_LENGTH) throw bad('its length is out of range');
   const text = encoded.replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_');
   if (!/^[A-Za-z0-9_-]+$/.test(text)) throw bad('it is not base64url');
   const reader = new Reader(Buffer.from(text, 'base64url'));
-  let path: Array<string | number> | undefined;
+  let path: PathElement[] | undefined;
   let namespace: string | undefined;
   while (!reader.done()) {
     const tag = reader.varintNumber();
@@ -69,8 +99,8 @@ export function decodeKey(encoded: string): Key {
   return new Key({ namespace: namespace || undefined, path });
 }
 
-function readPath(reader: Reader): Array<string | number> {
-  const path: Array<string | number> = [];
+function readPath(reader: Reader): PathElement[] {
+  const path: PathElement[] = [];
   while (!reader.done()) {
     if (reader.varintNumber() !== TAG_ELEMENT_START) throw bad('its path is malformed');
     let kind: string | undefined;
@@ -94,12 +124,30 @@ function readPath(reader: Reader): Array<string | number> {
   return path;
 }
 
-/** Numeric ids must be exact as JavaScript numbers. */
-function idValue(id: bigint): number {
-  if (id > BigInt(Number.MAX_SAFE_INTEGER)) {
-    throw bad('its id is beyond 2^53, which this library does not support');
+/** A numeric id as a key path takes it: a number while exact, else `Datastore.int` (up to 2^63-1). */
+function idValue(id: bigint): number | ReturnType<typeof Datastore.int> {
+  if (id > MAX_ID) throw bad('its id is beyond 2^63-1, the largest Datastore id');
+  return id <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : Datastore.int(id.toString());
+}
+
+/** A key element's id as an int64 (a number while it is exact), or a `TypeError` saying why it is not one. */
+function numericId(key: Key, id: number | string): number | bigint {
+  const where = `key ${keyPath(key)}`;
+  if (typeof id === 'number') {
+    if (!Number.isSafeInteger(id) || id < 1) {
+      throw new TypeError(`${where} has id ${id}, not a whole number from 1 to 2^53-1 (pass larger ids as strings or Datastore.int)`);
+    }
+    return id;
   }
-  return Number(id);
+  if (typeof id !== 'string' || !/^[1-9][0-9]{0,18}$/.test(id) || BigInt(id) > MAX_ID) {
+    throw new TypeError(`${where} has id ${JSON.stringify(id)}, not a whole number from 1 to 2^63-1`);
+  }
+  return BigInt(id);
+}
+
+/** The key with its namespace, for messages. */
+function describe(key: Key): string {
+  return `${key.namespace ? `${key.namespace}:` : ''}${keyPath(key)}`;
 }
 
 function bad(why: string): BadRequestError {

@@ -9,13 +9,15 @@ import type { RequestHandler, Router } from 'express';
 import { sendAlert } from './alerts';
 import { entityProperties, type EntityFactory, type ScheduleOptions, type ScheduledStep, type TaskHandler } from './context';
 import type { Core } from './core';
-import { ChainBusyError } from './errors';
+import { ChainBusyError, ConfigError } from './errors';
 import type { LockerEvents } from './events';
-import { decodeKey, encodeKey, keyPath } from './key-codec';
+import { checkDeliverable, decodeKey, encodeKey, keyPath } from './key-codec';
+import { dispatch } from './ledger';
 import { describeError, readLock, UNINDEXED_LOCK_FIELDS, writeLock } from './lock-fields';
 import { handleMiddleware, sweepMiddleware, type HandleOptions } from './middleware';
 import { lookUpProjectId, parseOptions, type Config, type LockerOptions } from './options';
-import { checkStep, dispatch, scheduledStep, sweep, type SweepResult } from './outbox';
+import { checkStep, scheduledStep } from './outbox';
+import { sweep, type SweepResult } from './sweep';
 import { withContentionRetry } from './store/retry';
 import { newChainId } from './task-name';
 import { SeenSteps } from './seen-steps';
@@ -42,7 +44,10 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   readonly ready: Promise<void>;
   private readonly excludes: readonly string[];
   private readonly alerts = new Set<Promise<void>>();
+  private readonly retiring = new Set<Promise<void>>();
   private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
+  private stopSweeping: () => void = () => undefined;
 
   /** Throws `ConfigError` with a sentence saying what is wrong when an option is invalid. */
   constructor(options: LockerOptions) {
@@ -90,29 +95,34 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   /**
    * Starts a chain on `key` (a kickoff): saves `entity` with step `lock_seq + 1` scheduled and its
    * task in the outbox, in one transaction, then creates the task. Throws `ChainBusyError` when
-   * the chain already has a step scheduled or running. Inside a handler use `ctx.schedule()`.
+   * the chain already has a step scheduled or running, and a `TypeError` before writing anything
+   * when the key could not be delivered in a task (see `checkDeliverable`). Inside a handler use
+   * `ctx.schedule()`.
    */
   async schedule(key: Key, entity: unknown, path: string, payload?: Json, options?: ScheduleOptions): Promise<ScheduledStep> {
     const step = checkStep(this, path, payload, options);
+    checkDeliverable(key, this.config.keyAppId);
     const now = new Date(this.config.clock());
     const chain = newChainId();
     const record = await this.transact(async (tx) => {
       const props = (await tx.get(key)) ?? {};
+      const lock = readLock(props);
       let planned;
       try {
-        planned = scheduledStep(key, readLock(props), chain, step, now, 'kickoff');
+        planned = scheduledStep(key, lock, chain, step, now, 'kickoff');
       } catch (error) {
         if (error instanceof ChainBusyError) throw new ChainBusyError(`${keyPath(key)}: ${error.message}`);
         throw error;
       }
       this.write(tx, key, writeLock({ ...props, ...entityProperties(entity) }, planned.lock));
-      tx.putOutbox(planned.record);
+      if (lock.task !== undefined) tx.deleteLedger(key, lock.task); // a failed chain's record, if still there
+      tx.putLedger(planned.record);
       return planned.record;
     });
     this.seen.forget(key);
-    this.emit('scheduled', { key, seq: record.seq, attempt: '', task: record.name, path: record.path });
-    const sent = await dispatch(this, record, chain);
-    return { seq: record.seq, task: record.name, sent };
+    this.emit('scheduled', { key, seq: record.seq, attempt: '', task: record.task, path: record.path });
+    const sent = await dispatch(this, record);
+    return { seq: record.seq, task: record.task, sent };
   }
 
   /**
@@ -160,8 +170,12 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     return statusRouter(this, options);
   }
 
-  /** Re-sends outbox records older than `sweepGrace` whose step still waits for its task. */
+  /**
+   * Re-delivers every stalled step, from the ledger records that are due (at most `limit`, oldest
+   * due first), and clears the records of steps no longer live. See the README's "No step is lost".
+   */
   sweep(limit = 500): Promise<SweepResult> {
+    if (!this.config.queue) return Promise.reject(new ConfigError('sweep() needs a queue: pass `queue` to the Locker.'));
     return sweep(this, limit);
   }
 
@@ -170,19 +184,32 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     return sweepMiddleware(this, options);
   }
 
-  /** Runs `sweep()` every `intervalMs` until `shutdown()` (the local set-up's stand-in for Cloud Scheduler). */
+  /**
+   * Runs `sweep()` every `intervalMs` until `shutdown()` (the local set-up's stand-in for Cloud
+   * Scheduler). Sweeps never overlap: the next one is timed from the end of the last. The timer
+   * never keeps the process alive on its own.
+   */
   startSweeping(intervalMs: number): void {
-    clearInterval(this.sweepTimer);
-    this.sweepTimer = setInterval(() => {
-      this.sweep().catch((error: unknown) => this.config.logger.warn('sweep failed', { error: String(error) }));
-    }, intervalMs);
-    this.sweepTimer.unref();
+    if (!Number.isSafeInteger(intervalMs) || intervalMs < 1) throw new ConfigError(`startSweeping(intervalMs): a positive whole number of ms; got ${String(intervalMs)}`);
+    this.stopSweeping();
+    const sweeping = { stopped: false };
+    const tick = (): void => {
+      this.sweepTimer = setTimeout(() => {
+        this.sweeping = this.sweep()
+          .then(() => undefined, (error: unknown) => this.config.logger.warn('sweep failed', { error: String(error) }))
+          .finally(() => { this.sweeping = undefined; if (!sweeping.stopped) tick(); });
+      }, intervalMs);
+      this.sweepTimer.unref();
+    };
+    this.stopSweeping = () => { sweeping.stopped = true; clearTimeout(this.sweepTimer); };
+    tick();
   }
 
-  /** Stops the sweeper and waits for alerts still being sent. */
+  /** Stops the sweeper and waits for alerts still being sent and ledger records still being removed. */
   async shutdown(): Promise<void> {
-    clearInterval(this.sweepTimer);
-    await Promise.all([...this.alerts]);
+    this.stopSweeping();
+    await this.sweeping;
+    await Promise.all([...this.alerts, ...this.retiring]);
   }
 
   /** `X-Lock-Key` for a key: the legacy url-safe encoding, as the Go library sends it. */
@@ -210,6 +237,15 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   /** @internal */
   write(tx: StoreTransaction, key: Key, properties: Properties): void {
     tx.put(key, properties, this.excludes);
+  }
+
+  /** @internal */
+  retire(key: Key, id: string | undefined): void {
+    if (id === undefined) return;
+    const removing = this.config.store.deleteLedger(key, id)
+      .catch((error: unknown) => this.config.logger.warn('ledger record not removed; the sweep clears it', { key: keyPath(key), task: id, error: String(error) }))
+      .finally(() => this.retiring.delete(removing));
+    this.retiring.add(removing);
   }
 
   /** @internal */

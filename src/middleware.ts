@@ -16,7 +16,7 @@ import { readPayload } from './payload';
 import { parseTaskInfo } from './task-info';
 import { Headers, type Authenticator } from './types';
 import type { Key } from '@google-cloud/datastore';
-import type { SweepResult } from './outbox';
+import type { SweepResult } from './sweep';
 
 /** Options of one `handle()` route. */
 export interface HandleOptions {
@@ -53,10 +53,10 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
       if (answer) return send(res, answer);
       let arrival;
       try {
-        const { key, seq, chain } = parseLockHeaders(req);
+        const { key, seq, chain, resent } = parseLockHeaders(req);
         if (kinds && !kinds.has(key.kind)) throw new BadRequestError(`this route does not serve kind ${JSON.stringify(key.kind)}`);
         const payload = await readPayload(req, maxBody);
-        arrival = { key, seq, chain, payload, attempt: randomUUID(), task: parseTaskInfo(req.headers), request: req };
+        arrival = { key, seq, chain, resent, payload, attempt: randomUUID(), task: parseTaskInfo(req.headers), request: req };
       } catch (error) {
         return send(res, rejected(core, req, error));
       }
@@ -108,16 +108,18 @@ function unquoted(raw: string): string {
   return raw.length >= 2 && raw.startsWith('"') && raw.endsWith('"') ? raw.slice(1, -1) : raw;
 }
 
-/** Reads `X-Lock-Key`, `X-Lock-Seq` and `X-Lock-Chain`; throws `BadRequestError` on anything malformed. */
-export function parseLockHeaders(req: Pick<Request, 'headers'>): { key: Key; seq: number; chain: string | undefined } {
+/** Reads `X-Lock-Key`, `X-Lock-Seq`, `X-Lock-Chain` and `X-Lock-Send`; throws `BadRequestError` on anything malformed. */
+export function parseLockHeaders(req: Pick<Request, 'headers'>): { key: Key; seq: number; chain: string | undefined; resent: boolean } {
   const rawKey = single(req.headers[Headers.key]);
+  const rawSend = single(req.headers[Headers.send]);
   const rawSeq = single(req.headers[Headers.seq]);
   const rawChain = single(req.headers[Headers.chain]);
   if (rawKey === undefined) throw new BadRequestError('X-Lock-Key is missing: this is not a task request');
   if (rawSeq === undefined) throw new BadRequestError('X-Lock-Seq is missing: this is not a task request');
   if (!SEQ_PATTERN.test(rawSeq)) throw new BadRequestError('X-Lock-Seq must be a positive whole number');
   if (rawChain !== undefined && !CHAIN_PATTERN.test(rawChain)) throw new BadRequestError('X-Lock-Chain is malformed');
-  return { key: decodeKey(unquoted(rawKey)), seq: Number(rawSeq), chain: rawChain };
+  if (rawSend !== undefined && !SEQ_PATTERN.test(rawSend)) throw new BadRequestError('X-Lock-Send must be a positive whole number');
+  return { key: decodeKey(unquoted(rawKey)), seq: Number(rawSeq), chain: rawChain, resent: rawSend !== undefined };
 }
 
 function single(value: string | string[] | undefined): string | undefined {

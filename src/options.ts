@@ -91,8 +91,13 @@ export interface LockerOptions {
    * Engine's `GAE_SERVICE` (with `GAE_VERSION`), when set.
    */
   service?: string;
-  /** How old an outbox record must be before `sweep()` re-sends it, ms. Defaults to 60 000. */
-  sweepGrace?: number;
+  /**
+   * How long a live step may go without progress (no task sent, no lease taken, renewed or
+   * released) before `sweep()` re-delivers it under a new task name, ms; at least `leaseDuration`,
+   * so a running handler's lease is stale by then. Defaults to 300 000 (5 min) or twice
+   * `leaseDuration`, whichever is longer: see the README's "No step is lost" for why.
+   */
+  stallAfter?: number;
   /**
    * Remember the lock each entity was last seen with, so repeated duplicates of a finished, failed
    * or held step are answered without a round trip (see `seen-steps.ts` for why that is safe).
@@ -127,7 +132,7 @@ export interface Config {
   readonly contention: { readonly attempts: number; readonly baseDelayMs: number; readonly maxDelayMs: number };
   readonly keyAppId: string;
   readonly excludeFromIndexes: readonly string[];
-  readonly sweepGrace: number;
+  readonly stallAfter: number;
   readonly statusUrl: string | undefined;
   readonly project: string | undefined;
   readonly service: string | undefined;
@@ -138,7 +143,7 @@ export interface Config {
 const LOCKER_OPTION_NAMES: OptionNames<LockerOptions> = {
   store: true, queue: true, alerter: true, alertOnOverwrite: true, alertOnFailure: true, alertTimeout: true,
   leaseDuration: true, leaseTimeout: true, goLeaseTimeout: true, maxRetries: true, lockFailedStatus: true, authenticate: true, logger: true,
-  logFormat: true, clock: true, contention: true, keyAppId: true, excludeFromIndexes: true, sweepGrace: true,
+  logFormat: true, clock: true, contention: true, keyAppId: true, excludeFromIndexes: true, stallAfter: true,
   statusUrl: true, project: true, service: true, duplicateCache: true,
 };
 const CONTENTION_OPTION_NAMES: OptionNames<NonNullable<LockerOptions['contention']>> = { attempts: true, baseDelayMs: true, maxDelayMs: true };
@@ -162,8 +167,8 @@ export const DEFAULTS = Object.freeze({
   contention: CONTENTION_RETRY_DEFAULTS,
   /** {@link LockerOptions.keyAppId} when the store knows no project id. */
   keyAppId: 'datastore-locker',
-  /** {@link LockerOptions.sweepGrace}, ms. */
-  sweepGrace: 60_000,
+  /** {@link LockerOptions.stallAfter}, ms (5 min), when `2 × leaseDuration` is not longer. */
+  stallAfter: 300_000,
   /** {@link LockerOptions.duplicateCache}. */
   duplicateCache: Object.freeze({
     /** Entities remembered at most. */
@@ -183,7 +188,7 @@ export function parseOptions(options: LockerOptions): Config {
   rejectUnknownOptions('Locker', options.contention, CONTENTION_OPTION_NAMES, 'contention.');
   rejectUnknownOptions('Locker', options.duplicateCache, DUPLICATE_CACHE_OPTION_NAMES, 'duplicateCache.');
   const o = dropUndefined(options);
-  requireShape('store', o.store, ['transaction', 'get', 'read', 'replaceIfUnchanged', 'listOutbox', 'deleteOutbox']);
+  requireShape('store', o.store, ['transaction', 'get', 'read', 'replaceIfUnchanged', 'listDue', 'deleteLedger']);
   if (o.queue !== undefined) requireShape('queue', o.queue, ['enqueue']);
   if (o.alerter !== undefined && typeof o.alerter !== 'function') requireShape('alerter', o.alerter, ['send']);
   if (o.logger !== undefined) requireShape('logger', o.logger, ['info', 'warn', 'error']);
@@ -237,7 +242,7 @@ export function parseOptions(options: LockerOptions): Config {
       return o.keyAppId ?? store.projectId ?? DEFAULTS.keyAppId;
     },
     excludeFromIndexes: Object.freeze([...excludeFromIndexes]),
-    sweepGrace: positiveInteger('sweepGrace', o.sweepGrace ?? DEFAULTS.sweepGrace, 'ms'),
+    stallAfter: parseStallAfter(o.stallAfter, leaseDuration),
     statusUrl: parseStatusUrl(o.statusUrl),
     get project(): string | undefined {
       return project ?? store.projectId ?? envName('GOOGLE_CLOUD_PROJECT');
@@ -296,6 +301,15 @@ function serviceFromEnv(): string | undefined {
   const revision = envName('K_SERVICE') ? envName('K_REVISION') : envName('GAE_VERSION');
   if (!service) return undefined;
   return revision ? `${service} (${revision})` : service;
+}
+
+function parseStallAfter(given: number | undefined, leaseDuration: number): number {
+  if (given === undefined) return Math.max(DEFAULTS.stallAfter, 2 * leaseDuration);
+  const stallAfter = positiveInteger('stallAfter', given, 'ms');
+  if (stallAfter < leaseDuration) {
+    throw new ConfigError(`stallAfter (${stallAfter} ms) must not be shorter than leaseDuration (${leaseDuration} ms): a running step would be re-delivered while its lease is fresh.`);
+  }
+  return stallAfter;
 }
 
 function parseDuplicateCache(given: LockerOptions['duplicateCache']): Config['duplicateCache'] {

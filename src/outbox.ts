@@ -1,18 +1,17 @@
 /**
  * The transactional outbox that replaces App Engine's transactional enqueue (DESIGN section 5): a
- * step and its task are committed in one transaction; the task is created after the commit; a
- * sweep re-sends what was committed but never created.
+ * step and its ledger record are committed in one transaction; the task is created after the
+ * commit (`ledger.ts`); the sweep re-delivers what stalls (`sweep.ts`).
  */
 import type { Key } from '@google-cloud/datastore';
 import { SCHEDULE_OPTION_NAMES, type ScheduleOptions } from './context';
 import type { Core } from './core';
 import { ConfigError } from './errors';
-import { keyPath } from './key-codec';
+import { newLedgerRecord } from './ledger';
+import type { Lock } from './lock-fields';
 import { rejectUnknownOptions } from './option-names';
-import { readLock, type Lock } from './lock-fields';
-import { taskName } from './task-name';
 import { kickoff, schedule } from './transitions';
-import { Headers, StepState, type Json, type OutboxRecord, type TaskRequest } from './types';
+import type { Json, LedgerRecord } from './types';
 
 /** Cloud Tasks' limits: a task's size and how far ahead it may be scheduled. */
 const MAX_BODY_BYTES = 100 * 1024 - 4 * 1024; // headroom for headers and the task's own fields
@@ -23,6 +22,8 @@ export interface NextStep {
   path: string;
   body: string;
   scheduleTime: Date | undefined;
+  /** The Locker's `stallAfter`: when the sweep first looks at the step, after it is due. */
+  stallAfter: number;
 }
 
 /** Checks what a caller asked to schedule; throws a `TypeError`/`RangeError` saying what is wrong. */
@@ -37,7 +38,7 @@ export function checkStep(core: Core, path: string, payload: Json | undefined, o
   if (Buffer.byteLength(body) > MAX_BODY_BYTES) {
     throw new RangeError(`the payload is ${Buffer.byteLength(body)} bytes; Cloud Tasks takes at most ${MAX_BODY_BYTES}`);
   }
-  return { path, body, scheduleTime: scheduleTime(core.config.clock(), options) };
+  return { path, body, scheduleTime: scheduleTime(core.config.clock(), options), stallAfter: core.config.stallAfter };
 }
 
 function scheduleTime(now: number, options: ScheduleOptions): Date | undefined {
@@ -56,83 +57,13 @@ function scheduleTime(now: number, options: ScheduleOptions): Date | undefined {
 }
 
 /**
- * The lock of a newly scheduled step, and its outbox record: `schedule` from a running step, or
+ * The lock of a newly scheduled step, and its ledger record: `schedule` from a running step, or
  * `kickoff` on an idle entity (which throws `ChainBusyError` when it is not idle).
  */
 export function scheduledStep(
   key: Key, from: Lock, chain: string, step: NextStep, now: Date, how: 'schedule' | 'kickoff' = 'schedule',
-): { lock: Lock; record: OutboxRecord } {
-  const seq = from.seq + 1;
-  const name = taskName(key, chain, seq);
-  const lock = (how === 'kickoff' ? kickoff : schedule)(from, { now, chain, task: name });
-  const record: OutboxRecord = { name, key, seq, path: step.path, body: step.body, createdAt: now };
-  if (step.scheduleTime) record.scheduleTime = step.scheduleTime;
+): { lock: Lock; record: LedgerRecord } {
+  const record = newLedgerRecord(key, from.seq + 1, chain, step, now, step.stallAfter);
+  const lock = (how === 'kickoff' ? kickoff : schedule)(from, { now, chain, task: record.id });
   return { lock, record };
 }
-
-/**
- * Creates the task of an outbox record and removes the record. A failure is logged and leaves the
- * record for the sweeper; it returns whether the task was created.
- */
-export async function dispatch(core: Core, record: OutboxRecord, chain: string | undefined): Promise<boolean> {
-  const queue = core.config.queue;
-  if (!queue) return false;
-  try {
-    await core.ready;
-    await queue.enqueue(taskRequest(core, record, chain));
-  } catch (error) {
-    core.config.logger.warn('task not created; the sweeper will send it', {
-      task: record.name, key: keyPath(record.key), seq: record.seq, error: error instanceof Error ? error.message : String(error),
-    });
-    return false;
-  }
-  try {
-    await core.config.store.deleteOutbox(record);
-  } catch (error) {
-    // Harmless: the sweeper finds the step moved on (or re-sends under the same name, de-duplicated).
-    core.config.logger.warn('outbox record not removed', { task: record.name, error: String(error) });
-  }
-  return true;
-}
-
-/** The task request for an outbox record. */
-export function taskRequest(core: Core, record: OutboxRecord, chain: string | undefined): TaskRequest {
-  const headers: Record<string, string> = { [Headers.key]: core.encodeKey(record.key), [Headers.seq]: String(record.seq) };
-  if (chain) headers[Headers.chain] = chain;
-  const task: TaskRequest = { name: record.name, path: record.path, headers, body: record.body };
-  if (record.scheduleTime) task.scheduleTime = record.scheduleTime;
-  return task;
-}
-
-/** What a sweep did. */
-export interface SweepResult {
-  /** Records whose task was created now. */
-  resent: number;
-  /** Records removed because their step had moved on or already runs. */
-  cleared: number;
-  /** Records whose task could still not be created (kept for the next sweep). */
-  failed: number;
-}
-
-/** Re-sends outbox records older than the grace period whose step still waits for its task. */
-export async function sweep(core: Core, limit: number): Promise<SweepResult> {
-  const { store, clock, sweepGrace } = core.config;
-  const result: SweepResult = { resent: 0, cleared: 0, failed: 0 };
-  const records = await store.listOutbox(new Date(clock() - sweepGrace), limit);
-  for (const record of records) {
-    const props = await store.get(record.key);
-    const lock = props ? readLock(props) : undefined;
-    const waiting = lock !== undefined && lock.state === StepState.scheduled && lock.seq === record.seq && lock.task === record.name && lock.req === '';
-    if (!waiting) {
-      await store.deleteOutbox(record);
-      result.cleared++;
-    } else if (await dispatch(core, record, lock.chain)) {
-      result.resent++;
-    } else {
-      result.failed++;
-    }
-  }
-  if (records.length > 0) core.config.logger.info('sweep done', { ...result });
-  return result;
-}
-

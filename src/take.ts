@@ -22,7 +22,7 @@ import { AlertReason, type Properties, type Snapshot } from './types';
 export async function take(core: Core, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot; props: Properties }> {
   const { store, leaseDuration } = core.config;
   const now = new Date(core.config.clock());
-  const known = core.seen.recall(a.key, a.seq, a.chain, now.getTime());
+  const known = a.resent ? undefined : core.seen.recall(a.key, a.seq, a.chain, now.getTime());
   if (known) return { answer: answerFor(core, a, known) };
   let snapshot = await store.read(a.key);
   core.seen.observe(a.key, snapshot?.properties, now.getTime(), leaseDuration);
@@ -43,7 +43,10 @@ export async function take(core: Core, a: Arrival): Promise<{ answer: Answer } |
   if (!taken.snapshot || !taken.read) return { answer: answerFor(core, a, d) };
   if (d.action === 'overwrite' || d.action === 'expire') {
     await reportTakeover(core, a, d, taken.read.properties, taken.alerts !== undefined, now);
-    if (d.action === 'expire') return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left` } };
+    if (d.action === 'expire') {
+      core.retire(a.key, readLock(taken.read.properties).task);
+      return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left` } };
+    }
   } else {
     core.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
   }

@@ -58,22 +58,49 @@ export const LOCK_FIELD_PREFIX = 'lock_';
 // ---------------------------------------------------------------------------------------------
 // Store
 
-/** A task waiting in the outbox: committed with its step, sent after the commit. */
-export interface OutboxRecord {
-  /** The task's name (unique per step, never reused). */
-  name: string;
-  /** The entity whose step the task carries. */
+/**
+ * The ledger of live steps (DESIGN section 5): one record per scheduled step, committed with the
+ * step, kept while the step is live (scheduled or running) and removed lazily once it finished,
+ * failed for good or moved on. `sweep()` reads the records that are due and re-delivers every
+ * stalled step from them.
+ */
+export interface LedgerRecord {
+  /**
+   * The record's id within its namespace: the name of the step's first task, which is also the
+   * entity's `lock_task` while the step is live (unique per step, never reused).
+   */
+  id: string;
+  /** The entity whose step this is (the record lives in its namespace). */
   key: Key;
   /** The step's sequence number. */
   seq: number;
-  /** The handler path the task is sent to, e.g. `/process`. */
+  /** The chain the step belongs to. */
+  chain: string;
+  /** The handler path the step's tasks are sent to, e.g. `/process`. */
   path: string;
-  /** The task's body: the payload as JSON text. */
+  /** The tasks' body: the payload as JSON text. */
   body: string;
-  /** When the task should run; undefined means now. */
+  /** When the step should run; undefined means at once. */
   scheduleTime?: Date;
-  /** When the record was committed. */
+  /** When the record was committed (with the step). */
   createdAt: Date;
+  /** The name of the last task sent (or being sent) for the step: `id` first, a new name at each re-delivery. */
+  task: string;
+  /** Tasks sent for the step so far, the first included. */
+  sends: number;
+  /** When the last task was sent (or the sweep last claimed a re-delivery). */
+  sentAt: Date;
+  /** Re-deliveries in a row whose task could not be created (they back off). */
+  failures: number;
+  /** When the sweep next looks at the step. The only indexed field: the sweep's query reads `due <= now`. */
+  due: Date;
+}
+
+/** What a sweep's query found: the due records, oldest due first, and records it could not read. */
+export interface DueLedger {
+  records: LedgerRecord[];
+  /** Records that are not valid ledger records (skipped; the sweep logs them), as `namespace:id: why`. */
+  malformed: string[];
 }
 
 /**
@@ -87,8 +114,12 @@ export interface StoreTransaction {
   put(key: Key, properties: Properties, excludeFromIndexes: readonly string[]): void;
   /** Deletes an entity. */
   delete(key: Key): void;
-  /** Adds a record to the outbox, committed with the rest of the transaction. */
-  putOutbox(record: OutboxRecord): void;
+  /** Reads the ledger record `id` in `key`'s namespace; undefined when missing or malformed. */
+  getLedger(key: Key, id: string): Promise<LedgerRecord | undefined>;
+  /** Adds or replaces a ledger record, committed with the rest of the transaction. */
+  putLedger(record: LedgerRecord): void;
+  /** Removes the ledger record `id` in `key`'s namespace, with the rest of the transaction. */
+  deleteLedger(key: Key, id: string): void;
 }
 
 /**
@@ -126,10 +157,13 @@ export interface Store {
    * of these.
    */
   replaceIfUnchanged(key: Key, snapshot: Snapshot, properties: Properties, excludeFromIndexes: readonly string[]): Promise<Snapshot | undefined>;
-  /** Outbox records created before `before`, oldest first, at most `limit`. */
-  listOutbox(before: Date, limit: number): Promise<OutboxRecord[]>;
-  /** Removes an outbox record once its task was created (a missing record is not an error). */
-  deleteOutbox(record: OutboxRecord): Promise<void>;
+  /**
+   * The ledger records due at `now` (`due <= now`), oldest due first, at most `limit`: one indexed
+   * query per namespace. Records that cannot be read as ledger records are reported, not thrown.
+   */
+  listDue(now: Date, limit: number): Promise<DueLedger>;
+  /** Removes the ledger record `id` in `key`'s namespace (a missing record is not an error). */
+  deleteLedger(key: Key, id: string): Promise<void>;
   /**
    * Lockable entities of one kind and namespace in one step state, ordered by `lock_ts`, a page at
    * a time: an indexed query (`lock_state`, `lock_ts`), never a scan of the kind. Needed by
@@ -159,6 +193,11 @@ export const Headers = {
   seq: 'x-lock-seq',
   /** The chain the step belongs to (this library's addition; Go tasks do not send it). */
   chain: 'x-lock-chain',
+  /**
+   * On a re-delivery by `sweep()`: which send of the step this task is (2 for the first
+   * re-delivery). Such a task is decided on a fresh read, never from the duplicate cache.
+   */
+  send: 'x-lock-send',
 } as const;
 
 /** One task to create, as the Locker hands it to a queue. */

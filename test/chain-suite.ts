@@ -2,7 +2,7 @@
  * Chaining steps against a real store: kickoffs, `ctx.schedule()`, the outbox and the sweeper
  * (DESIGN section 5). Run by chain.*.test.ts against each store.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before, beforeEach, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
 import request from 'supertest';
@@ -57,7 +57,11 @@ export function chainSuite(name: string, open: () => Promise<StoreUnderTest>): v
         assert.equal(task.headers[Headers.seq], '1');
         assert.equal(task.headers[Headers.chain], props.lock_chain);
         assert.deepEqual(JSON.parse(task.body), { note: 'first' });
-        assert.deepEqual(await s.store.listOutbox(new Date(Date.now() + 60_000), 100).then((r) => r.filter((x) => x.name === step.task)), [], 'the outbox record is cleared once the task exists');
+        const [record] = (await s.store.listDue(new Date(Date.now() + 3_600_000), 1000)).records.filter((r) => r.id === step.task);
+        assert.ok(record, 'the ledger keeps the step while it is live');
+        assert.equal(record.task, step.task);
+        assert.equal(record.sends, 1);
+        assert.equal(record.chain, props.lock_chain);
       });
       it('refuses a kickoff while a step is scheduled or running', async () => {
         const t = taskApp(s.store, { queue: new RecordingQueue() });
@@ -181,49 +185,178 @@ export function chainSuite(name: string, open: () => Promise<StoreUnderTest>): v
       });
     });
 
-    describe('the outbox and the sweeper', () => {
-      it('repairs a crash between commit and create: the sweep sends the task and the step runs once', async () => {
+    describe('the ledger and the sweep', () => {
+      // A sweep reads every due record its store can see: each test sweeps a store (and namespace) of its own.
+      beforeEach(async () => { s = await open(); });
+      const STALL = 120_000;
+      /** A task app on a clock the test moves, with `stallAfter` of two minutes. */
+      const clocked = (queue: RecordingQueue, options: Parameters<typeof taskApp>[1] = {}) => {
+        const clock = { now: Date.now() };
+        const t = taskApp(s.store, { queue, clock: () => clock.now, stallAfter: STALL, ...options });
+        return { t, clock };
+      };
+      const ledgerOf = async (key: Key, id: string) => s.store.transaction((tx) => tx.getLedger(key, id));
+
+      it('re-delivers a step whose task was never created, under a new name, once it stalled', async () => {
         const queue = new RecordingQueue();
-        let now = Date.now();
-        const t = taskApp(s.store, { queue, clock: () => now, sweepGrace: 60_000 });
+        const { t, clock } = clocked(queue);
         const key = newKey();
         queue.failNext = 1;
         const step = await t.locker.schedule(key, { count: 0 }, '/task');
         assert.equal(step.sent, false);
-        assert.equal(queue.tasks.length, 0);
-        assert.ok(t.logger.has('sweeper'));
-        // too young to sweep
-        assert.deepEqual(await t.locker.sweep(), { resent: 0, cleared: 0, failed: 0 });
-        now += 61_000;
-        const swept = await t.locker.sweep();
-        assert.equal(swept.resent, 1);
+        assert.ok(t.logger.has('sweep re-delivers'));
+        clock.now += STALL - 1;
+        assert.equal((await t.locker.sweep()).resent, 0, 'not stalled yet');
+        clock.now += 1;
+        assert.equal((await t.locker.sweep()).resent, 1);
         assert.equal(queue.tasks.length, 1);
-        assert.equal(queue.tasks[0]!.name, step.task);
-        assert.equal((await deliver(t, queue.tasks[0]!)).status, 200);
+        const resent = queue.tasks[0]!;
+        assert.notEqual(resent.name, step.task);
+        assert.ok(resent.name.startsWith(`${step.task}-s2-`));
+        assert.equal(resent.headers[Headers.send], '2');
+        const record = await ledgerOf(key, step.task);
+        assert.equal(record?.task, resent.name);
+        assert.equal(record?.sends, 2);
+        assert.equal((await deliver(t, resent)).status, 200);
         assert.equal(t.runs.length, 1);
-        // the record is gone: another sweep sends nothing
-        assert.equal((await t.locker.sweep()).resent, 0);
+        await t.locker.shutdown(); // waits for the lazy removal
+        assert.equal(await ledgerOf(key, step.task), undefined, 'removed after the step finished');
       });
-      it('keeps a record whose task still cannot be created, and clears records whose step moved on', async () => {
+
+      it('re-delivers a step whose lease was released and whose retry was lost', async () => {
         const queue = new RecordingQueue();
-        let now = Date.now();
-        const t = taskApp(s.store, { queue, clock: () => now });
+        const { t, clock } = clocked(queue);
+        const key = newKey();
+        const step = await t.locker.schedule(key, { count: 0 }, '/task');
+        const t0 = clock.now;
+        t.behave(() => { throw new Error('first attempt fails'); });
+        clock.now = t0 + 1000;
+        assert.equal((await deliver(t, queue.tasks[0]!)).status, 500);
+        t.behave(() => {});
+        clock.now = t0 + STALL;
+        assert.equal((await t.locker.sweep()).waiting, 1, 'the release was progress: not stalled yet');
+        assert.equal((await ledgerOf(key, step.task))!.due.getTime(), t0 + 1000 + STALL);
+        clock.now = t0 + 1000 + STALL;
+        assert.equal((await t.locker.sweep()).resent, 1);
+        assert.equal((await deliver(t, queue.tasks[1]!)).status, 200);
+        assert.equal(t.runs.length, 2);
+        assert.equal((await stored(key)).lock_state, StepState.complete);
+      });
+
+      it('waits while a lease is fresh, and re-delivers once it is stale: the takeover is alerted', async () => {
+        const queue = new RecordingQueue();
+        const { t, clock } = clocked(queue, { leaseDuration: 60_000 });
+        const key = newKey();
+        await t.locker.schedule(key, { count: 0 }, '/task');
+        const props = await stored(key);
+        const id = props.lock_task as string;
+        const t0 = clock.now;
+        // an attempt holds the lease and renewed it a second ago
+        await s.store.transaction(async (tx) => { tx.put(key, { ...props, lock_req: 'holder', lock_ts: new Date(t0 + STALL - 1000) }, []); });
+        clock.now = t0 + STALL;
+        assert.equal((await t.locker.sweep()).waiting, 1, 'a fresh lease is progress');
+        const moved = await ledgerOf(key, id);
+        assert.equal(moved!.due.getTime(), t0 + 2 * STALL - 1000, 'looked at again stallAfter after the renewal');
+        assert.equal(queue.tasks.length, 1);
+        // the holder's process died: nothing renews the lease, which goes stale
+        clock.now = moved!.due.getTime();
+        assert.equal((await t.locker.sweep()).resent, 1);
+        assert.equal((await deliver(t, queue.tasks[1]!)).status, 200);
+        assert.equal(t.runs.length, 1);
+        assert.deepEqual(t.alerts.map((a) => a.reason), ['overwrite']);
+        assert.equal((await stored(key)).lock_state, StepState.complete);
+      });
+
+      it('clears the records of steps that finished, and keeps a step alive across a chain', async () => {
+        const queue = new RecordingQueue();
+        const { t, clock } = clocked(queue);
+        const key = newKey();
+        const first = await t.locker.schedule(key, { count: 0 }, '/task');
+        const left = (await ledgerOf(key, first.task))!;
+        t.behave(async (ctx) => { if (ctx.seq < 2) await ctx.schedule('/task'); });
+        assert.equal((await deliver(t, queue.tasks[0]!)).status, 200);
+        assert.equal(await ledgerOf(key, first.task), undefined, 'ctx.schedule() removes the record in its commit');
+        const second = (await stored(key)).lock_task as string;
+        assert.ok(await ledgerOf(key, second));
+        assert.equal((await deliver(t, queue.tasks[1]!)).status, 200);
+        await t.locker.shutdown();
+        assert.equal(await ledgerOf(key, second), undefined);
+        // a record left behind (its lazy removal failed) is cleared by the sweep
+        await s.store.transaction(async (tx) => { tx.putLedger(left); });
+        clock.now += STALL;
+        const swept = await t.locker.sweep();
+        assert.equal(swept.cleared, 1);
+        assert.equal(swept.resent, 0);
+        assert.equal(await ledgerOf(key, first.task), undefined);
+      });
+
+      it('backs off a record whose re-delivery keeps failing, without starving the others', async () => {
+        const queue = new RecordingQueue();
+        const { t, clock } = clocked(queue);
         const a = newKey();
         const b = newKey();
-        queue.failNext = 2;
-        await t.locker.schedule(a, {}, '/task');
-        await t.locker.schedule(b, {}, '/task');
-        // b's step runs anyway (say the task was created but the answer was lost)
-        const bTask: TaskRequest = { name: 'x', path: '/task', body: '', headers: { [Headers.key]: t.locker.encodeKey(b), [Headers.seq]: '1' } };
-        assert.equal((await deliver(t, bTask)).status, 200);
-        now += 61_000;
         queue.failNext = 1;
-        const first = await t.locker.sweep();
-        assert.equal(first.cleared, 1);
-        assert.equal(first.failed + first.resent, 1);
-        if (first.failed === 1) assert.equal((await t.locker.sweep()).resent, 1);
-        assert.deepEqual(queue.tasks.map((x) => x.headers[Headers.key]), [t.locker.encodeKey(a)]);
+        await t.locker.schedule(a, {}, '/task');
+        clock.now += 1;
+        queue.failNext = 1;
+        await t.locker.schedule(b, {}, '/task');
+        clock.now += STALL + 1;
+        queue.failNext = 1;
+        const first = await t.locker.sweep(1);
+        assert.deepEqual({ failed: first.failed, resent: first.resent }, { failed: 1, resent: 0 });
+        const second = await t.locker.sweep(1);
+        assert.equal(second.resent, 1, 'the failing record moved back: the next one is swept');
+        assert.deepEqual(queue.tasks.map((x) => x.headers[Headers.key]), [t.locker.encodeKey(b)]);
+        assert.equal((await t.locker.sweep()).resent, 0, 'a is backing off');
+        clock.now += STALL / 4; // the first failure's backoff; b was re-sent a moment ago, so it is not due
+        assert.equal((await t.locker.sweep()).resent, 1);
+        assert.deepEqual(queue.tasks.map((x) => x.headers[Headers.key]), [t.locker.encodeKey(b), t.locker.encodeKey(a)]);
       });
+
+      it('skips and logs a malformed record, and sweeps the rest', async () => {
+        const queue = new RecordingQueue();
+        const { t, clock } = clocked(queue);
+        const key = newKey();
+        queue.failNext = 1;
+        await t.locker.schedule(key, {}, '/task');
+        const bad = keys.key({ namespace: s.namespace, path: ['LockerOutbox', `bad-${counter}`] });
+        await s.store.transaction(async (tx) => { tx.put(bad, { due: new Date(clock.now), seq: -1 }, []); });
+        clock.now += STALL;
+        const swept = await t.locker.sweep();
+        assert.equal(swept.malformed, 1);
+        assert.equal(swept.resent, 1);
+        assert.ok(t.logger.has('malformed'));
+        await s.store.transaction(async (tx) => { tx.delete(bad); });
+      });
+
+      it('re-delivers a restored backup under fresh names, past the duplicate cache, and the chain completes', async () => {
+        const queue = new RecordingQueue();
+        const { t, clock } = clocked(queue);
+        const key = newKey();
+        await t.locker.schedule(key, new Counter({ count: 0 }), '/task');
+        t.behave(async (ctx) => { ctx.entity.count += 1; if (ctx.seq < 3) await ctx.schedule('/task'); });
+        assert.equal((await deliver(t, queue.tasks[0]!)).status, 200);
+        const backup = await stored(key);
+        const backupRecord = (await ledgerOf(key, backup.lock_task as string))!;
+        for (let i = 1; i < queue.tasks.length; i++) assert.equal((await deliver(t, queue.tasks[i]!)).status, 200);
+        assert.equal((await stored(key)).lock_state, StepState.complete);
+        const used = new Set(queue.tasks.map((x) => x.name));
+        // the backup is restored: the entity at step 2, and its ledger record
+        await s.store.transaction(async (tx) => { tx.put(key, backup, []); tx.putLedger(backupRecord); });
+        for (let sweeps = 0; (await stored(key)).lock_state !== StepState.complete; sweeps++) {
+          assert.ok(sweeps < 4, 'the chain completes within a few sweeps');
+          clock.now += 4 * STALL;
+          const before = queue.tasks.length;
+          await t.locker.sweep();
+          for (const task of queue.tasks.slice(before)) {
+            assert.ok(!used.has(task.name), `${task.name} is a fresh name`);
+            assert.equal((await deliver(t, task)).status, 200);
+          }
+        }
+        assert.deepEqual(t.runs.map((r) => r.seq), [1, 2, 3, 2, 3]);
+        assert.equal((await stored(key)).count, 3);
+      });
+
       it('mounts the sweep as a route for Cloud Scheduler', async () => {
         const queue = new RecordingQueue();
         const t = taskApp(s.store, { queue });
@@ -232,7 +365,7 @@ export function chainSuite(name: string, open: () => Promise<StoreUnderTest>): v
         assert.equal(refused.status, 401);
         const res = await request(t.app).post('/sweep').set('x-test-auth', TEST_TOKEN);
         assert.equal(res.status, 200);
-        assert.deepEqual(Object.keys(res.body).sort(), ['cleared', 'failed', 'resent']);
+        assert.deepEqual(Object.keys(res.body).sort(), ['cleared', 'failed', 'malformed', 'resent', 'waiting']);
       });
     });
 

@@ -429,8 +429,8 @@ function counting(inner: Store): Store & { calls: number } {
       counted.calls++;
       return inner.replaceIfUnchanged(key, snapshot, props, excludes);
     },
-    listOutbox(before: Date, limit: number) { counted.calls++; return inner.listOutbox(before, limit); },
-    deleteOutbox(record: Parameters<Store['deleteOutbox']>[0]) { counted.calls++; return inner.deleteOutbox(record); },
+    listDue(now: Date, limit: number) { counted.calls++; return inner.listDue(now, limit); },
+    deleteLedger(key: Key, id: string) { counted.calls++; return inner.deleteLedger(key, id); },
     projectId: inner.projectId,
   };
   return counted;
@@ -456,8 +456,8 @@ function faultyStore(inner: Store): Store & { failWrites: number; failReads: boo
     },
     async get(key: Key) { if (faulty.failReads) throw outage(); return inner.get(key); },
     async read(key: Key) { if (faulty.failReads) throw outage(); return inner.read(key); },
-    listOutbox: (before: Date, limit: number) => inner.listOutbox(before, limit),
-    deleteOutbox: (record: Parameters<Store['deleteOutbox']>[0]) => inner.deleteOutbox(record),
+    listDue: (now: Date, limit: number) => inner.listDue(now, limit),
+    deleteLedger: (key: Key, id: string) => inner.deleteLedger(key, id),
     projectId: inner.projectId,
   };
   return faulty;

@@ -5,10 +5,17 @@ import { chainSuite } from './chain-suite';
 import { DatastoreStore } from '../src/store/datastore';
 import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
 
-const legacy = async () => ({ store: new DatastoreStore(legacyDatastore()), namespace: uniqueNamespace('handle') });
-// No store options: the store finds out itself that the Firestore emulator ignores baseVersion and
+// Each store sweeps only its own namespace: other suites' ledger records stay out of its sweeps.
+const legacy = async () => {
+  const namespace = uniqueNamespace('handle');
+  return { store: new DatastoreStore(legacyDatastore(), { namespaces: [namespace] }), namespace };
+};
+// No other store option: the store finds out itself that the Firestore emulator ignores baseVersion and
 // leaves keys read by a transaction's first read locked (see datastore-backend.ts).
-const firestore = async () => ({ store: new DatastoreStore(firestoreDatastore()), namespace: uniqueNamespace('handle') });
+const firestore = async () => {
+  const namespace = uniqueNamespace('handle');
+  return { store: new DatastoreStore(firestoreDatastore(), { namespaces: [namespace] }), namespace };
+};
 
 handleSuite('the Datastore emulator', legacy);
 chainSuite('the Datastore emulator', legacy);

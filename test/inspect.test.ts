@@ -36,7 +36,7 @@ function suite(name: string, makeStore: () => Store): void {
   describe(`locker.inspect() on ${name}`, () => {
     const namespace = uniqueNamespace('inspect');
     const store = makeStore();
-    const locker = new Locker({ store, authenticate: false, clock: () => NOW, leaseDuration: MIN, sweepGrace: 5 * MIN, maxRetries: 3 });
+    const locker = new Locker({ store, authenticate: false, clock: () => NOW, leaseDuration: MIN, stallAfter: 5 * MIN, maxRetries: 3 });
     const inspector = locker.inspect();
     const key = (name: string) => new Key({ namespace, path: ['Order', name] });
     const seeded = store.transaction(async (tx) => {

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Datastore } from '@google-cloud/datastore';
-import { decodeKey, encodeKey, keyPath } from '../src/key-codec';
+import { checkDeliverable, decodeKey, encodeKey, keyPath } from '../src/key-codec';
 import { BadRequestError } from '../src/errors';
 
 const ds = new Datastore({ projectId: 'my-project' });
@@ -95,5 +95,50 @@ describe('key codec: the legacy url-safe encoding of X-Lock-Key', () => {
     for (const namespace of ['a', 'Fuzz-1.ok_', 'n'.repeat(100)]) {
       assert.equal(decodeKey(encodeKey(ds.key({ namespace, path: ['Counter', '__x'] }), 'app')).namespace, namespace);
     }
+  });
+});
+
+describe('key codec: numeric ids up to 2^63-1', () => {
+  const big = ['9007199254740992', '9007199254740993', '9223372036854775807'];
+
+  it('encodes ids beyond 2^53 given as strings or Datastore.int exactly as the datastore library does, and decodes every digit back', async () => {
+    for (const id of big) {
+      const key = ds.key({ namespace: 'ns', path: ['Shop', Datastore.int(id), 'Order', Datastore.int(id)] });
+      const [theirs] = await ds.keyToLegacyUrlSafe(key, 's~');
+      assert.equal(encodeKey(key, 's~my-project'), theirs, id);
+      const back = decodeKey(theirs);
+      assert.equal(back.id, id, 'the id keeps every digit (as a string)');
+      assert.equal(back.parent?.id, id);
+      assert.equal(keyPath(back), `Shop:${id}/Order:${id}`);
+      assert.equal(back.namespace, 'ns');
+    }
+  });
+
+  it('decodes ids up to 2^53-1 as numbers, as before', () => {
+    const back = decodeKey(encodeKey(ds.key(['Counter', Number.MAX_SAFE_INTEGER]), 'app'));
+    assert.equal(back.id, Number.MAX_SAFE_INTEGER);
+  });
+
+  it('rejects an id beyond 2^63-1 (a negative int64 on the wire) with BadRequestError', () => {
+    const negative = encodeKey(ds.key(['Counter', 1]), 'app'); // then patch the id varint to 2^63
+    const bytes = Buffer.from(negative, 'base64url');
+    const at = bytes.indexOf(0x18); // TAG_ID
+    const patched = Buffer.concat([bytes.subarray(0, at + 1), Buffer.from([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]), bytes.subarray(at + 2)]);
+    // the path's length prefix grew by 9 bytes
+    const pathLength = patched.indexOf(0x72) + 1;
+    patched[pathLength] = patched[pathLength]! + 9;
+    assert.throws(() => decodeKey(patched.toString('base64url')), /beyond 2\^63-1/);
+  });
+
+  it('checkDeliverable refuses, with a sentence, every key that could not arrive as itself', () => {
+    const refused: Array<[string, () => void]> = [
+      ['an unsafe number id', () => checkDeliverable(ds.key(['Counter', 2 ** 53 + 2]), 'app')],
+      ['an id beyond 2^63-1', () => checkDeliverable(ds.key(['Counter', Datastore.int('9223372036854775808')]), 'app')],
+      ['an incomplete key', () => checkDeliverable(ds.key(['Counter']), 'app')],
+      ['a huge name', () => checkDeliverable(ds.key(['Counter', 'x'.repeat(7000)]), 'app')],
+    ];
+    for (const [what, check] of refused) assert.throws(check, (e: unknown) => e instanceof TypeError && /cannot be delivered in a task/.test(e.message), what);
+    for (const id of big) checkDeliverable(ds.key({ namespace: 'n', path: ['A', 'x', 'B', Datastore.int(id)] }), 'app');
+    checkDeliverable(ds.key(['Counter', 42]), 'app');
   });
 });

@@ -52,7 +52,7 @@ describe('status router in headless Chromium on the Datastore emulator', () => {
     await new Promise<void>((resolve) => server.once('listening', () => resolve()));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const queue = new LocalQueue({ baseUrl: () => url, logger });
-    locker = new Locker({ store, queue, logger, leaseDuration: MIN, sweepGrace: 5 * MIN, maxRetries: 2, duplicateCache: false });
+    locker = new Locker({ store, queue, logger, leaseDuration: MIN, stallAfter: 5 * MIN, maxRetries: 2, duplicateCache: false });
     app.post('/charge', locker.handle(async (ctx) => { runs.push(`${String(ctx.key.name)}:${ctx.seq}`); }, (props) => props, { kinds: ['Order'] }));
     app.use('/ops/locker', locker.statusRouter({ authenticate: auth, kinds: ['Order'], namespaces: [namespace], columns: [{ title: 'Total', value: (s) => String(s.properties.total) }] }));
     await seed('failed-one', StepState.failed, 20 * MIN, { lock_try: 2, lock_err: 'Error: card <declined>\n    at charge (/srv/app/charge.ts:10:5)' });

@@ -19,7 +19,7 @@ const MIN = 60_000;
 async function fixture() {
   const store = new MemoryStore({ projectId: 'shop' });
   const logger = new MemoryLogger();
-  const locker = new Locker({ store, authenticate: false, logger, leaseDuration: MIN, sweepGrace: 5 * MIN });
+  const locker = new Locker({ store, authenticate: false, logger, leaseDuration: MIN, stallAfter: 5 * MIN });
   const key = (name: string) => new Key({ path: ['Order', name] });
   const lock = (state: string, ageMs: number, extra: Properties = {}): Properties =>
     ({ total: 5, lock_ts: new Date(Date.now() - ageMs), lock_req: '', lock_seq: 1, lock_try: 0, lock_state: state, lock_chain: 'c1', lock_task: 't1', ...extra });

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
 import { ContentionError, LeaseLostError, StoreRejectedError } from '../src/errors';
-import type { OutboxRecord, Properties, Store, StoreTransaction } from '../src/types';
+import type { LedgerRecord, Properties, Store, StoreTransaction } from '../src/types';
 import { withContentionRetry } from '../src/store/retry';
 import { rawProperties } from './support/emulator';
 
@@ -41,16 +41,27 @@ function key(namespace: string, ...path: (string | number)[]): Key {
   return new Key({ namespace, path });
 }
 
-function record(namespace: string, name: string, createdAt: Date, extra: Partial<OutboxRecord> = {}): OutboxRecord {
+function record(namespace: string, id: string, due: Date, extra: Partial<LedgerRecord> = {}): LedgerRecord {
   return {
-    name,
-    key: key(namespace, 'Order', name),
+    id,
+    key: key(namespace, 'Order', id),
     seq: 3,
+    chain: 'chain-1',
     path: '/process',
-    body: JSON.stringify({ note: name }),
-    createdAt,
+    body: JSON.stringify({ note: id }),
+    createdAt: new Date(due.getTime() - 60_000),
+    task: id,
+    sends: 1,
+    sentAt: new Date(due.getTime() - 60_000),
+    failures: 0,
+    due,
     ...extra,
   };
+}
+
+/** The ids of the records due at `now`, as listed. */
+async function dueIds(store: Store, now: number, limit = 10): Promise<string[]> {
+  return (await store.listDue(new Date(now), limit)).records.map((r) => r.id);
 }
 
 /** A value a test can compare: keys as namespace and path. */
@@ -326,7 +337,7 @@ export function storeContract(name: string, make: MakeSubject): void {
             tx.put(existing, { n: (read?.n as number) + 1 }, []);
             tx.put(fresh, { n: 1 }, []);
             tx.delete(kept);
-            tx.putOutbox(record(ns, 'rolled-back', new Date(1000)));
+            tx.putLedger(record(ns, 'rolled-back', new Date(1000)));
             throw thrown;
           });
           await assert.rejects(rejection, (err) => err === thrown);
@@ -334,7 +345,7 @@ export function storeContract(name: string, make: MakeSubject): void {
         assert.deepEqual(await store.get(existing), { n: 1 });
         assert.deepEqual(await store.get(kept), { n: 1 });
         assert.equal(await store.get(fresh), undefined);
-        assert.deepEqual(await store.listOutbox(new Date(Date.now() + 60_000), 10), []);
+        assert.deepEqual(await dueIds(store, Date.now() + 60_000), []);
         // The rolled-back transaction holds nothing: the next one on the same entity commits.
         assert.equal(await increment(store, existing), 2);
       });
@@ -601,29 +612,35 @@ export function storeContract(name: string, make: MakeSubject): void {
       });
     });
 
-    describe('outbox', () => {
-      it('commits a record with the entity, in the same transaction', async () => {
+    describe('the ledger', () => {
+      it('commits a record with the entity, in the same transaction, and reads it back whole', async () => {
         const [ns] = namespacesFor();
         const { store } = await make([ns]);
-        const k = key(ns, 'Order', 'with-task');
-        const rec = record(ns, 'task-with-entity', new Date('2024-01-01T00:00:00.000Z'), {
+        const k = new Key({ namespace: ns, path: ['Shop', 'north', 'Order', Datastore.int('9223372036854775807')] });
+        const rec = record(ns, 'task-with-entity', new Date('2024-01-01T00:10:00.000Z'), {
           key: k,
           scheduleTime: new Date('2024-01-01T00:05:00.000Z'),
           body: 'x'.repeat(5000),
+          sends: 3,
+          failures: 2,
+          task: 'task-with-entity-s3-abc',
         });
         await store.transaction(async (tx) => {
           tx.put(k, { lock_seq: 3 }, ['lock_seq']);
-          tx.putOutbox(rec);
+          tx.putLedger(rec);
         });
         assert.deepEqual(await store.get(k), { lock_seq: 3 });
-        const [listed, ...rest] = await store.listOutbox(new Date('2025-01-01T00:00:00.000Z'), 10);
-        assert.deepEqual(rest, []);
-        assert.ok(listed);
-        assert.deepEqual(keyShape(listed.key), keyShape(k));
-        assert.deepEqual({ ...listed, key: undefined }, { ...rec, key: undefined });
+        const listed = (await store.listDue(new Date('2025-01-01T00:00:00.000Z'), 10)).records;
+        assert.equal(listed.length, 1);
+        const read = await store.transaction((tx) => tx.getLedger(k, rec.id));
+        for (const found of [listed[0]!, read!]) {
+          assert.deepEqual(keyShape(found.key), keyShape(k));
+          assert.equal(found.key.path[3]?.toString(), '9223372036854775807', 'a 2^63-1 id keeps every digit');
+          assert.deepEqual({ ...found, key: undefined }, { ...rec, key: undefined });
+        }
       });
 
-      it('lists records created before a time, oldest first, at most limit, across namespaces', async () => {
+      it('lists the records due, oldest due first, at most limit, across namespaces', async () => {
         const [a, b] = namespacesFor();
         const { store } = await make([a, b]);
         const t0 = Date.parse('2024-02-01T00:00:00.000Z');
@@ -632,30 +649,66 @@ export function storeContract(name: string, make: MakeSubject): void {
           record(b, 'first', new Date(t0 + 1000)),
           record(a, 'second', new Date(t0 + 2000)),
         ];
-        await store.transaction(async (tx) => records.slice(0, 2).forEach((r) => tx.putOutbox(r)));
-        await store.transaction(async (tx) => tx.putOutbox(records[2]!));
-        const names = async (before: number, limit: number) =>
-          (await store.listOutbox(new Date(before), limit)).map((r) => r.name);
-        assert.deepEqual(await names(t0 + 60_000, 10), ['first', 'second', 'third']);
-        assert.deepEqual(await names(t0 + 60_000, 2), ['first', 'second']);
-        assert.deepEqual(await names(t0 + 2000, 10), ['first'], 'strictly before');
-        assert.deepEqual(await names(t0 + 1000, 10), []);
-        assert.deepEqual(await names(t0 + 60_000, 0), []);
-        const [first] = await store.listOutbox(new Date(t0 + 60_000), 1);
+        await store.transaction(async (tx) => records.slice(0, 2).forEach((r) => tx.putLedger(r)));
+        await store.transaction(async (tx) => tx.putLedger(records[2]!));
+        assert.deepEqual(await dueIds(store, t0 + 60_000), ['first', 'second', 'third']);
+        assert.deepEqual(await dueIds(store, t0 + 60_000, 2), ['first', 'second']);
+        assert.deepEqual(await dueIds(store, t0 + 2000), ['first', 'second'], 'due at now is due');
+        assert.deepEqual(await dueIds(store, t0 + 999), []);
+        const [first] = (await store.listDue(new Date(t0 + 60_000), 1)).records;
         assert.equal(first?.key.namespace, b);
         assert.equal(first?.scheduleTime, undefined, 'no schedule time stays none');
       });
 
-      it('deletes records idempotently', async () => {
+      it('replaces a record under its id, and moves it in the order by its new due time', async () => {
         const [ns] = namespacesFor();
         const { store } = await make([ns]);
-        const rec = record(ns, 'to-delete', new Date('2024-03-01T00:00:00.000Z'));
-        await store.transaction(async (tx) => tx.putOutbox(rec));
-        assert.equal((await store.listOutbox(new Date('2025-01-01'), 10)).length, 1);
-        await store.deleteOutbox(rec);
-        await store.deleteOutbox(rec);
-        await store.deleteOutbox(record(ns, 'never-written', new Date()));
-        assert.deepEqual(await store.listOutbox(new Date('2025-01-01'), 10), []);
+        const t0 = Date.parse('2024-04-01T00:00:00.000Z');
+        await store.transaction(async (tx) => {
+          tx.putLedger(record(ns, 'early', new Date(t0 + 1000)));
+          tx.putLedger(record(ns, 'late', new Date(t0 + 2000)));
+        });
+        await store.transaction(async (tx) => {
+          const early = await tx.getLedger(key(ns, 'Order', 'early'), 'early');
+          assert.ok(early);
+          tx.putLedger({ ...early, due: new Date(t0 + 3000), sends: 2, task: 'early-s2' });
+        });
+        assert.deepEqual(await dueIds(store, t0 + 60_000), ['late', 'early']);
+        const [, moved] = (await store.listDue(new Date(t0 + 60_000), 10)).records;
+        assert.equal(moved?.task, 'early-s2');
+        assert.equal(moved?.sends, 2);
+      });
+
+      it('deletes records idempotently, in a transaction or on their own', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const t0 = Date.parse('2024-03-01T00:00:00.000Z');
+        const one = record(ns, 'to-delete', new Date(t0));
+        const two = record(ns, 'deleted-in-tx', new Date(t0));
+        await store.transaction(async (tx) => { tx.putLedger(one); tx.putLedger(two); });
+        assert.equal((await store.listDue(new Date(t0), 10)).records.length, 2);
+        await store.deleteLedger(one.key, one.id);
+        await store.deleteLedger(one.key, one.id);
+        await store.deleteLedger(one.key, 'never-written');
+        await store.transaction(async (tx) => { tx.deleteLedger(two.key, two.id); });
+        assert.deepEqual(await dueIds(store, t0), []);
+        assert.equal(await store.transaction((tx) => tx.getLedger(two.key, two.id)), undefined);
+      });
+
+      it('reports a malformed record instead of throwing, and still lists the others', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const t0 = Date.parse('2024-05-01T00:00:00.000Z');
+        const bad = new Key({ namespace: ns, path: ['LockerOutbox', 'not-a-record'] });
+        await store.transaction(async (tx) => {
+          tx.put(bad, { due: new Date(t0), seq: 'three', body: 'x' }, []);
+          tx.putLedger(record(ns, 'good', new Date(t0 + 1)));
+        });
+        const found = await store.listDue(new Date(t0 + 10), 10);
+        assert.deepEqual(found.records.map((r) => r.id), ['good']);
+        assert.equal(found.malformed.length, 1);
+        assert.match(found.malformed[0]!, /not-a-record: its key is missing/);
+        assert.equal(await store.transaction((tx) => tx.getLedger(new Key({ namespace: ns, path: ['X', 1] }), 'not-a-record')), undefined);
       });
     });
   });

@@ -6,7 +6,7 @@ import { DatastoreStore, type DatastoreStoreOptions } from '../src/store/datasto
 import { spyClient, type SpiedClient } from './support/datastore-spy';
 import { toStoreError } from '../src/store/datastore-errors';
 import { EntityVersion } from '../src/store/datastore-snapshot';
-import type { OutboxRecord, Snapshot } from '../src/types';
+import type { LedgerRecord, Snapshot } from '../src/types';
 import { storeContract } from './store-contract';
 import { closedPort, legacyDatastore, uniqueNamespace, unreachableDatastore } from './support/emulator';
 
@@ -21,9 +21,10 @@ for (const options of [{}, { beginWithFirstRead: false }, { conditionalWrites: f
   }));
 }
 
-function outboxRecord(namespace: string, name: string): OutboxRecord {
-  const key = new Key({ namespace, path: ['Order', name] });
-  return { name, key, seq: 1, path: '/p', body: '{}', createdAt: new Date('2020-01-01T00:00:00.000Z') };
+function ledgerRecord(namespace: string, id: string): LedgerRecord {
+  const key = new Key({ namespace, path: ['Order', id] });
+  const at = new Date('2020-01-01T00:00:00.000Z');
+  return { id, key, seq: 1, chain: 'c', path: '/p', body: '{}', createdAt: at, task: id, sends: 1, sentAt: at, failures: 0, due: at };
 }
 
 /** A store whose RPCs are recorded, on a client of its own. */
@@ -39,19 +40,19 @@ function versionOf(snapshot: Snapshot | undefined): string {
 }
 
 describe('DatastoreStore on the Datastore emulator', () => {
-  it('finds outbox records in every namespace with the __namespace__ query', async () => {
+  it('finds ledger records in every namespace with the __namespace__ query', async () => {
     const store = new DatastoreStore(client);
-    const records = [outboxRecord('', uniqueNamespace('default')), outboxRecord(uniqueNamespace('swept'), 'in-ns')];
-    await store.transaction(async (tx) => records.forEach((r) => tx.putOutbox(r)));
+    const records = [ledgerRecord('', uniqueNamespace('default')), ledgerRecord(uniqueNamespace('swept'), 'in-ns')];
+    await store.transaction(async (tx) => records.forEach((r) => tx.putLedger(r)));
     // A store that never wrote them finds them too: the namespaces come from Datastore.
-    const listed = await new DatastoreStore(client).listOutbox(new Date('2020-01-02T00:00:00.000Z'), 1000);
+    const listed = (await new DatastoreStore(client).listDue(new Date('2020-01-02T00:00:00.000Z'), 1000)).records;
     for (const r of records) {
       assert.ok(
-        listed.some((l) => l.name === r.name && (l.key.namespace ?? '') === (r.key.namespace ?? '')),
-        `${r.name} in namespace "${r.key.namespace ?? ''}" is listed`,
+        listed.some((l) => l.id === r.id && (l.key.namespace ?? '') === (r.key.namespace ?? '')),
+        `${r.id} in namespace "${r.key.namespace ?? ''}" is listed`,
       );
     }
-    await Promise.all(records.map((r) => store.deleteOutbox(r)));
+    await Promise.all(records.map((r) => store.deleteLedger(r.key, r.id)));
   });
 
   it('begins a transaction with its first read, or with beginTransaction when that is off', async () => {
@@ -168,8 +169,8 @@ describe('DatastoreStore on the Datastore emulator', () => {
       await assert.rejects(store.replaceIfUnchanged(known, snapshot, { n: 1 }, []), unavailable);
       await assert.rejects(store.transaction((tx) => tx.get(k)), unavailable);
       await assert.rejects(store.transaction(async (tx) => tx.put(k, { a: 1 }, [])), unavailable);
-      await assert.rejects(store.listOutbox(new Date(), 10), unavailable);
-      await assert.rejects(store.deleteOutbox(outboxRecord('', 'x')), unavailable);
+      await assert.rejects(store.listDue(new Date(), 10), unavailable);
+      await assert.rejects(store.deleteLedger(k, 'x'), unavailable);
     });
   }
 });

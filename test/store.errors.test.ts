@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { Datastore, Key } from '@google-cloud/datastore';
 import { ContentionError, StoreConfigError, StoreRejectedError, StoreUnavailableError, type LockerError } from '../src/errors';
 import { DatastoreStore } from '../src/store/datastore';
-import type { OutboxRecord, Snapshot } from '../src/types';
+import type { Snapshot } from '../src/types';
 import { spyClient } from './support/datastore-spy';
 import { datastoreFor, startDatastoreServer, type DatastoreServer } from './support/datastore-server';
 import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
@@ -17,7 +17,6 @@ import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 type ErrorClass = new (...args: never[]) => LockerError;
 
 const KEY = new Key({ namespace: 'errors', path: ['Order', 'e-1'] });
-const RECORD: OutboxRecord = { name: 'task-1', key: KEY, seq: 1, path: '/p', body: '{}', createdAt: new Date(0) };
 
 /** Each store call, as a function of a store and a snapshot it read. */
 const OPERATIONS: Array<[string, (store: DatastoreStore, snapshot: Snapshot) => Promise<unknown>]> = [
@@ -25,8 +24,8 @@ const OPERATIONS: Array<[string, (store: DatastoreStore, snapshot: Snapshot) => 
   ['read', (store) => store.read(KEY)],
   ['replaceIfUnchanged', (store, snapshot) => store.replaceIfUnchanged(KEY, snapshot, { n: 1 }, [])],
   ['a transaction', (store) => store.transaction(async (tx) => tx.put(KEY, { ...(await tx.get(KEY)), n: 2 }, []))],
-  ['listOutbox', (store) => store.listOutbox(new Date(), 10)],
-  ['deleteOutbox', (store) => store.deleteOutbox(RECORD)],
+  ['listDue', (store) => store.listDue(new Date(), 10)],
+  ['deleteLedger', (store) => store.deleteLedger(KEY, 'task-1')],
 ];
 
 /** The code each class comes from, and what its message must say. */

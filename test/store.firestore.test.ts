@@ -30,20 +30,27 @@ describe('DatastoreStore on the Firestore emulator in Datastore mode', () => {
     assert.deepEqual(await store.get(k), { n: 2 }, 'and it was applied');
   });
 
-  it('falls back to the namespaces it wrote outbox records to when namespaces cannot be listed', async () => {
+  it('falls back to the namespaces it wrote ledger records to when namespaces cannot be listed', async () => {
     const store = new DatastoreStore(client);
     const namespace = uniqueNamespace('fallback');
+    const at = new Date('2020-01-01T00:00:00.000Z');
     const record = {
-      name: 'fallback-task',
+      id: 'fallback-task',
       key: new Key({ namespace, path: ['Order', 'a'] }),
       seq: 1,
+      chain: 'c',
       path: '/p',
       body: '{}',
-      createdAt: new Date('2020-01-01T00:00:00.000Z'),
+      createdAt: at,
+      task: 'fallback-task',
+      sends: 1,
+      sentAt: at,
+      failures: 0,
+      due: at,
     };
-    await store.transaction(async (tx) => tx.putOutbox(record));
-    const listed = await store.listOutbox(new Date('2020-01-02T00:00:00.000Z'), 100);
-    assert.ok(listed.some((r) => r.name === record.name && r.key.namespace === namespace));
-    await store.deleteOutbox(record);
+    await store.transaction(async (tx) => tx.putLedger(record));
+    const listed = (await store.listDue(new Date('2020-01-02T00:00:00.000Z'), 100)).records;
+    assert.ok(listed.some((r) => r.id === record.id && r.key.namespace === namespace));
+    await store.deleteLedger(record.key, record.id);
   });
 });

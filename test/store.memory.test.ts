@@ -14,7 +14,7 @@ describe('MemoryStore: injected faults', () => {
     const store = new MemoryStore();
     store.failNext(2);
     await assert.rejects(store.get(k), StoreUnavailableError);
-    await assert.rejects(store.listOutbox(new Date(), 10), StoreUnavailableError);
+    await assert.rejects(store.listDue(new Date(), 10), StoreUnavailableError);
     assert.equal(await store.get(k), undefined);
     const contention = new ContentionError('injected');
     store.failNext(1, contention);
@@ -30,23 +30,24 @@ describe('MemoryStore: injected faults', () => {
         return operation === 'commit' && failCommit ? new StoreUnavailableError('outage') : undefined;
       },
     });
-    const outbox = { name: 't', key: k, seq: 1, path: '/p', body: '{}', createdAt: new Date(0) };
+    const at = new Date(0);
+    const ledger = { id: 't', key: k, seq: 1, chain: 'c', path: '/p', body: '{}', createdAt: at, task: 't', sends: 1, sentAt: at, failures: 0, due: at };
     const write = () =>
       store.transaction(async (tx) => {
         await tx.get(k);
         tx.put(k, { n: 1 }, []);
-        tx.putOutbox(outbox);
+        tx.putLedger(ledger);
       });
     await assert.rejects(write(), StoreUnavailableError);
     assert.deepEqual(seen, ['begin', 'lookup', 'commit']);
     assert.equal(await store.get(k), undefined);
-    assert.deepEqual(await store.listOutbox(new Date(1), 10), []);
+    assert.deepEqual((await store.listDue(new Date(1), 10)).records, []);
     failCommit = false;
     await write();
     assert.deepEqual(await store.get(k), { n: 1 });
-    assert.equal((await store.listOutbox(new Date(1), 10)).length, 1);
-    await store.deleteOutbox(outbox);
-    assert.deepEqual(seen.slice(-3), ['get', 'listOutbox', 'deleteOutbox']);
+    assert.equal((await store.listDue(new Date(1), 10)).records.length, 1);
+    await store.deleteLedger(k, ledger.id);
+    assert.deepEqual(seen.slice(-3), ['get', 'listDue', 'deleteLedger']);
   });
 
   it('consults the fault hook before reads and replaces; a failed replace writes nothing', async () => {

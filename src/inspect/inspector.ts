@@ -119,9 +119,9 @@ export class Inspector {
   }
 }
 
-/** How long without progress makes a scheduled step stalled. */
+/** How long without progress makes a scheduled step stalled: the Locker's `stallAfter`, as the sweep sees it. */
 export function stallAfterOf(core: Core): number {
-  return Math.max(core.config.sweepGrace, core.config.leaseDuration);
+  return core.config.stallAfter;
 }
 
 /** The indexed query range that holds every step of a state (the view then keeps the ones that are). */

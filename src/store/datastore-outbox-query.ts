@@ -1,27 +1,37 @@
 /**
- * The outbox's two queries, on the generated client's `runQuery`: the records created before a
- * time (one indexed query per namespace), and every namespace (the `__namespace__` metadata
- * query). Each reads batch after batch until it has what it asked for.
+ * The ledger's two queries, on the generated client's `runQuery`: the records due at a time (one
+ * indexed query per namespace, on the built-in index of `due`), and every namespace (the
+ * `__namespace__` metadata query). Each reads batch after batch until it has what it asked for.
  */
-import { Datastore } from '@google-cloud/datastore';
-import type { OutboxRecord } from '../types';
+import type { DueLedger } from '../types';
 import { timestamp } from './datastore-encode';
-import { outboxRecord } from './datastore-outbox';
-import { decodeEntity, keyFromProto, type RawEntity } from './datastore-protos';
+import { decodeEntity, type RawEntity } from './datastore-protos';
+import { readLedger } from './ledger-entity';
 import type { DatastoreRpc, RawQuery } from './datastore-rpc';
 
 /** At most this many batches per query, so a server that keeps saying "more" cannot loop forever. */
 const MAX_BATCHES = 1000;
 
-/** Outbox records of kind `kind` in `namespace` created before `before`, oldest first, at most `limit`. */
-export async function queryOutbox(rpc: DatastoreRpc, kind: string, namespace: string, before: Date, limit: number): Promise<OutboxRecord[]> {
+/**
+ * Ledger records of kind `kind` in `namespace` due at `now` (`due <= now`), oldest due first, at
+ * most `limit`; records that are not ledger records are reported as malformed, with why.
+ */
+export async function queryDue(rpc: DatastoreRpc, kind: string, namespace: string, now: Date, limit: number): Promise<DueLedger> {
   const query: RawQuery = {
     kind: [{ name: kind }],
-    filter: { propertyFilter: { property: { name: 'createdAt' }, op: 'LESS_THAN', value: { timestampValue: timestamp(before.getTime()) } } },
-    order: [{ property: { name: 'createdAt' }, direction: 'ASCENDING' }],
+    // due <= now, for times in whole milliseconds (as the library writes them)
+    filter: { propertyFilter: { property: { name: 'due' }, op: 'LESS_THAN', value: { timestampValue: timestamp(now.getTime() + 1) } } },
+    order: [{ property: { name: 'due' }, direction: 'ASCENDING' }],
   };
-  const entities = await runAll(rpc, namespace, query, limit);
-  return entities.map((entity) => outboxRecord({ ...decodeEntity(entity).properties, [Datastore.KEY]: keyFromProto(entity.key ?? {}) }));
+  const found: DueLedger = { records: [], malformed: [] };
+  for (const entity of await runAll(rpc, namespace, query, limit)) {
+    const path = entity.key?.path ?? [];
+    const id = path.length === 1 ? path[0]?.name ?? undefined : undefined;
+    const record = id ? readLedger(id, decodeEntity(entity).properties) : { malformed: 'its key is not a named top-level key' };
+    if ('malformed' in record) found.malformed.push(`${namespace}:${id ?? '?'}: ${record.malformed}`);
+    else found.records.push(record);
+  }
+  return found;
 }
 
 /** Every namespace of the database ("" for the default one). */

@@ -7,16 +7,16 @@
  * transaction that only writes begins at commit.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { OutboxRecord, Properties, StoreTransaction } from '../types';
+import type { LedgerRecord, Properties, StoreTransaction } from '../types';
 import { rollBack } from './datastore-commit';
 import { entityProto } from './datastore-encode';
 import { unavailable } from './datastore-errors';
 import { BEGIN_TRANSACTION, lookup, type LookupResult } from './datastore-lookup';
-import { outboxEntity } from './datastore-outbox';
 import { decodeEntity, keyToProto, type Shape } from './datastore-protos';
 import type { DatastoreRpc, Mutation } from './datastore-rpc';
 import { writeArgs } from './datastore-values';
 import { keyString } from './keys';
+import { LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from './ledger-entity';
 
 /** What a transaction needs from its store. */
 export interface TransactionConfig {
@@ -69,12 +69,20 @@ export class DatastoreTransaction implements StoreTransaction {
     this.mutations.set(keyString(key), { delete: keyToProto(key) });
   }
 
-  putOutbox(record: OutboxRecord): void {
-    this.checkOpen();
+  async getLedger(key: Key, id: string): Promise<LedgerRecord | undefined> {
+    const props = await this.get(ledgerKey(this.config.outboxKind, key.namespace, id));
+    const record = props && readLedger(id, props);
+    return record && !('malformed' in record) ? record : undefined;
+  }
+
+  putLedger(record: LedgerRecord): void {
     keyString(record.key);
-    const { key, data, excludeFromIndexes } = outboxEntity(this.config.outboxKind, record);
-    this.mutations.set(keyString(key), { upsert: entityProto({ key, data, excludeFromIndexes }) });
+    this.put(ledgerKey(this.config.outboxKind, record.key.namespace, record.id), ledgerProperties(record), LEDGER_UNINDEXED);
     this.config.onOutboxNamespace(record.key.namespace ?? '');
+  }
+
+  deleteLedger(key: Key, id: string): void {
+    this.delete(ledgerKey(this.config.outboxKind, key.namespace, id));
   }
 
   /** Commits the buffered writes (a transaction that neither read nor wrote sends nothing). */

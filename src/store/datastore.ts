@@ -37,8 +37,8 @@
  * compare-and-swap, or `beginTransaction`, and logs once why. `conditionalWrites` and
  * `beginWithFirstRead` override the check.
  *
- * Outbox. Records are entities of kind `outboxKind` in the namespace of the entity whose step they
- * carry, so the user's entity and its record commit in one transaction. `listOutbox` therefore
+ * Ledger. Records are entities of kind `outboxKind` in the namespace of the entity whose step they
+ * carry, so the user's entity and its record commit in one transaction. `listDue` therefore
  * looks in every namespace: by default it asks the `__namespace__` metadata query (the legacy
  * emulator and production support it). The Firestore emulator refuses that query; there the store
  * falls back to the namespaces it has written records to itself, plus the default one. Set
@@ -48,14 +48,13 @@ import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 import { ConfigError } from '../errors';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import { platformLogger } from '../log/platform-logger';
-import type { Logger, OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
+import type { DueLedger, Logger, Properties, Snapshot, Store, StoreTransaction } from '../types';
 import { backendOf, type Backend, type ProbeTarget } from './datastore-backend';
 import { entityProto } from './datastore-encode';
 import { grpcCode } from './datastore-errors';
 import { lookup } from './datastore-lookup';
-import { outboxKey } from './datastore-outbox';
 import { decodeEntity, keyToProto } from './datastore-protos';
-import { allNamespaces, queryOutbox } from './datastore-outbox-query';
+import { allNamespaces, queryDue } from './datastore-outbox-query';
 import { queryDatastoreLocks } from './datastore-query';
 import type { LockPage, LockQuery } from './lock-query';
 import { replaceAtVersion } from './datastore-replace';
@@ -65,6 +64,7 @@ import { DatastoreTransaction } from './datastore-transaction';
 import { writeArgs } from './datastore-values';
 import { KeyGate } from './key-gate';
 import { keyString } from './keys';
+import { dueFirst, ledgerKey } from './ledger-entity';
 
 /** Options of {@link DatastoreStore}. None is needed: the store checks what its backend supports. */
 export interface DatastoreStoreOptions {
@@ -83,7 +83,7 @@ export interface DatastoreStoreOptions {
    */
   conditionalWrites?: boolean;
   /**
-   * The namespaces `listOutbox` looks in. Defaults to every namespace, found with the
+   * The namespaces `listDue` looks in. Defaults to every namespace, found with the
    * `__namespace__` metadata query.
    */
   namespaces?: readonly string[];
@@ -214,11 +214,14 @@ export class DatastoreStore implements Store {
     return outcome.conflictDetected ? undefined : snapshotOf(entity, outcome.version, 'commit');
   }
 
-  async listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
-    if (limit <= 0) return [];
+  async listDue(now: Date, limit: number): Promise<DueLedger> {
+    if (limit <= 0) return { records: [], malformed: [] };
     const namespaces = await this.outboxNamespaces();
-    const lists = await Promise.all(namespaces.map((namespace) => queryOutbox(this.rpc, this.outboxKind, namespace, before, limit)));
-    return lists.flat().sort(oldestFirst).slice(0, limit);
+    const lists = await Promise.all(namespaces.map((namespace) => queryDue(this.rpc, this.outboxKind, namespace, now, limit)));
+    return {
+      records: lists.flatMap((l) => l.records).sort(dueFirst).slice(0, limit),
+      malformed: lists.flatMap((l) => l.malformed),
+    };
   }
 
   /** Lockable entities by step state, ordered by `lock_ts` (see `datastore-query.ts`). */
@@ -226,8 +229,8 @@ export class DatastoreStore implements Store {
     return queryDatastoreLocks(this.rpc, query);
   }
 
-  async deleteOutbox(record: OutboxRecord): Promise<void> {
-    await this.rpc.commit([{ delete: keyToProto(outboxKey(this.outboxKind, record)) }]);
+  async deleteLedger(key: Key, id: string): Promise<void> {
+    await this.rpc.commit([{ delete: keyToProto(ledgerKey(this.outboxKind, key.namespace, id)) }]);
   }
 
   /** What the backend supports: the overrides, and the check for what they leave open. */
@@ -290,8 +293,4 @@ function checkNamespaces(namespaces: readonly string[]): readonly string[] {
     throw new ConfigError('DatastoreStore: namespaces must be a non-empty array of strings ("" is the default namespace)');
   }
   return Object.freeze([...new Set(namespaces)]);
-}
-
-function oldestFirst(a: OutboxRecord, b: OutboxRecord): number {
-  return a.createdAt.getTime() - b.createdAt.getTime() || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }

@@ -19,9 +19,10 @@
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreUnavailableError } from '../errors';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
-import type { OutboxRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
+import type { DueLedger, LedgerRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
 import { copyKey, keyString } from './keys';
 import { keyPath } from '../key-path';
+import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from './ledger-entity';
 import { copyProperties } from './values';
 import type { LockPage, LockQuery } from './lock-query';
 import { queryMemory } from './memory-query';
@@ -34,8 +35,8 @@ export type MemoryStoreOperation =
   | 'get'
   | 'read'
   | 'replace'
-  | 'listOutbox'
-  | 'deleteOutbox'
+  | 'listDue'
+  | 'deleteLedger'
   | 'queryLocks';
 
 /** Options of {@link MemoryStore}. */
@@ -80,7 +81,6 @@ interface StoreView {
 export class MemoryStore implements Store {
   readonly projectId?: string;
   private readonly entities = new Map<string, Stored>();
-  private readonly outbox = new Map<string, OutboxRecord>();
   private readonly fault?: (operation: MemoryStoreOperation) => Error | undefined;
   private readonly injected: Error[] = [];
   /** Number of commits so far; an entity's version is the commit that last wrote it. */
@@ -149,13 +149,23 @@ export class MemoryStore implements Store {
     return snapshotOf(copy, version);
   }
 
-  async listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
-    this.check('listOutbox');
-    return [...this.outbox.values()]
-      .filter((record) => record.createdAt.getTime() < before.getTime())
-      .sort(oldestFirst)
-      .slice(0, Math.max(0, limit))
-      .map(copyRecord);
+  /**
+   * Ledger records are entities of kind `LockerOutbox` in their step's namespace, as in Datastore;
+   * the query reads every namespace, oldest due first.
+   */
+  async listDue(now: Date, limit: number): Promise<DueLedger> {
+    this.check('listDue');
+    const found: DueLedger = { records: [], malformed: [] };
+    for (const stored of this.entities.values()) {
+      if (!stored.properties || stored.key.kind !== LEDGER_KIND || stored.key.parent || stored.key.name === undefined) continue;
+      const due = stored.properties.due;
+      if (!(due instanceof Date) || due.getTime() > now.getTime()) continue;
+      const record = readLedger(stored.key.name, readOut(stored.properties)!);
+      if ('malformed' in record) found.malformed.push(`${stored.key.namespace ?? ''}:${stored.key.name}: ${record.malformed}`);
+      else found.records.push(record);
+    }
+    found.records = found.records.sort(dueFirst).slice(0, Math.max(0, limit));
+    return found;
   }
 
   /** Lockable entities by step state, ordered by `lock_ts`, as Datastore's indexed query answers. */
@@ -164,9 +174,11 @@ export class MemoryStore implements Store {
     return queryMemory(this.entities.values(), query);
   }
 
-  async deleteOutbox(record: OutboxRecord): Promise<void> {
-    this.check('deleteOutbox');
-    this.outbox.delete(outboxId(record));
+  async deleteLedger(key: Key, id: string): Promise<void> {
+    this.check('deleteLedger');
+    const stringId = keyString(ledgerKey(LEDGER_KIND, key.namespace, id));
+    const stored = this.entities.get(stringId);
+    if (stored?.properties) this.entities.set(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
   }
 
   /** Throws the injected or hooked error for `operation`, if any. */
@@ -183,7 +195,6 @@ export class MemoryStore implements Store {
     }
     const version = ++this.clock;
     for (const [id, write] of tx.writes) this.entities.set(id, { ...write, version });
-    for (const record of tx.outbox) this.outbox.set(outboxId(record), record);
   }
 }
 
@@ -192,7 +203,6 @@ class MemoryTransaction implements StoreTransaction {
   /** Versions of the entities read, by key string, as first read. */
   readonly reads = new Map<string, { key: Key; version: number }>();
   readonly writes = new Map<string, Write>();
-  readonly outbox: OutboxRecord[] = [];
   private finished = false;
 
   constructor(
@@ -219,10 +229,19 @@ class MemoryTransaction implements StoreTransaction {
     this.writes.set(keyString(key), { key: copyKey(key), properties: undefined });
   }
 
-  putOutbox(record: OutboxRecord): void {
-    this.checkOpen();
+  async getLedger(key: Key, id: string): Promise<LedgerRecord | undefined> {
+    const props = await this.get(ledgerKey(LEDGER_KIND, key.namespace, id));
+    const record = props && readLedger(id, props);
+    return record && !('malformed' in record) ? record : undefined;
+  }
+
+  putLedger(record: LedgerRecord): void {
     keyString(record.key);
-    this.outbox.push(copyRecord(record));
+    this.put(ledgerKey(LEDGER_KIND, record.key.namespace, record.id), ledgerProperties(record), LEDGER_UNINDEXED);
+  }
+
+  deleteLedger(key: Key, id: string): void {
+    this.delete(ledgerKey(LEDGER_KIND, key.namespace, id));
   }
 
   /** The key of an entity changed by another commit after this transaction saw it, if any. */
@@ -259,26 +278,4 @@ function versionOf(snapshot: Snapshot): number {
   const version: unknown = snapshot?.version;
   if (typeof version === 'number' && Number.isInteger(version) && version > 0) return version;
   throw new TypeError('replaceIfUnchanged needs a snapshot that a MemoryStore read or wrote');
-}
-
-function copyRecord(record: OutboxRecord): OutboxRecord {
-  const copy: OutboxRecord = {
-    name: record.name,
-    key: copyKey(record.key),
-    seq: record.seq,
-    path: record.path,
-    body: record.body,
-    createdAt: new Date(record.createdAt.getTime()),
-  };
-  if (record.scheduleTime !== undefined) copy.scheduleTime = new Date(record.scheduleTime.getTime());
-  return copy;
-}
-
-/** Outbox records live in their entity's namespace, named by task name, as in Datastore. */
-function outboxId(record: OutboxRecord): string {
-  return JSON.stringify([record.key.namespace ?? '', record.name]);
-}
-
-function oldestFirst(a: OutboxRecord, b: OutboxRecord): number {
-  return a.createdAt.getTime() - b.createdAt.getTime() || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }

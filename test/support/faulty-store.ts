@@ -7,7 +7,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { readLock } from '../../src/lock-fields';
-import { StepState, type OutboxRecord, type Properties, type Snapshot, type Store, type StoreTransaction } from '../../src/types';
+import { StepState, type DueLedger, type LedgerRecord, type Properties, type Snapshot, type Store, type StoreTransaction } from '../../src/types';
 
 /** The operations a fault can hit. */
 export type StoreOp = 'read' | 'take' | 'renew' | 'finish' | 'release' | 'fail' | 'schedule' | 'kickoff' | 'other';
@@ -106,7 +106,9 @@ export class FaultyStore implements Store {
           tx.put(key, props, excludes);
         },
         delete: (key) => tx.delete(key),
-        putOutbox: (record: OutboxRecord) => tx.putOutbox(record),
+        getLedger: (key, id) => tx.getLedger(key, id),
+        putLedger: (record: LedgerRecord) => tx.putLedger(record),
+        deleteLedger: (key, id) => tx.deleteLedger(key, id),
       };
       const value = await fn(wrapped);
       fault = op === 'other' ? undefined : this.take(op);
@@ -126,12 +128,12 @@ export class FaultyStore implements Store {
     await this.inner.shutdown?.();
   }
 
-  listOutbox(before: Date, limit: number): Promise<OutboxRecord[]> {
-    return this.inner.listOutbox(before, limit);
+  listDue(now: Date, limit: number): Promise<DueLedger> {
+    return this.inner.listDue(now, limit);
   }
 
-  deleteOutbox(record: OutboxRecord): Promise<void> {
-    return this.inner.deleteOutbox(record);
+  deleteLedger(key: Key, id: string): Promise<void> {
+    return this.inner.deleteLedger(key, id);
   }
 
   private fire(op: StoreOp, applied: boolean): void {
