@@ -21,6 +21,10 @@ export interface AppDeps {
   appEngine: boolean;
   /** Who may use the status page and start chains. */
   operator: OperatorConfig;
+  /** With the local dispatcher, `POST /local/sweep` runs a sweep by hand (for operators; open on a local run). */
+  localSweep: boolean;
+  /** Key paths of the chains found unfinished when the app started (after a restart), shown in /status.json. */
+  unfinishedAtStart: () => readonly string[];
   say: (line: string) => void;
 }
 
@@ -33,7 +37,7 @@ export function createApp(deps: AppDeps): Express {
   const operatorsOnly = operatorOnly(deps.operator, authenticate);
   app.get('/status.json', operatorsOnly, async (_req, res) => {
     await answer(res, deps, async () => {
-      res.set('Cache-Control', 'no-store').json(await readStatus(deps.locker, deps.records));
+      res.set('Cache-Control', 'no-store').json({ ...(await readStatus(deps.locker, deps.records)), unfinishedAtStart: deps.unfinishedAtStart() });
     });
   });
   app.post('/start/counter', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startCounter()));
@@ -43,9 +47,20 @@ export function createApp(deps: AppDeps): Express {
   // token or App Engine's queue header) before it touches the store.
   app.use(deps.chains.router);
 
-  // Re-sends tasks committed but never created. For Cloud Scheduler (POST, authenticated like a
-  // task request); the local set-up sweeps in-process instead.
+  // Re-delivers stalled steps. For Cloud Scheduler (POST, authenticated like a task request); the
+  // local set-up sweeps in-process instead, and takes a sweep by hand at POST /local/sweep.
   app.post('/sweep', deps.locker.sweepHandler());
+  app.post('/local/sweep', operatorsOnly, async (_req, res) => {
+    if (!deps.localSweep) {
+      res.status(404).type('text').send('a sweep by hand runs only with the local dispatcher; deployed, Cloud Scheduler calls POST /sweep');
+      return;
+    }
+    await answer(res, deps, async () => {
+      const result = await deps.locker.sweep();
+      deps.say(`sweep by hand: ${JSON.stringify(result)}`);
+      res.json(result);
+    });
+  });
   // App Engine cron sends GET requests with `X-Appengine-Cron: true`, a header App Engine strips
   // from outside requests; anywhere else the header proves nothing, so the route is off.
   app.get('/cron/sweep', async (req, res) => {

@@ -73,6 +73,10 @@ export interface ExampleConfig {
   autostart: boolean;
   /** The Locker's `maxRetries`: failed attempts before a step fails for good. */
   maxRetries: number;
+  /** The Locker's `leaseDuration`, ms. */
+  leaseDurationMs: number;
+  /** The Locker's `stallAfter`, ms: how long a step may go without progress before the sweep re-delivers it. */
+  stallAfterMs: number;
   /** Running on App Engine (`GAE_APPLICATION` set): enables the cron sweep route. */
   appEngine: boolean;
   store: StoreConfig;
@@ -92,6 +96,10 @@ export const CONFIG_DEFAULTS = Object.freeze({
   host: '0.0.0.0',
   autostart: true,
   maxRetries: 5,
+  /** Short, for a demo whose steps take milliseconds: a crashed step is taken over within 10 s. */
+  leaseDurationMs: 10_000,
+  /** A stalled step is re-delivered 20 s after its last progress (the library's default is 5 min). */
+  stallAfterMs: 20_000,
   sweepIntervalMs: 5_000,
 });
 
@@ -105,11 +113,18 @@ export function readConfig(env: Env): ExampleConfig {
     return value === '' ? undefined : value;
   };
   const store = storeConfig(get);
+  const leaseDurationMs = integer(get, 'EXAMPLE_LEASE_DURATION_MS', CONFIG_DEFAULTS.leaseDurationMs, 100, 3_600_000);
+  const stallAfterMs = integer(get, 'EXAMPLE_STALL_AFTER_MS', Math.max(CONFIG_DEFAULTS.stallAfterMs, leaseDurationMs), 100, 86_400_000);
+  if (stallAfterMs < leaseDurationMs) {
+    throw new ConfigError(`EXAMPLE_STALL_AFTER_MS (${stallAfterMs}) must not be less than EXAMPLE_LEASE_DURATION_MS (${leaseDurationMs}): a running step would be re-delivered while its lease is fresh.`);
+  }
   return {
     port: integer(get, 'PORT', CONFIG_DEFAULTS.port, 0, 65_535),
     host: get('HOST') ?? CONFIG_DEFAULTS.host,
     autostart: flag(get, 'EXAMPLE_AUTOSTART', CONFIG_DEFAULTS.autostart),
     maxRetries: integer(get, 'EXAMPLE_MAX_RETRIES', CONFIG_DEFAULTS.maxRetries, 2, 100),
+    leaseDurationMs,
+    stallAfterMs,
     appEngine: get('GAE_APPLICATION') !== undefined,
     store,
     queue: queueConfig(get, store),

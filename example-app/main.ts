@@ -8,11 +8,12 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { ConfigError } from '../src/index';
+import { ConfigError, type Locker } from '../src/index';
 import { createApp } from './app';
 import { createChains } from './chains';
 import { readConfig, type ExampleConfig } from './config';
 import { Records } from './records';
+import { readStatus } from './status';
 import { buildParts, type Parts } from './wiring';
 
 /** Exit code of a configuration error. */
@@ -36,7 +37,11 @@ async function main(): Promise<void> {
   }
   const records = new Records(parts.store, parts.keys, parts.namespace);
   const chains = createChains({ locker: parts.locker, queue: parts.queue, records, say });
-  const app = createApp({ locker: parts.locker, chains, records, appEngine: config.appEngine, operator: config.operator, say });
+  let unfinished: string[] = [];
+  const app = createApp({
+    locker: parts.locker, chains, records, appEngine: config.appEngine, operator: config.operator,
+    localSweep: config.queue.type === 'local', unfinishedAtStart: () => unfinished, say,
+  });
 
   await parts.store.init?.();
   await parts.queue.init?.();
@@ -49,6 +54,8 @@ async function main(): Promise<void> {
   say(`running on ${parts.description}`);
   say(`datastore-locker example listening on ${baseUrl}/`);
 
+  unfinished = await reportUnfinished(parts.locker, records, config);
+
   process.once('SIGTERM', () => void stop(server, parts, 'SIGTERM'));
   process.once('SIGINT', () => void stop(server, parts, 'SIGINT'));
 
@@ -56,6 +63,27 @@ async function main(): Promise<void> {
     await Promise.all([chains.startCounter(), chains.startOrder()]).catch((error: unknown) => {
       say(`could not start the demo chains: ${error instanceof Error ? error.message : String(error)}`);
     });
+  }
+}
+
+/**
+ * Lists the chains an earlier run left scheduled or running (after a crash or a restart: the
+ * local dispatcher kept their tasks in memory only). The sweep re-delivers each once it stalled.
+ */
+async function reportUnfinished(locker: Locker, records: Records, config: ExampleConfig): Promise<string[]> {
+  try {
+    const { chains } = await readStatus(locker, records);
+    const open = chains.filter((c) => c.state === 'scheduled' || c.state === 'running' || c.state === 'stale' || c.state === 'stalled');
+    if (open.length === 0) return [];
+    const within = config.queue.type === 'local'
+      ? `about ${Math.ceil((config.stallAfterMs + config.queue.sweepIntervalMs) / 1000)} s (stallAfter + one sweep interval)`
+      : 'about stallAfter plus one scheduled sweep';
+    say(`found ${open.length} unfinished chain(s) from an earlier run; the sweep re-delivers their stalled steps within ${within}:`);
+    for (const c of open) say(`  ${c.key} at step ${c.seq} (${c.state})`);
+    return open.map((c) => c.key);
+  } catch (error) {
+    say(`could not list unfinished chains: ${error instanceof Error ? error.message : String(error)}`);
+    return [];
   }
 }
 

@@ -19,6 +19,6 @@ order's first charge fails (the step is retried).</p>
   <form method="post" action="/start/order"><button type="submit">Start an order chain</button></form>
 </div>
 <p class="help">The same data as JSON: <a href="/status.json">/status.json</a>. <code>POST /sweep</code> re-delivers
-stalled steps (for Cloud Scheduler); locally the app sweeps every few seconds.</p>
+stalled steps (for Cloud Scheduler); locally the app sweeps every few seconds, and <code>POST /local/sweep</code> runs one by hand.</p>
 </section>`;
 }

@@ -37,7 +37,9 @@ export function buildParts(config: ExampleConfig, baseUrl: () => string): Parts 
     closers.push(() => email.shutdown());
     alerter = email;
   }
-  const locker = new Locker({ store, queue, alerter, authenticate, maxRetries: config.maxRetries });
+  const locker = new Locker({
+    store, queue, alerter, authenticate, maxRetries: config.maxRetries, leaseDuration: config.leaseDurationMs, stallAfter: config.stallAfterMs,
+  });
   if (config.queue.type === 'local') locker.startSweeping(config.queue.sweepIntervalMs);
   return {
     store, queue, locker, keys, namespace,

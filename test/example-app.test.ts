@@ -217,9 +217,16 @@ describe('example-app/config.ts: the environment in, the configuration out', () 
 
   it('runs embedded by default: in-memory store, local dispatcher, port 8080 on every interface', () => {
     assert.deepEqual(read({}), {
-      port: 8080, host: '0.0.0.0', autostart: true, maxRetries: 5, appEngine: false,
+      port: 8080, host: '0.0.0.0', autostart: true, maxRetries: 5, leaseDurationMs: 10_000, stallAfterMs: 20_000, appEngine: false,
       store: { type: 'memory' }, queue: { type: 'local', sweepIntervalMs: 5_000 }, alert: undefined, operator: { type: 'local' },
     });
+  });
+  it('reads EXAMPLE_STALL_AFTER_MS and EXAMPLE_LEASE_DURATION_MS, and refuses a stallAfter shorter than the lease', () => {
+    const c = read({ EXAMPLE_STALL_AFTER_MS: '1500', EXAMPLE_LEASE_DURATION_MS: '1000' });
+    assert.deepEqual([c.stallAfterMs, c.leaseDurationMs], [1500, 1000]);
+    assert.equal(read({ EXAMPLE_LEASE_DURATION_MS: '30000' }).stallAfterMs, 30_000, 'the default stallAfter is at least the lease');
+    fails({ EXAMPLE_STALL_AFTER_MS: '500', EXAMPLE_LEASE_DURATION_MS: '1000' }, /^EXAMPLE_STALL_AFTER_MS \(500\) must not be less than EXAMPLE_LEASE_DURATION_MS/);
+    fails({ EXAMPLE_STALL_AFTER_MS: 'soon' }, /^EXAMPLE_STALL_AFTER_MS must be a whole number/);
   });
   it('opens the status page and the start routes to everyone locally, to IAP\'s operators deployed, else to nobody', () => {
     assert.deepEqual(read({ K_SERVICE: 'demo' }).operator, { type: 'closed' });
