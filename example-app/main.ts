@@ -52,9 +52,8 @@ async function main(): Promise<void> {
   });
   baseUrl = ownUrl(config.host, (server.address() as AddressInfo).port);
   say(`running on ${parts.description}`);
-  say(`datastore-locker example listening on ${baseUrl}/`);
-
   unfinished = await reportUnfinished(parts.locker, records, config);
+  say(`datastore-locker example listening on ${baseUrl}/`);
 
   process.once('SIGTERM', () => void stop(server, parts, 'SIGTERM'));
   process.once('SIGINT', () => void stop(server, parts, 'SIGINT'));

@@ -32,6 +32,8 @@ export interface ChainRig {
   alerts: AlertEvent[];
   /** Every handler run, as `keyPath#seq`. */
   runs: string[];
+  /** Resolves when the local dispatcher has no task pending or in flight. */
+  idle(): Promise<void>;
   /** Kicks off a chain on `key`. */
   start(key: Key): Promise<void>;
   /** Resolves once every key's chain is complete; rejects after `limitMs` saying which are not. */
@@ -68,6 +70,7 @@ export async function chainRig(options: RigOptions): Promise<ChainRig> {
   locker.startSweeping(timings.sweepIntervalMs);
   return {
     locker, queue, logger, alerts, runs,
+    idle: () => local.idle(),
     async start(key) { await locker.schedule(key, { started: true }, '/step'); },
     async allComplete(keys, limitMs = 60_000) {
       const deadline = Date.now() + limitMs;
