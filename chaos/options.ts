@@ -60,7 +60,7 @@ export interface ChaosOptions {
   concurrency: number;
   /** Workers run locker.sweep() this often. */
   sweepEveryMs: number;
-  /** The Locker's sweepGrace. */
+  /** The Locker's stallAfter (raised to leaseMs if shorter): how long a step may stall before the sweep re-delivers it. */
   sweepGraceMs: number;
   /** The fault phase ends at the latest after this long (then the run settles without faults). */
   maxFaultMs: number;
