@@ -50,7 +50,7 @@ export interface TaskContext<E, P = Json | undefined> {
   /** The HTTP request. */
   readonly request: Request;
   /**
-   * Chains the next step: commits `seq + 1` with its task in the outbox (and the entity's
+   * Chains the next step: commits `seq + 1` with its ledger record (and the entity's
    * changes), then creates the task. The current step is then finished. Fenced: throws
    * `LeaseLostError` if this attempt no longer holds the lease.
    */

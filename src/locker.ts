@@ -1,7 +1,7 @@
 /**
  * The Locker: configuration plus the operations on leases and chains. `handle()` makes the
  * Express middleware that runs each Cloud Tasks step once; `schedule()` starts a chain; `sweep()`
- * re-sends tasks committed but never created.
+ * re-delivers every stalled step.
  */
 import { EventEmitter } from 'node:events';
 import type { Key } from '@google-cloud/datastore';
@@ -30,8 +30,8 @@ import { type AlertEvent, type Json, type Properties, type Snapshot, type StoreT
 
 /**
  * Exactly-once steps on leases held on your own Datastore entities. Construct one per store and
- * queue; `handle()` serves a step route, `schedule()` starts a chain, `sweep()` re-sends tasks
- * committed but never created, and the events (`locker.on(name, listener)`) feed logs and counters.
+ * queue; `handle()` serves a step route, `schedule()` starts a chain, `sweep()` re-delivers every
+ * stalled step, and the events (`locker.on(name, listener)`) feed logs and counters.
  */
 export class Locker extends EventEmitter<LockerEvents> implements Core {
   /** @internal The parsed, complete options the library's parts read. */
@@ -94,7 +94,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
 
   /**
    * Starts a chain on `key` (a kickoff): saves `entity` with step `lock_seq + 1` scheduled and its
-   * task in the outbox, in one transaction, then creates the task. Throws `ChainBusyError` when
+   * ledger record, in one transaction, then creates the task. Throws `ChainBusyError` when
    * the chain already has a step scheduled or running, and a `TypeError` before writing anything
    * when the key could not be delivered in a task (see `checkDeliverable`). Inside a handler use
    * `ctx.schedule()`.
@@ -205,7 +205,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     tick();
   }
 
-  /** Stops the sweeper and waits for alerts still being sent and ledger records still being removed. */
+  /** Stops the sweeper and waits for the sweep in flight, alerts still being sent and ledger records still being removed. */
   async shutdown(): Promise<void> {
     this.stopSweeping();
     await this.sweeping;
