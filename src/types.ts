@@ -98,6 +98,7 @@ export interface LedgerRecord {
 
 /** What a sweep's query found: the due records, oldest due first, and records it could not read. */
 export interface DueLedger {
+  /** The due records, oldest due first. */
   records: LedgerRecord[];
   /** Records that are not valid ledger records (skipped; the sweep logs them), as `namespace:id: why`. */
   malformed: string[];
