@@ -10,7 +10,7 @@ import { afterFailure } from './decision';
 import { PermanentError, StoreRejectedError } from './errors';
 import { keyPath } from './key-codec';
 import type { Lease } from './lease';
-import { describeError, readLock, sameLock, writeLock, type Lock } from './lock-fields';
+import { describeError, sameLock, writeLock, type Lock } from './lock-fields';
 import { fail as failStep, release } from './transitions';
 import { AlertReason, type Properties } from './types';
 
@@ -33,7 +33,7 @@ export async function failAttempt(core: Core, a: Arrival, lease: Lease, error: u
     core.config.logger.warn('handler failed; the step will be retried', fields);
     return { status: 500, message: `step ${a.seq} failed (attempt ${outcome.tries} of ${core.config.maxRetries}); retry` };
   }
-  core.retire(a.key, readLock(outcome.props).task);
+  // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
   core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
   core.config.logger.error('step failed for good', fields);
   if (outcome.alerts) {

@@ -24,8 +24,17 @@ export interface StallTimings {
   leaseDuration: number;
 }
 
+/**
+ * How long the ledger record of a step that failed for good is kept, ms: it holds the step's path
+ * and payload, which `locker.retry()` needs to send the step again. A kickoff of a new chain on the
+ * entity removes it sooner.
+ */
+export const FAILED_RECORD_RETENTION_MS = 30 * 24 * 3_600_000;
+
 /** Decides on a due record, given the lock its entity has now (undefined when it is gone). */
 export function stallVerdict(lock: Lock | undefined, record: LedgerRecord, t: StallTimings): StallVerdict {
+  const keepUntil = failedUntil(lock, record);
+  if (keepUntil !== undefined && t.now < keepUntil) return { action: 'wait', due: keepUntil };
   const gone = notLive(lock, record);
   if (gone) return { action: 'clear', why: gone };
   const since = lastProgress(lock!, record);
@@ -41,6 +50,13 @@ function notLive(lock: Lock | undefined, record: LedgerRecord): string | undefin
   if (lock.seq !== record.seq) return lock.seq > record.seq ? 'the step moved on' : 'the entity is behind the step';
   if (lock.state !== StepState.scheduled) return `the step is ${lock.state ?? 'not scheduled'}`;
   return undefined;
+}
+
+/** Until when a failed step's record is kept for a retry, or undefined when the record is not of the failed step. */
+function failedUntil(lock: Lock | undefined, record: LedgerRecord): number | undefined {
+  if (!lock || lock.state !== StepState.failed || lock.seq !== record.seq) return undefined;
+  if (lock.chain !== undefined && lock.chain !== record.chain) return undefined;
+  return (lock.ts?.getTime() ?? 0) + FAILED_RECORD_RETENTION_MS;
 }
 
 /** The last time anything happened to the step: lock written, task sent, or the step came due. */

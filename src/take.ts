@@ -44,7 +44,7 @@ export async function take(core: Core, a: Arrival): Promise<{ answer: Answer } |
   if (d.action === 'overwrite' || d.action === 'expire') {
     await reportTakeover(core, a, d, taken.read.properties, taken.alerts !== undefined, now);
     if (d.action === 'expire') {
-      core.retire(a.key, readLock(taken.read.properties).task);
+      // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
       return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left` } };
     }
   } else {

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
 import type { Lock } from '../src/lock-fields';
-import { failureInterval, MAX_RESEND_INTERVAL_MS, resendInterval, stallVerdict } from '../src/stall';
+import { FAILED_RECORD_RETENTION_MS, failureInterval, MAX_RESEND_INTERVAL_MS, resendInterval, stallVerdict } from '../src/stall';
 import { StepState, type LedgerRecord } from '../src/types';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -29,7 +29,9 @@ describe('stallVerdict: what the sweep does with a due record', () => {
     ['the entity is behind the step (a restore of the entity alone)', lock({ seq: 2 }), record(), T0 + STALL, 'clear'],
     ['another chain runs', lock({ chain: 'c2' }), record(), T0 + STALL, 'clear'],
     ['the chain is complete', lock({ seq: 4, state: StepState.complete }), record(), T0 + STALL, 'clear'],
-    ['the step failed', lock({ state: StepState.failed }), record(), T0 + STALL, 'clear'],
+    ['the step failed: its record is kept for a retry', lock({ state: StepState.failed }), record(), T0 + STALL, 'wait'],
+    ['the step failed 30 days ago', lock({ state: StepState.failed }), record(), T0 + FAILED_RECORD_RETENTION_MS, 'clear'],
+    ['an earlier step of the chain failed', lock({ seq: 4, state: StepState.failed }), record(), T0 + STALL, 'clear'],
     ['the chain was cancelled', lock({ state: StepState.cancelled }), record(), T0 + STALL, 'clear'],
     ['free lease, no progress for stallAfter', lock(), record(), T0 + STALL, 'resend'],
     ['free lease, released a minute ago', lock({ ts: new Date(T0 + STALL - LEASE), tries: 1 }), record(), T0 + STALL, 'wait'],
@@ -42,6 +44,10 @@ describe('stallVerdict: what the sweep does with a due record', () => {
   for (const [situation, l, r, now, action] of rows) {
     it(`${situation}: ${action}`, () => assert.equal(stallVerdict(l, r, at(now)).action, action));
   }
+
+  it('keeps a failed step\'s record until FAILED_RECORD_RETENTION_MS after it failed', () => {
+    assert.deepEqual(stallVerdict(lock({ state: StepState.failed }), record(), at(T0 + STALL)), { action: 'wait', due: T0 + FAILED_RECORD_RETENTION_MS });
+  });
 
   it('waits until stallAfter after the last progress', () => {
     const verdict = stallVerdict(lock({ req: 'a1', ts: new Date(T0 + 1000) }), record(), at(T0 + 2000));

@@ -1,7 +1,7 @@
 /**
  * The library's status router in headless Chromium (playwright-core, Debian's chromium) on the
  * Datastore emulator: a failed, a stale-leased and a stalled step are shown marked, with their
- * ages; retry, resend and cancel work through the page's buttons; a request without
+ * ages; retry, resend and cancel work through the page's buttons (the steps then run to the end); a request without
  * authentication gets nothing. Saves a screenshot to /tmp/locker-status.png.
  */
 import { describe, it, before, after } from 'node:test';
@@ -16,6 +16,7 @@ import { Locker } from '../src/locker';
 import { LocalQueue } from '../src/queue/local';
 import { DatastoreStore } from '../src/store/datastore';
 import { StepState, type Authenticator, type Properties } from '../src/types';
+import { PermanentError } from '../src/errors';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { MemoryLogger } from './support/task-app';
 
@@ -29,6 +30,13 @@ describe('status router in headless Chromium on the Datastore emulator', () => {
   const store = new DatastoreStore(legacyDatastore(), { namespaces: [namespace] });
   const logger = new MemoryLogger();
   const runs: string[] = [];
+  /** Names of entities whose step fails for good (PermanentError). */
+  const failing = new Set<string>();
+  let dropper: Locker;
+  const waitUntil = async (check: () => Promise<boolean>) => {
+    for (let i = 0; i < 300 && !(await check()); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(await check(), 'reached within 30 s');
+  };
   let server: Server;
   let url = '';
   let browser: Browser | undefined;
@@ -53,7 +61,12 @@ describe('status router in headless Chromium on the Datastore emulator', () => {
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const queue = new LocalQueue({ baseUrl: () => url, logger });
     locker = new Locker({ store, queue, logger, leaseDuration: MIN, stallAfter: 5 * MIN, maxRetries: 2, duplicateCache: false });
-    app.post('/charge', locker.handle(async (ctx) => { runs.push(`${String(ctx.key.name)}:${ctx.seq}`); }, (props) => props, { kinds: ['Order'] }));
+    app.post('/charge', locker.handle(async (ctx) => {
+      if (failing.has(String(ctx.key.name))) throw new PermanentError('card declined for good');
+      runs.push(`${String(ctx.key.name)}:${ctx.seq}`);
+    }, (props) => props, { kinds: ['Order'] }));
+    // A Locker whose queue accepts tasks and loses them: its steps are committed but never delivered.
+    dropper = new Locker({ store, queue: { enqueue: async () => {} }, authenticate: false, logger, leaseDuration: MIN, stallAfter: 5 * MIN });
     app.use('/ops/locker', locker.statusRouter({ authenticate: auth, kinds: ['Order'], namespaces: [namespace], columns: [{ title: 'Total', value: (s) => String(s.properties.total) }] }));
     await seed('failed-one', StepState.failed, 20 * MIN, { lock_try: 2, lock_err: 'Error: card <declined>\n    at charge (/srv/app/charge.ts:10:5)' });
     await seed('stale-one', StepState.scheduled, 2 * MIN, { lock_req: 'attempt-crashed-7f3a' });
@@ -117,6 +130,39 @@ describe('status router in headless Chromium on the Datastore emulator', () => {
     assert.match(await detail.innerText(), /attempt-crashed-7f3a 2 min( \d+ s)? ago stale/);
     await page.goto(`${url}/ops/locker/step?key=${locker.encodeKey(key('failed-one'))}`);
     assert.match(await page.locator('pre.stack').innerText(), /at charge \(\/srv\/app\/charge\.ts:10:5\)/);
+  });
+
+  it('retries a failed step through the page: it runs again with a fresh budget and completes', async () => {
+    const k = key('to-retry');
+    failing.add(String(k.name));
+    await locker.schedule(k, { total: 1 }, '/charge');
+    await waitUntil(async () => (await locker.inspect().step(k))?.state === 'failed');
+    failing.delete(String(k.name));
+    await page.goto(`${url}/ops/locker/`);
+    const failedRow = row('to-retry');
+    assert.equal(await failedRow.getAttribute('data-state'), 'failed');
+    await Promise.all([page.waitForURL(/done=retry/), failedRow.getByRole('button', { name: 'Retry' }).click()]);
+    assert.match(await page.locator('.done').innerText(), /Retried/);
+    await waitUntil(async () => (await locker.inspect().step(k))?.state === 'complete');
+    assert.deepEqual(runs.filter((r) => r === 'to-retry:1'), ['to-retry:1']);
+    assert.ok(logger.has('failed step retried by an operator'));
+  });
+
+  it('re-sends a stalled step and a stale-leased one through the page: each then runs and completes', async () => {
+    for (const [name, holder, ageMs] of [['lost-task', '', 10 * MIN], ['dead-holder', 'attempt-died', 2 * MIN]] as const) {
+      const k = key(name);
+      await dropper.schedule(k, { total: 2 }, '/charge'); // committed with its ledger record; its task is lost
+      await store.transaction(async (tx) => {
+        const props = (await tx.get(k))!;
+        tx.put(k, { ...props, lock_req: holder, lock_ts: new Date(Date.now() - ageMs) }, ['lock_req', 'lock_seq', 'lock_try', 'lock_chain', 'lock_task', 'lock_err', 'lock_alerts']);
+      });
+      await page.goto(`${url}/ops/locker/`);
+      const r = row(name);
+      assert.equal(await r.getAttribute(holder ? 'data-stale' : 'data-stalled'), 'true');
+      await Promise.all([page.waitForURL(/done=resend/), r.getByRole('button', { name: 'Resend' }).click()]);
+      await waitUntil(async () => (await locker.inspect().step(k))?.state === 'complete');
+      assert.deepEqual(runs.filter((x) => x === `${name}:1`), [`${name}:1`]);
+    }
   });
 
   it('cancels a chain through the page', async () => {

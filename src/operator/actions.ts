@@ -10,7 +10,9 @@ import { TransitionError } from '../errors';
 import { keyPath } from '../key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import { readLock, writeLock, type Lock } from '../lock-fields';
-import { cancel } from '../transitions';
+import { resendName, taskRequest } from '../ledger';
+import { cancel, resend, retry } from '../transitions';
+import type { LedgerRecord, StoreTransaction } from '../types';
 
 /** What an action may be told about the step the operator saw. */
 export interface ActionOptions {
@@ -39,6 +41,7 @@ export async function cancelChain(core: Core, key: Key, options: ActionOptions =
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
     core.write(tx, key, writeLock(props!, cancel(lock, { now })));
+    if (lock.task !== undefined) tx.deleteLedger(key, lock.task); // the step is no longer live: its record goes in the same commit
     return lock.seq;
   });
   core.seen.forget(key);
@@ -56,12 +59,75 @@ export function current(key: Key, lock: Lock | undefined, options: ActionOptions
   return lock;
 }
 
-/** Revives a failed step with a fresh retry budget, on a new task. */
-export async function retryStep(_core: Core, key: Key, _options: ActionOptions = {}): Promise<ActionResult> {
-  throw new TransitionError(`${keyPath(key)}: retry needs the ledger of live steps, which keeps the step's path and payload; it has not landed yet`);
+/** Revives failed step `key` with a fresh retry budget, on a new task (see `Locker.retry`). */
+export async function retryStep(core: Core, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+  rejectUnknownOptions('locker.retry()', options, ACTION_OPTION_NAMES);
+  const now = core.config.clock();
+  // Another instance may remember the step as failed for up to duplicateCache.ttlMs and would drop
+  // a task arriving sooner: the new task runs once every such memory has lapsed.
+  const delayMs = core.config.duplicateCache.size > 0 ? core.config.duplicateCache.ttlMs : 0;
+  const record = await core.transact(async (tx) => {
+    const props = await tx.get(key);
+    const lock = current(key, props === undefined ? undefined : readLock(props), options);
+    const found = await ledgerOf(tx, key, lock);
+    const next = retry(lock, { now: new Date(now), task: found.id });
+    const send = found.sends + 1;
+    const claimed: LedgerRecord = {
+      ...found, task: resendName(found, send), sends: send, sentAt: new Date(now), failures: 0,
+      due: new Date(now + delayMs + core.config.stallAfter),
+    };
+    core.write(tx, key, writeLock(props!, next));
+    tx.putLedger(claimed);
+    return claimed;
+  });
+  core.seen.forget(key);
+  const sent = await send(core, record, delayMs > 0 ? new Date(now + delayMs) : undefined);
+  core.emit('retried', { key, seq: record.seq, attempt: '', task: record.task });
+  core.config.logger.warn('failed step retried by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, sent, runsInMs: delayMs });
+  return { seq: record.seq, task: record.task, sent };
 }
 
-/** Re-delivers the current step now, on a new task. */
-export async function resendStep(_core: Core, key: Key, _options: ActionOptions = {}): Promise<ActionResult> {
-  throw new TransitionError(`${keyPath(key)}: resend needs the ledger of live steps, which keeps the step's path and payload; it has not landed yet`);
+/** Re-delivers the current step of `key` now, on a new task (see `Locker.resend`). */
+export async function resendStep(core: Core, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+  rejectUnknownOptions('locker.resend()', options, ACTION_OPTION_NAMES);
+  const now = core.config.clock();
+  const record = await core.transact(async (tx) => {
+    const props = await tx.get(key);
+    const lock = current(key, props === undefined ? undefined : readLock(props), options);
+    const found = await ledgerOf(tx, key, lock);
+    resend(lock, { now: new Date(now), task: found.id }); // refuses a step that is not scheduled; the lock itself is unchanged
+    const send = found.sends + 1;
+    const claimed: LedgerRecord = { ...found, task: resendName(found, send), sends: send, sentAt: new Date(now), failures: 0, due: new Date(now + core.config.stallAfter) };
+    tx.putLedger(claimed); // the transaction read the entity: a change to it since aborts this commit
+    return claimed;
+  });
+  const sent = await send(core, record, undefined);
+  core.emit('resent', { key, seq: record.seq, attempt: '', task: record.task, path: record.path, send: record.sends });
+  core.config.logger.warn('step re-sent by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, send: record.sends, sent });
+  return { seq: record.seq, task: record.task, sent };
+}
+
+/** The ledger record of the lock's current step: its path and payload, which a new task needs. */
+async function ledgerOf(tx: StoreTransaction, key: Key, lock: Lock): Promise<LedgerRecord> {
+  const found = lock.task === undefined ? undefined : await tx.getLedger(key, lock.task);
+  if (!found || found.seq !== lock.seq) {
+    throw new TransitionError(`${keyPath(key)} step ${lock.seq} has no ledger record (the task's path and payload), so no new task can be made for it; kick off a new chain instead`);
+  }
+  return found;
+}
+
+/** Creates the record's new task; a failure is logged and left to the sweep (the record is due). */
+async function send(core: Core, record: LedgerRecord, scheduleTime: Date | undefined): Promise<boolean> {
+  const queue = core.config.queue;
+  if (!queue) return false;
+  try {
+    const task = taskRequest(core, record);
+    await queue.enqueue(scheduleTime ? { ...task, scheduleTime } : task);
+    return true;
+  } catch (error) {
+    core.config.logger.warn('task not created; the sweep re-delivers the step once it is stalled', {
+      key: keyPath(record.key), seq: record.seq, task: record.task, error: error instanceof Error ? error.message : String(error),
+    });
+    return false;
+  }
 }
