@@ -122,6 +122,8 @@ async function kickOff(datastore: Datastore, dispatcherUrl: string, secret: stri
     store: new DatastoreStore(datastore),
     queue: new DispatcherQueue(dispatcherUrl, secret),
     authenticate: false,
+    leaseDuration: options.leaseMs,
+    stallAfter: Math.max(options.sweepGraceMs, options.leaseMs), // as on the workers: when the sweep re-delivers a kickoff's step
     logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
   });
   for (let i = 0; i < names.length; i += options.burst) {
