@@ -107,8 +107,8 @@ function lostStepCauses(r: ChaosResult): string[] {
   const known = r.dispatcher.tasksLost + r.dispatcher.tasksDropped;
   return [
     `  ${lost} lost step(s); the dispatcher lost ${r.dispatcher.tasksLost} task(s) on purpose and dropped ${r.dispatcher.tasksDropped} after maxAttempts (${known} in all).`,
-    '  A step whose task was created and then lost or dropped is re-delivered only by a sweep that re-sends live steps',
-    '  (DESIGN section 5, issue 10); without it such a step stays lost, and this run says so.',
+    '  The sweep re-delivers a step that made no progress for stallAfter (DESIGN section 5): a step still lost',
+    '  once the run settled is a step the ledger did not keep alive; its chain\'s history is below.',
   ];
 }
 
