@@ -6,6 +6,7 @@
 import { escapeHtml } from '../html';
 import { AlertReason, type AlertEvent } from '../types';
 import { renderValue } from './render-value';
+import { formatAge } from '../status/age';
 
 /** A formatted alert. */
 export interface AlertMessage {
@@ -59,19 +60,9 @@ export function formatAlert(event: AlertEvent, options: MessageOptions): AlertMe
   return { subject: subject.slice(0, SUBJECT_MAX), text: renderText(model), html: renderHtml(model) };
 }
 
-/** A duration in words, e.g. `2 min 5 s` or `850 ms`. */
+/** A duration in words, as the status page shows ages (the two largest units), e.g. `2 min 5 s` or `850 ms`. */
 export function formatDuration(ms: number): string {
-  if (!Number.isFinite(ms) || ms < 0) return UNKNOWN;
-  if (ms < 1_000) return `${Math.round(ms)} ms`;
-  const units: Array<[string, number]> = [['d', 86_400], ['h', 3_600], ['min', 60], ['s', 1]];
-  let rest = Math.floor(ms / 1_000);
-  const parts: string[] = [];
-  for (const [name, size] of units) {
-    const count = Math.floor(rest / size);
-    rest -= count * size;
-    if (count > 0) parts.push(`${count} ${name}`);
-  }
-  return parts.join(' ');
+  return Number.isFinite(ms) && ms >= 0 ? formatAge(ms) : UNKNOWN;
 }
 
 
