@@ -7,7 +7,7 @@ import type { Key } from '@google-cloud/datastore';
 import type { Request } from 'express';
 import { failAttempt } from './attempt-failure';
 import type { EntityFactory, TaskContext, TaskHandler } from './context';
-import { completeStep, makeContext } from './handler-context';
+import { completeStep, makeContext, type StepProgress } from './handler-context';
 import type { Core } from './core';
 import { LeaseLostError, type StoreConfigError } from './errors';
 import { classify, FaultClass } from './faults';
@@ -67,7 +67,7 @@ async function attempt<E, P>(core: Core, a: Arrival, handler: TaskHandler<E, P>,
 async function runUnderLease<E, P>(
   core: Core, a: Arrival, lease: Lease, props: Properties, handler: TaskHandler<E, P>, factory: EntityFactory<E>,
 ): Promise<Answer> {
-  const step = { done: false, next: undefined as number | undefined };
+  const step: StepProgress = { done: false, next: undefined };
   let entity: E | undefined;
   let failure: { error: unknown } | undefined;
   lease.start();
@@ -88,6 +88,10 @@ async function runUnderLease<E, P>(
   if (!failure) return finish(core, a, lease, entity);
   // The store's set-up is wrong (the handler let a StoreConfigError of its own write through): no write can help.
   if (classify(failure.error) === FaultClass.config) throw failure.error;
+  // The handler let through the transient fault its own schedule()/complete() gave up with: as when
+  // finishing after it returned, the lease stays held (503), so the step is not run again unalerted
+  // by a release; a later delivery takes the stale lease over, with an overwrite alert.
+  if (failure.error === step.settleError && classify(failure.error) === FaultClass.transient) throw failure.error;
   return failAttempt(core, a, lease, failure.error);
 }
 

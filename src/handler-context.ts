@@ -14,8 +14,19 @@ import { checkStep, scheduledStep } from './outbox';
 import { newChainId } from './task-name';
 import { finish as finishStep } from './transitions';
 
+/**
+ * What the attempt learns from the handler's own `schedule()`/`complete()`: whether the step was
+ * finished, the next step, and the transient store error that made finishing give up, if any.
+ */
+export interface StepProgress {
+  done: boolean;
+  next: number | undefined;
+  /** The error a `schedule()`/`complete()` gave up with after its retries under the lease. */
+  settleError?: unknown;
+}
+
 /** The handler's context; `step` records whether the handler scheduled or completed the step itself. */
-export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, step: { done: boolean; next: number | undefined }): TaskContext<E> {
+export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, step: StepProgress): TaskContext<E> {
   const finishOnce = (): void => {
     if (step.done) throw new StepAlreadyFinishedError(`step ${a.seq} of ${keyPath(a.key)} was already scheduled or completed by this handler`);
   };
@@ -34,14 +45,14 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
       const own = entityProperties(entity);
       const now = new Date(core.config.clock());
       let planned: ReturnType<typeof scheduledStep> | undefined;
-      const record = await lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
+      const record = await remember(step, lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
         const chainId = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
         planned = scheduledStep(a.key, lock, chainId, next, now);
         core.write(tx, a.key, writeLock({ ...props, ...own }, planned.lock));
         if (lock.task !== undefined) tx.deleteLedger(a.key, lock.task); // this step moved on: its record goes in the same commit
         tx.putLedger(planned.record);
         return planned.record;
-      }, (lock) => (planned && sameLock(lock, planned.lock) ? planned.record : undefined)));
+      }, (lock) => (planned && sameLock(lock, planned.lock) ? planned.record : undefined))));
       core.seen.forget(a.key);
       step.done = true;
       step.next = record.seq;
@@ -52,10 +63,20 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
     },
     async complete(): Promise<void> {
       finishOnce();
-      await completeStep(core, a, lease, entity);
+      await remember(step, completeStep(core, a, lease, entity));
       step.done = true;
     },
   };
+}
+
+/** Notes on `step` the error a finishing write gave up with, and rethrows it to the handler. */
+async function remember<T>(step: StepProgress, settling: Promise<T>): Promise<T> {
+  try {
+    return await settling;
+  } catch (error) {
+    step.settleError = error;
+    throw error;
+  }
 }
 
 /**

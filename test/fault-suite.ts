@@ -324,6 +324,20 @@ export function faultSuite(name: string, open: () => Promise<StoreUnderTest>): v
           assert.equal(queue.tasks.length, 1);
         });
       }
+      it('transient for longer than the budget (the handler lets it through): 503, the lease still held, never released', async () => {
+        const { faulty, queue, t, key } = await setUp();
+        faulty.inject({ op: 'schedule', error: CLASSES.transient, times: Infinity });
+        chains(t);
+        assert.equal((await t.send(key, 1)).status, 503);
+        assert.equal(t.runs.length, 1);
+        const after = await stored(key);
+        held(t, after);
+        assert.equal(after.lock_try, 0, 'no failed attempt was counted: a release would run the handler again, unalerted');
+        assert.equal(queue.tasks.length, 0);
+        assert.ok(faulty.count('schedule', true) >= 2, 'retried');
+        assert.ok(t.logger.has('store unavailable'));
+        assert.ok(!t.logger.has('the step will be retried'));
+      });
       it('transient after the commit applied: recognised, one task; 200, once', async () => {
         const { faulty, queue, t, key } = await setUp();
         faulty.inject({ op: 'schedule', error: CLASSES.transient, applied: true });
