@@ -163,18 +163,7 @@ async function sweepOnce(url: string | undefined, secret: string): Promise<void>
  */
 async function faultPhase(options: ChaosOptions, moved: () => number, done: () => boolean, tick: () => void): Promise<void> {
   const stallMs = Math.max(15_000, 3 * (options.sweepGraceMs + options.leaseMs));
-  const deadline = Date.now() + options.maxFaultMs;
-  let last = -1;
-  let lastMoveAt = Date.now();
-  for (let ticks = 1; !done() && Date.now() < deadline && Date.now() - lastMoveAt < stallMs; ticks++) {
-    await sleep(1_000);
-    const now = moved();
-    if (now !== last) {
-      last = now;
-      lastMoveAt = Date.now();
-    }
-    if (ticks % 10 === 0) tick();
-  }
+  await whileMoving(options.maxFaultMs, stallMs, -1, moved, done, tick);
 }
 
 /**
@@ -182,10 +171,19 @@ async function faultPhase(options: ChaosOptions, moved: () => number, done: () =
  * is pending, or nothing moved for `settleMs` (what is left then is stuck), or after 30 min.
  */
 async function settle(options: ChaosOptions, moved: () => number, done: () => boolean, tick: () => void): Promise<void> {
-  const deadline = Date.now() + 30 * 60_000;
-  let last = moved();
+  await whileMoving(30 * 60_000, options.settleMs, moved(), moved, done, tick);
+}
+
+/**
+ * Waits, a second at a time, until `done()`, `forMs` passed, or `moved()` kept the same value for
+ * `stallMs` (starting from `last`); calls `tick` every 10 s.
+ */
+async function whileMoving(
+  forMs: number, stallMs: number, last: number, moved: () => number, done: () => boolean, tick: () => void,
+): Promise<void> {
+  const deadline = Date.now() + forMs;
   let lastMoveAt = Date.now();
-  for (let ticks = 1; !done() && Date.now() < deadline && Date.now() - lastMoveAt < options.settleMs; ticks++) {
+  for (let ticks = 1; !done() && Date.now() < deadline && Date.now() - lastMoveAt < stallMs; ticks++) {
     await sleep(1_000);
     const now = moved();
     if (now !== last) {
