@@ -51,6 +51,7 @@ export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptio
 // The operator's view: steps by state, one entity's detail.
 export { Inspector, type ListQuery, type StepPage, type StepDetail } from './inspect/inspector';
 export { InspectState, INSPECT_STATES, type StepSummary } from './inspect/step-view';
+export type { LedgerView } from './inspect/ledger-view';
 // The operator's actions and the status router.
 export type { ActionOptions, ActionResult } from './operator/actions';
 export { STATUS_ROUTER_DEFAULTS, type StatusRouterOptions, type StatusColumn } from './status/options';

@@ -42,6 +42,11 @@ function suite(name: string, makeStore: () => Store): void {
     const seeded = store.transaction(async (tx) => {
       for (const [name, props] of Object.entries(FIXTURE)) tx.put(key(name), props, UNINDEXED_LOCK_FIELDS);
       tx.put(new Key({ namespace, path: ['Other', 'failed'] }), lock(StepState.failed, MIN), UNINDEXED_LOCK_FIELDS);
+      // The failed step's ledger record: re-sent once, one failed re-delivery since, due in 3 min.
+      tx.putLedger({
+        id: 'task-2', key: key('failed'), seq: 2, chain: 'chain-1', path: '/charge', body: '{"total":7}', createdAt: ago(30 * MIN),
+        task: 'task-2-s2-0a1b2c', sends: 2, sentAt: ago(25 * MIN), failures: 1, due: new Date(NOW + 3 * MIN),
+      });
     });
     const names = async (state: InspectState, order?: 'oldest' | 'newest') =>
       (await seeded, (await inspector.list({ state, kind: 'Order', namespace, order })).steps.map((s) => String(s.key.name)));
@@ -91,7 +96,7 @@ function suite(name: string, makeStore: () => Store): void {
       assert.deepEqual(seen, ['staleStalled', 'stalled']);
     });
 
-    it('shows one entity in detail: seq, chain, tries, lease, progress, error with its stack, task, alerts', async () => {
+    it('shows one entity in detail: seq, chain, tries, lease, progress, error with its stack, task, alerts, ledger record, started', async () => {
       await seeded;
       const failed = await inspector.step(key('failed'));
       assert.ok(failed);
@@ -104,6 +109,16 @@ function suite(name: string, makeStore: () => Store): void {
       assert.deepEqual(failed.alerts, ['failure:2']);
       assert.deepEqual(failed.error, { message: 'Error: card declined', stack: STACK });
       assert.equal(failed.lastProgressAt?.getTime(), NOW - 20 * MIN);
+      assert.equal(failed.startedAt?.getTime(), NOW - 30 * MIN, 'started: when the step was scheduled (its ledger record committed)');
+      assert.equal(failed.startedAgeMs, 30 * MIN);
+      assert.deepEqual(failed.ledger, {
+        id: 'task-2', task: 'task-2-s2-0a1b2c', sends: 2, sentAt: ago(25 * MIN), sentAgeMs: 25 * MIN, failures: 1,
+        due: new Date(NOW + 3 * MIN), dueInMs: 3 * MIN, createdAt: ago(30 * MIN), path: '/charge', bodyBytes: 11,
+      });
+      // Another entity whose lock_task names the same id does not borrow the record (it is keyed to its own entity).
+      const stalled = await inspector.step(key('stalled'));
+      assert.equal(stalled?.ledger, undefined);
+      assert.equal(stalled?.startedAt, undefined);
       const running = await inspector.step(key('running'));
       assert.equal(running?.state, InspectState.running);
       assert.equal(running?.holder, 'attempt-live');

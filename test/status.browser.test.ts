@@ -132,6 +132,20 @@ describe('status router in headless Chromium on the Datastore emulator', () => {
     assert.match(await page.locator('pre.stack').innerText(), /at charge \(\/srv\/app\/charge\.ts:10:5\)/);
   });
 
+  it('shows a live step\'s ledger record and when it started on its detail page', async () => {
+    const k = key('ledger-shown');
+    await dropper.schedule(k, { total: 3 }, '/charge', { order: 3 }); // committed with its ledger record; its task is lost
+    const task = (await locker.inspect().step(k))?.task;
+    assert.ok(task);
+    await page.goto(`${url}/ops/locker/step?key=${locker.encodeKey(k)}`);
+    const detail = page.locator('table.detail');
+    assert.match(await detail.locator('[data-age="started"]').innerText(), /^\d+ (ms|s)$/);
+    assert.equal(await detail.locator('[data-ledger="sends"]').innerText(), '1');
+    assert.match(await detail.innerText(), new RegExp(`Ledger record\\s+${task} · /charge · 11 bytes of payload`));
+    assert.match(await detail.innerText(), /Sweep\s+looks again in 5 min|Sweep\s+looks again in 4 min 5\d s/);
+    await dropper.cancel(k);
+  });
+
   it('retries a failed step through the page: it runs again with a fresh budget and completes', async () => {
     const k = key('to-retry');
     failing.add(String(k.name));

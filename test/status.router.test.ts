@@ -27,6 +27,10 @@ async function fixture() {
     tx.put(key('failed'), lock(StepState.failed, 20 * MIN, { lock_try: 3, lock_err: 'Error: <b>card</b> declined\n    at charge (/srv/charge.ts:1:1)' }), UNINDEXED_LOCK_FIELDS);
     tx.put(key('stale'), lock(StepState.scheduled, 2 * MIN, { lock_req: 'attempt-crashed' }), UNINDEXED_LOCK_FIELDS);
     tx.put(key('stalled'), lock(StepState.scheduled, 10 * MIN), UNINDEXED_LOCK_FIELDS);
+    tx.putLedger({
+      id: 't1', key: key('stalled'), seq: 1, chain: 'c1', path: '/charge', body: '{"total":5}', createdAt: new Date(Date.now() - 12 * MIN),
+      task: 't1-s2-abcdef', sends: 2, sentAt: new Date(Date.now() - 6 * MIN), failures: 0, due: new Date(Date.now() + MIN),
+    });
   });
   const app = express();
   app.use('/ops/locker', locker.statusRouter({ authenticate: auth, kinds: ['Order'], columns: [{ title: 'Total', value: (s) => String(s.properties.total) }] }));
@@ -84,6 +88,31 @@ describe('statusRouter', () => {
     assert.deepEqual(stale.actions, ['resend', 'cancel']);
     assert.deepEqual(byState.failed![0]!.actions, ['retry']);
     assert.equal(byState.failed![0]!.errorMessage, 'Error: <b>card</b> declined');
+  });
+
+  it('shows one step as JSON and HTML with its ledger record and when it started', async () => {
+    const { app, locker, key } = await fixture();
+    const encoded = encodeURIComponent(locker.encodeKey(key('stalled')));
+    const json = await request(app).get(`/ops/locker/step.json?key=${encoded}`).set('authorization', TOKEN);
+    assert.equal(json.status, 200);
+    const step = json.body as Record<string, unknown> & { ledger: Record<string, unknown> };
+    assert.equal(step.seq, 1);
+    assert.equal(step.task, 't1');
+    assert.ok(Date.now() - Date.parse(String(step.startedAt)) >= 12 * MIN, 'startedAt is the record\'s createdAt');
+    assert.ok((step.startedAgeMs as number) >= 12 * MIN && (step.startedAgeMs as number) < 13 * MIN);
+    assert.equal(step.ledger.id, 't1');
+    assert.equal(step.ledger.task, 't1-s2-abcdef');
+    assert.equal(step.ledger.sends, 2);
+    assert.equal(step.ledger.failures, 0);
+    assert.equal(step.ledger.path, '/charge');
+    assert.ok((step.ledger.dueInMs as number) > 0 && (step.ledger.dueInMs as number) <= MIN);
+    assert.match(String(step.ledger.sentAt), /^\d{4}-\d\d-\d\dT/);
+    const page = await request(app).get(`/ops/locker/step?key=${encoded}`).set('authorization', TOKEN);
+    assert.match(page.text, /data-age="started">12 min( \d+ s)?<\/span>/);
+    assert.match(page.text, /<code>t1-s2-abcdef<\/code><div class="help">send <span data-ledger="sends">2<\/span>, <span class="age" data-age="sent">6 min( \d+ s)?<\/span> ago/);
+    assert.match(page.text, /looks again in <span class="age" data-age="due">(59 s|1 min)<\/span>/);
+    const failed = await request(app).get(`/ops/locker/step.json?key=${encodeURIComponent(locker.encodeKey(key('failed')))}`).set('authorization', TOKEN);
+    assert.equal((failed.body as Record<string, unknown>).ledger, undefined, 'no record stored for it');
   });
 
   it('escapes what it shows and marks stale leases and stalled steps on the page', async () => {

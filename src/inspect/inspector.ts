@@ -6,9 +6,11 @@
 import type { Key } from '@google-cloud/datastore';
 import type { Core } from '../core';
 import { ConfigError } from '../errors';
+import { keyIdentity } from '../key-path';
 import { readLock } from '../lock-fields';
 import type { LockQuery } from '../store/lock-query';
 import { StepState, type Store } from '../types';
+import { viewLedger, type LedgerView } from './ledger-view';
 import { InspectState, INSPECT_STATES, inList, splitError, viewStep, type StepSummary, type ViewClock } from './step-view';
 
 /** What to list. */
@@ -46,6 +48,20 @@ export interface StepDetail extends StepSummary {
   };
   /** Alerts sent for this entity, as `reason:seq`. */
   alerts: string[];
+  /**
+   * The ledger record of the current step (the one the entity's `lock_task` names, for its
+   * `lock_seq`): undefined when there is none, as for a complete or cancelled chain, a step the Go
+   * library scheduled, or a record the sweep already cleared.
+   */
+  ledger?: LedgerView;
+  /**
+   * When the current step was scheduled: its ledger record's `createdAt`, the commit of the step
+   * that scheduled it (or of the kickoff). Not when an attempt first ran it, which is not stored;
+   * a retry or re-send keeps it. Undefined without a ledger record.
+   */
+  startedAt?: Date;
+  /** How long ago `startedAt` was, ms. */
+  startedAgeMs?: number;
   /** The longest an attempt may fail before the step fails for good. */
   maxRetries: number;
   /** The lease duration the states were computed with, ms. */
@@ -89,18 +105,31 @@ export class Inspector {
     return storeCursor ? { steps, cursor: encodeCursor({ now: clock.now, store: storeCursor }) } : { steps };
   }
 
-  /** The detail of the entity at `key`, or undefined when it does not exist. */
+  /**
+   * The detail of the entity at `key`, or undefined when it does not exist: the entity and its
+   * step's ledger record, read by key in one transaction (two lookups, never a query).
+   */
   async step(key: Key): Promise<StepDetail | undefined> {
-    const props = await this.core.config.store.get(key);
-    if (!props) return undefined;
+    const read = await this.core.transact(async (tx) => {
+      const props = await tx.get(key);
+      if (!props) return undefined;
+      const task = readLock(props).task;
+      return { props, record: task === undefined ? undefined : await tx.getLedger(key, task) };
+    });
+    if (!read) return undefined;
     const clock = this.clock();
-    const lock = readLock(props);
+    const lock = readLock(read.props);
     const detail: StepDetail = {
-      ...viewStep(key, props, clock, this.core.encodeKey(key)),
+      ...viewStep(key, read.props, clock, this.core.encodeKey(key)),
       alerts: lock.alerts, maxRetries: this.core.config.maxRetries,
       leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
     };
     if (lock.err) detail.error = splitError(lock.err);
+    if (read.record && read.record.seq === lock.seq && keyIdentity(read.record.key) === keyIdentity(key)) {
+      detail.ledger = viewLedger(read.record, clock.now);
+      detail.startedAt = read.record.createdAt;
+      detail.startedAgeMs = Math.max(0, clock.now - read.record.createdAt.getTime());
+    }
     return detail;
   }
 

@@ -7,6 +7,7 @@
 import { escapeHtml } from '../html';
 import { INSPECT_STATES, type InspectState, type StepSummary } from '../inspect/step-view';
 import { formatAge } from './age';
+import type { LedgerView } from '../inspect/ledger-view';
 import type { ActionName, DetailView, ListView, Section, StepRow } from './view-model';
 
 /** What every page needs besides its view. */
@@ -56,7 +57,9 @@ export function renderDetail(view: DetailView, ctx: PageContext): string {
     ['Failed attempts', `${s.tries} of ${view.step.maxRetries}`],
     ['Lease holder', s.holder ? `${code(s.holder)} <span class="age" data-age="lease">${formatAge(s.leaseAgeMs)}</span> ago${s.staleLease ? ' <span class="mark stale">stale</span>' : ''}` : 'none (free)'],
     ['Last progress', timeCell(s.lastProgressAt, s.lastProgressAgeMs, 'progress')],
+    ['Started', s.startedAt ? `${timeCell(s.startedAt, s.startedAgeMs, 'started')}<div class="help">when the step was scheduled (its ledger record committed)</div>` : '— (no ledger record)'],
     ['Task', code(s.task)],
+    ...ledgerRows(s.ledger),
     ['Alerts sent', s.alerts.length > 0 ? s.alerts.map(code).join(' ') : 'none'],
     ['Limits', `lease ${formatAge(view.step.leaseDurationMs)}, stalled after ${formatAge(view.step.stallAfterMs)}`],
     ...Object.entries(view.extra).map(([title, value]): [string, string] => [escapeHtml(title), escapeHtml(value)]),
@@ -76,6 +79,20 @@ ${error}
 <h2>Properties</h2>
 <pre class="props">${escapeHtml(JSON.stringify(s.properties, jsonSafe, 2))}</pre>`;
   return layout(`${s.keyPath} · ${ctx.title}`, ctx, body, `${ctx.base}/step.json?key=${encodeURIComponent(s.encodedKey)}`);
+}
+
+/** The ledger record's rows of the detail table (DESIGN section 5); one row saying there is none otherwise. */
+function ledgerRows(ledger: LedgerView | undefined): Array<[string, string]> {
+  if (!ledger) return [['Ledger record', 'none: the step is not live, or the Go library scheduled it']];
+  const due = ledger.dueInMs >= 0
+    ? `in <span class="age" data-age="due">${formatAge(ledger.dueInMs)}</span>`
+    : `<span class="age" data-age="due">${formatAge(-ledger.dueInMs)}</span> overdue`;
+  return [
+    ['Ledger record', `${code(ledger.id)} · ${code(ledger.path)} · ${ledger.bodyBytes} bytes of payload`],
+    ['Current task', `${code(ledger.task)}<div class="help">send <span data-ledger="sends">${ledger.sends}</span>, <span class="age" data-age="sent">${formatAge(ledger.sentAgeMs)}</span> ago</div>`],
+    ['Sweep', `looks again ${due}${ledger.failures > 0 ? `; <span data-ledger="failures">${ledger.failures}</span> re-deliveries in a row could not create their task` : ''}`],
+    ...(ledger.scheduleTime ? [['Runs at', `<time datetime="${ledger.scheduleTime.toISOString()}">${ledger.scheduleTime.toISOString()}</time>`] as [string, string]] : []),
+  ];
 }
 
 /** A short page for a refusal or an error: no data. */

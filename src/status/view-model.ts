@@ -67,6 +67,7 @@ export function stepJson(step: StepSummary | StepDetail, extra: Record<string, s
     ...rest,
     namespace: step.namespace ?? '',
     lastProgressAt: lastProgressAt?.toISOString(),
+    ...('startedAt' in step ? { startedAt: step.startedAt?.toISOString() } : {}),
     properties: plain(properties),
     extra,
     actions,
