@@ -58,6 +58,8 @@ export interface EffectRecord {
 
 /** An alert as the alerter received it. */
 export interface AlertRecord {
+  /** The alert's stable id (`AlertEvent.id`): the same alert sent twice has the same id. */
+  id?: string;
   reason: string;
   key: string;
   seq: number;

@@ -77,7 +77,7 @@ function blockEventLoop(ms: number): void {
 }
 
 function alertRecord(event: AlertEvent, slot: number): AlertRecord {
-  const record: AlertRecord = { reason: event.reason, key: String(event.key.name), seq: event.seq, slot, t: Date.now() };
+  const record: AlertRecord = { id: event.id, reason: event.reason, key: String(event.key.name), seq: event.seq, slot, t: Date.now() };
   if (event.previousAttempt) record.previousAttempt = event.previousAttempt;
   if (event.newAttempt) record.newAttempt = event.newAttempt;
   return record;

@@ -1,8 +1,12 @@
 /**
- * The Locker's side of alerting: each (key, step, reason) is alerted at most once, also across
- * instances, by recording the alert on the entity in the same transaction that records the event;
- * sending is bounded in time and never changes a task's outcome.
+ * The Locker's side of alerting. Every overwrite of a lease is alerted, and a step's failure for
+ * good once: the alert is claimed on the entity in the same write that records the event (a
+ * marker in `lock_alerts`), then sent. Each alert has a stable `id` (the same event always gets
+ * the same id), so an alert sent twice is recognisably one: the attempt that takes over a lease
+ * re-sends the overwrite alert its holder claimed, which that holder may have died before sending.
+ * Sending is bounded in time and never changes a task's outcome.
  */
+import { createHash } from 'node:crypto';
 import { errorMessage } from './error-text';
 import type { Key } from '@google-cloud/datastore';
 import type { Config } from './options';
@@ -12,17 +16,57 @@ import type { Lock } from './lock-fields';
 import { userProperties } from './lock-fields';
 import type { AlertEvent, AlertReason, Properties, TaskInfo } from './types';
 
+/** Who took a lease over: the attempt that held it (`previous`) and the one that took it (`next`). */
+export interface Takeover {
+  previous: string;
+  next: string;
+}
+
 /**
  * Claims the alert for `reason` on step `lock.seq`: returns the lock's new alert list when this
- * event should be alerted (record it with the event), or undefined when it was alerted before or
- * alerts of that reason are off. Markers of earlier steps are dropped, so the list stays short.
+ * event should be alerted (record it with the event), or undefined when alerts of that reason are
+ * off or (a failure) it was alerted before. Every overwrite is its own alert, named by who was
+ * overwritten and who took over. Markers of earlier steps are dropped, so the list stays short.
  */
-export function claimAlert(config: Config, lock: Lock, reason: AlertReason): string[] | undefined {
+export function claimAlert(config: Config, lock: Lock, reason: AlertReason, takeover?: Takeover): string[] | undefined {
   const enabled = reason === 'overwrite' ? config.alertOnOverwrite : config.alertOnFailure;
   if (!config.alerter || !enabled) return undefined;
-  const marker = `${reason}:${lock.seq}`;
+  const marker = reason === 'overwrite' && takeover
+    ? `${reason}:${lock.seq}:${takeover.previous}:${takeover.next}`
+    : `${reason}:${lock.seq}`;
   if (lock.alerts.includes(marker)) return undefined;
-  return [...lock.alerts.filter((a) => a.endsWith(`:${lock.seq}`)), marker];
+  return [...lock.alerts.filter((a) => markerSeq(a) === lock.seq), marker];
+}
+
+/**
+ * The overwrite alert that the lease's current holder claimed when it took the lease over, if it
+ * did: the holder may have died before sending it, so whoever takes the lease from it sends it
+ * again (with the same id; an alerter sees the same alert twice at worst, never none).
+ */
+export function holderTakeover(lock: Lock): Takeover | undefined {
+  if (lock.req === '') return undefined;
+  const prefix = `overwrite:${lock.seq}:`;
+  for (const marker of lock.alerts) {
+    if (!marker.startsWith(prefix) || !marker.endsWith(`:${lock.req}`)) continue;
+    const previous = marker.slice(prefix.length, marker.length - lock.req.length - 1);
+    if (previous !== '') return { previous, next: lock.req };
+  }
+  return undefined;
+}
+
+/** The step a marker (`reason:seq[:…]`) belongs to. */
+function markerSeq(marker: string): number {
+  return Number(marker.split(':')[1]);
+}
+
+/**
+ * The stable id of an alert: the same event always gets the same id (an overwrite is named by the
+ * lease it took over, a failure by the attempt that failed), whoever sends it. Use it to recognise
+ * an alert sent twice (`EmailAlerter` makes it the message's `Message-ID`).
+ */
+export function alertId(reason: AlertReason, key: Key, seq: number, attempt: string | undefined): string {
+  const what = JSON.stringify([key.namespace ?? '', keyPath(key), seq, reason, attempt ?? '']);
+  return createHash('sha256').update(what).digest('hex').slice(0, 32);
 }
 
 /** The facts of an alert, gathered where the event happened. */
@@ -43,6 +87,7 @@ export interface AlertFacts {
 /** Builds the event an alerter is given. */
 export function alertEvent(f: AlertFacts): AlertEvent {
   const event: AlertEvent = {
+    id: alertId(f.reason, f.key, f.seq, f.previousAttempt),
     reason: f.reason,
     key: f.key,
     kind: f.key.kind,

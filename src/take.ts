@@ -3,7 +3,7 @@
  * there), then a compare-and-swap on the version read writes the lock `take`, `overwrite` or
  * `expire` makes. A task that does not run is answered here.
  */
-import { alertEvent, claimAlert } from './alerts';
+import { alertEvent, claimAlert, holderTakeover } from './alerts';
 import type { Answer, Arrival } from './attempt';
 import type { Core } from './core';
 import { decide, type Decision } from './decision';
@@ -56,7 +56,7 @@ export async function take(core: Core, a: Arrival): Promise<{ answer: Answer } |
 /** The lock an arriving attempt writes when it takes the lease (or fails a step whose leases kept expiring). */
 function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): { lock: Lock; alerts: string[] | undefined } {
   if (d.action === 'overwrite') {
-    const alerts = claimAlert(core.config, lock, AlertReason.overwrite);
+    const alerts = claimAlert(core.config, lock, AlertReason.overwrite, { previous: d.previous, next: a.attempt });
     return { lock: overwrite(lock, { now, attempt: a.attempt, alerts }), alerts };
   }
   if (d.action === 'expire') {
@@ -70,6 +70,8 @@ function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): {
 /**
  * Reports a stale lease taken over (`overwrite`) or ended (`expire`): event, log line and, when
  * this transaction claimed it, the alert. An overwrite's alert is not awaited: the handler runs.
+ * When the holder had itself taken the lease over, its overwrite alert is sent again (same id): it
+ * may have died before sending it.
  */
 async function reportTakeover(
   core: Core, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, alert: boolean, now: Date,
@@ -85,6 +87,7 @@ async function reportTakeover(
     core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error });
     core.config.logger.error('step failed: its lease expired too often', { ...where, retries });
   }
+  resendHolderAlert(core, a, props, now);
   if (!alert) return;
   const sending = core.alert(alertEvent({
     reason: d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure,
@@ -92,6 +95,17 @@ async function reportTakeover(
     leaseAgeMs: d.leaseAgeMs, task: a.task, properties: props, at: now, error,
   }));
   if (d.action === 'expire') await sending;
+}
+
+/** Sends again the overwrite alert the lease's holder claimed when it took the lease over, if alerts are on. */
+function resendHolderAlert(core: Core, a: Arrival, props: Properties, now: Date): void {
+  const lock = readLock(props);
+  const holder = holderTakeover(lock);
+  if (!holder || !core.config.alerter || !core.config.alertOnOverwrite) return;
+  void core.alert(alertEvent({
+    reason: AlertReason.overwrite, key: a.key, seq: a.seq, retries: lock.tries, previousAttempt: holder.previous, newAttempt: holder.next,
+    task: a.task, properties: props, at: now,
+  }));
 }
 
 function arrivalDecision(core: Core, a: Arrival, props: Properties | undefined): Decision {

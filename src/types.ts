@@ -292,6 +292,12 @@ export type AlertReason = (typeof AlertReason)[keyof typeof AlertReason];
 
 /** Everything an alert says. */
 export interface AlertEvent {
+  /**
+   * The alert's stable id: the same event always has the same id, also when it is sent twice
+   * (e.g. re-sent by the attempt that took over from one that died before sending it). Alerts are
+   * sent at least once; use the id to recognise a repeat. `EmailAlerter` makes it the Message-ID.
+   */
+  id: string;
   /** Why the alert is sent. */
   reason: AlertReason;
   /** The entity's key. */

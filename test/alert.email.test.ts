@@ -16,6 +16,7 @@ const STACK = 'Error: card declined\n    at charge (/srv/app/charge.ts:10:5)\n  
 /** A permanent-failure event with every field set. */
 function failureEvent(overrides: Partial<AlertEvent> = {}): AlertEvent {
   return {
+    id: '5f1c0a9e2b7d4c31a8e6f0b2d9c47e13',
     reason: AlertReason.failure,
     key: datastore.key({ namespace: 'tenant-a', path: ['Order', 42] }),
     kind: 'Order',
@@ -107,6 +108,22 @@ describe('EmailAlerter', () => {
       assert.deepEqual(mail.envelope, { from: 'locker@example.com', to: ['ops@example.com', 'oncall@example.com'] });
       assert.deepEqual(mail.to, ['ops@example.com', 'oncall@example.com']);
       assert.deepEqual(mail.from, ['locker@example.com']);
+    });
+
+    it('makes the alert\'s stable id the Message-ID, so an alert sent twice is one message', async () => {
+      const first = await sendOne(failureEvent());
+      const id = /^Message-ID: *(.+)$/im.exec(first.raw)?.[1]?.trim();
+      assert.equal(id, '<5f1c0a9e2b7d4c31a8e6f0b2d9c47e13@datastore-locker>');
+      smtp.messages.length = 0;
+      const other = await sendOne(failureEvent({ id: 'another-id' }));
+      assert.equal(/^Message-ID: *(.+)$/im.exec(other.raw)?.[1]?.trim(), '<another-id@datastore-locker>');
+    });
+
+    it('lets the transport pick a Message-ID when the id is not fit for one', async () => {
+      const mail = await sendOne(failureEvent({ id: 'a b<c>' }));
+      const id = /^Message-ID: *(.+)$/im.exec(mail.raw)?.[1]?.trim() ?? '';
+      assert.match(id, /^<[^<> ]+@[^<> ]+>$/);
+      assert.ok(!id.includes('a b'), id);
     });
 
     it('accepts a single recipient as a string', async () => {

@@ -1,6 +1,6 @@
 // Alerts from a running Locker: real SMTP on loopback, the Datastore emulator, two Locker
-// instances sharing it. At most one alert per (key, step, reason); a broken mail server never
-// changes a task's answer or what is stored.
+// instances sharing it. One alert per overwrite and one per failed step, each under a stable id;
+// a broken mail server never changes a task's answer or what is stored.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
@@ -12,6 +12,8 @@ import { legacyDatastore, uniqueNamespace, closedPort } from './support/emulator
 import { TestSmtpServer } from './support/smtp';
 import { keys, taskApp, type TaskApp } from './support/task-app';
 import { keyPath as keyPathOf } from '../src/key-codec';
+import { alertId } from '../src/alerts';
+import { AlertReason } from '../src/types';
 
 describe('alerts from the Locker', () => {
   let smtp: TestSmtpServer;
@@ -76,7 +78,9 @@ describe('alerts from the Locker', () => {
     assert.equal(keyPathOf(t.locker.decodeKey(encoded)), keyPathOf(key), 'the key in the message decodes to the step\'s key');
   });
 
-  it('sends one overwrite alert per step, also when two instances take the same step over in turn', async () => {
+  const messageIdOf = (raw: string): string | undefined => /^Message-ID: *<([^@>]+)@/im.exec(raw)?.[1];
+
+  it('alerts every overwrite of a step, each under its own id, also across two instances', async () => {
     smtp.mode = 'accept';
     const before = smtp.messages.length;
     const a = emailApp(storeA, smtp.transportOptions(), { maxRetries: 10 });
@@ -86,9 +90,10 @@ describe('alerts from the Locker', () => {
     // instance A takes over the stale lease; its handler fails
     a.behave(() => { throw new Error('crash'); });
     assert.equal((await a.send(key, 1)).status, 500);
-    // then an attempt holds the lease and dies without releasing it
+    const attemptA = a.runs[0]!.attempt;
     const current = (await storeA.get(key))!;
-    assert.deepEqual(current.lock_alerts, ['overwrite:1'], 'the alert is recorded on the entity');
+    assert.deepEqual(current.lock_alerts, [`overwrite:1:crashed-attempt:${attemptA}`], 'the overwrite is recorded on the entity, naming both attempts');
+    // then another attempt holds the lease and dies without releasing it: B takes it over
     await seed(storeA, key, { ...current, lock_req: 'a-died', lock_ts: new Date(Date.now() - 10 * 60_000) });
     const res = await b.send(key, 1);
     assert.equal(res.status, 200);
@@ -96,7 +101,40 @@ describe('alerts from the Locker', () => {
     assert.equal(a.events.filter((e) => e.name === 'overwritten').length, 1);
     await Promise.all([a.locker.shutdown(), b.locker.shutdown()]);
     const overwrites = smtp.messages.slice(before).filter((m) => /overwritten/i.test(m.subject));
-    assert.equal(overwrites.length, 1, 'one alert for (key, step 1, overwrite) across both instances');
+    assert.equal(overwrites.length, 2, 'two overwrites, two alerts');
+    assert.deepEqual(new Set(overwrites.map((m) => messageIdOf(m.raw))), new Set([
+      alertId(AlertReason.overwrite, key, 1, 'crashed-attempt'), alertId(AlertReason.overwrite, key, 1, 'a-died'),
+    ]));
+    assert.ok(overwrites.some((m) => m.text.includes('a-died') && m.text.includes(b.runs[0]!.attempt)));
+  });
+
+  it('re-sends, under the same id, the overwrite alert of a holder that may have died before sending it', async () => {
+    smtp.mode = 'accept';
+    const before = smtp.messages.length;
+    const a = emailApp(storeA, smtp.transportOptions(), { maxRetries: 10 });
+    const b = emailApp(storeB, smtp.transportOptions(), { maxRetries: 10 });
+    const key = newKey();
+    await seed(storeA, key, stale());
+    a.behave(() => { throw new Error('crash'); });
+    assert.equal((await a.send(key, 1)).status, 500);
+    const attemptA = a.runs[0]!.attempt;
+    // A sent its alert; now it is as if A had died holding the lease it took over (its marker names it the holder)
+    const current = (await storeA.get(key))!;
+    await seed(storeA, key, { ...current, lock_req: attemptA, lock_ts: new Date(Date.now() - 10 * 60_000) });
+    // and an attempt X that took a lease over from P and died before it could send anything
+    const other = newKey();
+    await seed(storeA, other, stale({ lock_req: 'X', lock_try: 1, lock_alerts: ['overwrite:1:P:X'] }));
+    assert.equal((await b.send(key, 1)).status, 200);
+    assert.equal((await b.send(other, 1)).status, 200);
+    await Promise.all([a.locker.shutdown(), b.locker.shutdown()]);
+    const ids = smtp.messages.slice(before).filter((m) => /overwritten/i.test(m.subject)).map((m) => messageIdOf(m.raw));
+    const first = alertId(AlertReason.overwrite, key, 1, 'crashed-attempt');
+    assert.equal(ids.filter((id) => id === first).length, 2, 'A\'s alert, sent by A and again by B, is one message id');
+    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, key, 1, attemptA)).length, 1, 'B\'s own overwrite of A');
+    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'P')).length, 1, 'X\'s unsent alert, sent by B');
+    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'X')).length, 1, 'B\'s own overwrite of X');
+    assert.equal(ids.length, 5);
+    assert.equal((await storeA.get(other))!.lock_seq, 2, 'the step ran and finished');
   });
 
   it('sends one alert when two instances race to overwrite the same stale lease', async () => {

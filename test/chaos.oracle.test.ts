@@ -10,7 +10,8 @@ import { chance } from '../chaos/random';
 
 let clock = 0;
 const effect = (key: string, seq: number, attempt = `a${++clock}`): EffectRecord => ({ key, seq, attempt, retry: 0, slot: 0, incarnation: 0, t: ++clock });
-const alert = (reason: 'overwrite' | 'failure', key: string, seq: number): AlertRecord => ({ reason, key, seq, slot: 0, t: ++clock });
+const alert = (reason: 'overwrite' | 'failure', key: string, seq: number, previousAttempt?: string, id = `id${++clock}`): AlertRecord => (
+  { id, reason, key, seq, slot: 0, t: ++clock, ...(previousAttempt ? { previousAttempt } : {}) });
 const chain = (key: string, steps: number): EffectRecord[] => Array.from({ length: steps }, (_, i) => effect(key, i + 1));
 
 describe('chaos oracle', () => {
@@ -21,24 +22,34 @@ describe('chaos oracle', () => {
     assert.equal(v.steps, 6);
   });
 
-  it('accepts a step run twice with exactly one overwrite alert, and counts it', () => {
-    const v = judge(['a'], 2, [effect('a', 1), effect('a', 1), effect('a', 2)], [alert('overwrite', 'a', 1)]);
-    assert.deepEqual(v.violations, []);
-    assert.equal(v.effectsDuplicatedAlerted, 1);
-    assert.equal(v.overwritesAlerted, 1);
+  it('accepts a step run again when each extra run\'s attempt is named overwritten by an alert, and counts it', () => {
+    const twice = judge(['a'], 2, [effect('a', 1, 'A'), effect('a', 1, 'B'), effect('a', 2)], [alert('overwrite', 'a', 1, 'A')]);
+    assert.deepEqual(twice.violations, []);
+    assert.equal(twice.effectsDuplicatedAlerted, 1);
+    assert.equal(twice.overwritesAlerted, 1);
+    const thrice = judge(['a'], 1, [effect('a', 1, 'A'), effect('a', 1, 'B'), effect('a', 1, 'C')], [alert('overwrite', 'a', 1, 'A'), alert('overwrite', 'a', 1, 'B')]);
+    assert.deepEqual(thrice.violations, []);
+    assert.equal(thrice.overwritesAlerted, 2);
   });
 
-  it('flags a step run twice without an alert, and a third run beyond the alerted two', () => {
-    const v = judge(['a', 'b'], 1, [effect('a', 1), effect('a', 1), effect('b', 1), effect('b', 1), effect('b', 1)], [alert('overwrite', 'b', 1)]);
-    assert.deepEqual(v.violations.map((x) => [x.chain, x.rule]), [['a', 'duplicate-unalerted'], ['b', 'duplicate-unalerted']]);
-    assert.equal(v.effectsDuplicatedUnalerted, 2);
+  it('flags a step run twice without an alert, a run beyond what the alerts cover, and an alert naming another attempt', () => {
+    const v = judge(['a', 'b', 'c'], 1, [
+      effect('a', 1), effect('a', 1),
+      effect('b', 1, 'A'), effect('b', 1, 'B'), effect('b', 1, 'C'),
+      effect('c', 1, 'A'), effect('c', 1, 'B'),
+    ], [alert('overwrite', 'b', 1, 'A'), alert('overwrite', 'c', 1, 'X')]);
+    assert.deepEqual(v.violations.map((x) => [x.chain, x.rule]), [['a', 'duplicate-unalerted'], ['b', 'duplicate-unalerted'], ['c', 'duplicate-unalerted']]);
+    assert.equal(v.effectsDuplicatedUnalerted, 3);
     assert.equal(v.duplicatedWithoutAlert, 1);
-    assert.equal(v.duplicatedBeyondTwo, 1);
+    assert.equal(v.duplicatedBeyondAlerts, 2);
   });
 
-  it('flags two overwrite alerts for one step', () => {
-    const v = judge(['a'], 1, [effect('a', 1), effect('a', 1)], [alert('overwrite', 'a', 1), alert('overwrite', 'a', 1)]);
-    assert.deepEqual(v.violations.map((x) => x.rule), ['alert-repeated']);
+  it('counts an alert received twice (same id) once, and says how many repeats came', () => {
+    const v = judge(['a'], 1, [effect('a', 1, 'A'), effect('a', 1, 'B'), effect('a', 1, 'C')],
+      [alert('overwrite', 'a', 1, 'A', 'same'), alert('overwrite', 'a', 1, 'A', 'same')]);
+    assert.equal(v.overwritesAlerted, 1);
+    assert.equal(v.alertsRepeated, 1);
+    assert.deepEqual(v.violations.map((x) => x.rule), ['duplicate-unalerted'], 'one alert, however often received, covers one extra run');
   });
 
   it('flags a lost step: a chain that stopped without a failure alert', () => {

@@ -112,7 +112,7 @@ export class EmailAlerter {
     const message = formatAlert(this.prepare(event, decision.suppressed), this.config);
     const { transporter, from, to } = this.config;
     try {
-      await transporter.sendMail({ from, to, subject: message.subject, text: message.text, html: message.html });
+      await transporter.sendMail({ from, to, subject: message.subject, text: message.text, html: message.html, messageId: messageId(event) });
     } catch (cause) {
       limiter.restore(decision.suppressed);
       const what = `"${message.subject}" to ${to.join(', ')}`;
@@ -239,4 +239,12 @@ function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(describe).join(', ')}]`;
   return value === null || typeof value !== 'object' ? String(value) : 'an object';
+}
+
+/**
+ * The message's Message-ID, from the alert's stable id: an alert sent twice (see `AlertEvent.id`)
+ * is the same message to a mail client, which shows it once.
+ */
+function messageId(event: AlertEvent): string | undefined {
+  return /^[A-Za-z0-9._-]{1,128}$/.test(event.id) ? `<${event.id}@datastore-locker>` : undefined;
 }
