@@ -99,8 +99,9 @@ export interface LockerOptions {
    */
   stallAfter?: number;
   /**
-   * Remember the lock each entity was last seen with, so repeated duplicates of a finished, failed
-   * or held step are answered without a round trip (see `seen-steps.ts` for why that is safe).
+   * Remember the lock each entity was last seen with, so repeated duplicates of a finished or held
+   * step are answered without a round trip (see `seen-steps.ts` for why that is safe; a step seen
+   * failed is always read again, since `locker.retry()` revives it).
    * A refusal (a lease seen held) is answered from it for at most 1 s after the lease was seen,
    * since each refusal costs the task a Cloud Tasks attempt. Defaults to
    * `{ size: 1000, ttlMs: 10 000 }`; `false` turns it off.

@@ -4,7 +4,6 @@
  *
  * - dropping a task whose step is behind the `lock_seq` seen: sequences only grow, so the step is
  *   still finished (a task of an earlier chain is dropped either way);
- * - dropping a task for a step seen failed: a failed step never runs again;
  * - refusing a task whose step was seen held by another attempt with a fresh lease: a refusal only
  *   delays (the queue retries), and the `Retry-After` it gives is the lease's own. A refusal costs
  *   the task a Cloud Tasks attempt, though, and the holder may finish on another instance without
@@ -12,7 +11,12 @@
  *   read or write that saw the lease held (and never past the lease's own staleness). After that
  *   the store is read again.
  *
- * Everything else (a free lease, a stale one, a step not seen) goes to the store. Entries live at
+ * Everything else (a free lease, a stale one, a step not seen) goes to the store, and so does a
+ * task for a step seen failed or cancelled: neither is final knowledge. `locker.retry()` makes a
+ * failed step scheduled again at the same `lock_seq` and chain, from any process, so a step seen
+ * failed may be running again by the time a task for it arrives; dropping that task from memory
+ * would hold the step up (or lose it, for its last task). A failed step's duplicates are rare (the
+ * failure was answered 200), so deciding them on a read costs little. Entries live at
  * most `ttlMs` and at most `size` are kept (least recently used go first, by `lru-cache`), so
  * memory is bounded and knowledge of an entity deleted and created again by another process is
  * short-lived.
@@ -75,7 +79,6 @@ export class SeenSteps {
     if (chain !== seen.chain) return undefined;
     if (seq < seen.seq) return { action: 'drop', reason: DropReason.finished };
     if (seq > seen.seq) return undefined;
-    if (seen.state === StepState.failed) return { action: 'drop', reason: DropReason.failed };
     if (seen.state === StepState.scheduled && seen.holder !== '' && now < seen.refuseUntil) {
       return { action: 'refuse', holder: seen.holder, retryAfterMs: seen.staleAt - now };
     }

@@ -28,8 +28,10 @@ describe('SeenSteps: answers only what stale knowledge cannot get wrong', () => 
     assert.equal(seen(lock()).recall(key, 5, 'c1', NOW), undefined);
     assert.equal(seen(lock()).recall(key, 6, 'c1', NOW), undefined);
   });
-  it('drops a step seen failed', () => {
-    assert.deepEqual(seen(lock({ lock_state: StepState.failed })).recall(key, 5, 'c1', NOW), { action: 'drop', reason: 'failed' });
+  it('leaves a step seen failed or cancelled to the store: a retry makes a failed step live again at the same seq', () => {
+    assert.equal(seen(lock({ lock_state: StepState.failed })).recall(key, 5, 'c1', NOW), undefined);
+    assert.equal(seen(lock({ lock_state: StepState.cancelled })).recall(key, 5, 'c1', NOW), undefined);
+    assert.deepEqual(seen(lock({ lock_state: StepState.failed })).recall(key, 4, 'c1', NOW), { action: 'drop', reason: 'finished' }, 'an earlier step is still behind it');
   });
   it('refuses while the lease seen is fresh, and asks the store once it may be stale', () => {
     const s = seen(lock({ lock_req: 'other' }));

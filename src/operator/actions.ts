@@ -63,9 +63,6 @@ export function current(key: Key, lock: Lock | undefined, options: ActionOptions
 export async function retryStep(core: Core, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
   rejectUnknownOptions('locker.retry()', options, ACTION_OPTION_NAMES);
   const now = core.config.clock();
-  // Another instance may remember the step as failed for up to duplicateCache.ttlMs and would drop
-  // a task arriving sooner: the new task runs once every such memory has lapsed.
-  const delayMs = core.config.duplicateCache.size > 0 ? core.config.duplicateCache.ttlMs : 0;
   const record = await core.transact(async (tx) => {
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
@@ -74,16 +71,16 @@ export async function retryStep(core: Core, key: Key, options: ActionOptions = {
     const send = found.sends + 1;
     const claimed: LedgerRecord = {
       ...found, task: resendName(found, send), sends: send, sentAt: new Date(now), failures: 0,
-      due: new Date(now + delayMs + core.config.stallAfter),
+      due: new Date(now + core.config.stallAfter),
     };
     core.write(tx, key, writeLock(props!, next));
     tx.putLedger(claimed);
     return claimed;
   });
   core.seen.forget(key);
-  const sent = await send(core, record, delayMs > 0 ? new Date(now + delayMs) : undefined);
+  const sent = await send(core, record);
   core.emit('retried', { key, seq: record.seq, attempt: '', task: record.task });
-  core.config.logger.warn('failed step retried by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, sent, runsInMs: delayMs });
+  core.config.logger.warn('failed step retried by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, sent });
   return { seq: record.seq, task: record.task, sent };
 }
 
@@ -101,7 +98,7 @@ export async function resendStep(core: Core, key: Key, options: ActionOptions = 
     tx.putLedger(claimed); // the transaction read the entity: a change to it since aborts this commit
     return claimed;
   });
-  const sent = await send(core, record, undefined);
+  const sent = await send(core, record);
   core.emit('resent', { key, seq: record.seq, attempt: '', task: record.task, path: record.path, send: record.sends });
   core.config.logger.warn('step re-sent by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, send: record.sends, sent });
   return { seq: record.seq, task: record.task, sent };
@@ -117,12 +114,12 @@ async function ledgerOf(tx: StoreTransaction, key: Key, lock: Lock): Promise<Led
 }
 
 /** Creates the record's new task; a failure is logged and left to the sweep (the record is due). */
-async function send(core: Core, record: LedgerRecord, scheduleTime: Date | undefined): Promise<boolean> {
+async function send(core: Core, record: LedgerRecord): Promise<boolean> {
   const queue = core.config.queue;
   if (!queue) return false;
   try {
-    const task = taskRequest(core, record);
-    await queue.enqueue(scheduleTime ? { ...task, scheduleTime } : task);
+    await core.ready;
+    await queue.enqueue(taskRequest(core, record));
     return true;
   } catch (error) {
     core.config.logger.warn('task not created; the sweep re-delivers the step once it is stalled', {
