@@ -4,8 +4,8 @@
  * lock becomes when it does, and when anything else happens to a step. Nothing else in the library
  * builds a lock: the README's life-cycle table is tested against these functions row by row.
  *
- * Every transition writes `ts` (`lock_ts`) with the event's time except `resend`, which keeps the
- * lease's age so a stale lease stays stale. The ones a caller may ask for at the wrong moment
+ * Every transition writes `ts` (`lock_ts`) with the event's time except `resend`, which writes
+ * nothing (the lease's age stays, so a stale lease stays stale). The ones a caller may ask for at the wrong moment
  * (kickoff, retry, cancel, resend) check the lock first and throw a typed error.
  */
 import { ChainBusyError, TransitionError } from './errors';
@@ -81,10 +81,13 @@ export function kickoff(lock: Lock, e: NewStep): Lock {
   return nextStep(lock, e);
 }
 
-/** The operator retries a failed step: it is scheduled again, on a new task, with a fresh retry budget. */
-export function retry(lock: Lock, e: At & { task: string }): Lock {
+/**
+ * The operator retries a failed step: it is scheduled again with a fresh retry budget. `lock_task`
+ * is kept: it names the step's ledger record, whose own `task` field holds the new task's name.
+ */
+export function retry(lock: Lock, e: At): Lock {
   if (lock.state !== StepState.failed) throw new TransitionError(`step ${lock.seq} is ${lock.state ?? 'not scheduled'}; only a failed step can be retried`);
-  return { ...lock, ts: e.now, req: '', tries: 0, state: StepState.scheduled, task: e.task, alerts: [] };
+  return { ...lock, ts: e.now, req: '', tries: 0, state: StepState.scheduled, alerts: [] };
 }
 
 /**
@@ -97,13 +100,15 @@ export function cancel(lock: Lock, e: At): Lock {
 }
 
 /**
- * The operator re-sends the current step on a new task. The lease is left as it is, time
- * included: a running attempt keeps it, a stale one is overwritten (and counted) by the new
- * delivery as by any other.
+ * The operator re-sends the current step on a new task: the lock is only checked, never written.
+ * The lease is left as it is, time included: a running attempt keeps it, a stale one is
+ * overwritten (and counted) by the new delivery as by any other. `lock_task` keeps naming the
+ * step's ledger record; the new task's name and the send count go in the record, as the sweep's
+ * re-deliveries do.
  */
-export function resend(lock: Lock, e: At & { task: string }): Lock {
+export function resend(lock: Lock, _e: At): Lock {
   if (lock.state !== StepState.scheduled) throw new TransitionError(`step ${lock.seq} is ${lock.state ?? 'not scheduled'}; only a scheduled step can be re-sent`);
-  return { ...lock, task: e.task };
+  return { ...lock };
 }
 
 /** Every transition, by the event's name (the README's life-cycle table lists the same names). */

@@ -5,31 +5,12 @@
 // by Cloud Tasks); a plain duplicate of a failed step is dropped (200) after one read.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import request from 'supertest';
 import { Key } from '@google-cloud/datastore';
 import { PermanentError } from '../src/errors';
 import { DatastoreStore } from '../src/store/datastore';
-import type { Queue, TaskRequest } from '../src/types';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
-import { taskApp, TEST_TOKEN, type TaskApp } from './support/task-app';
-
-/** A queue that keeps the tasks it is asked to create; the test delivers them where it wants. */
-class KeptTasks implements Queue {
-  readonly tasks: TaskRequest[] = [];
-  async enqueue(task: TaskRequest): Promise<void> {
-    this.tasks.push(task);
-  }
-  last(): TaskRequest {
-    const task = this.tasks.at(-1);
-    assert.ok(task, 'a task was created');
-    return task;
-  }
-}
-
-/** Delivers `task` to `to` as Cloud Tasks would: its path, headers and body. */
-function deliver(to: TaskApp, task: TaskRequest): request.Test {
-  return request(to.app).post(task.path).set('x-test-auth', TEST_TOKEN).set(task.headers).set('content-type', 'application/json').send(task.body);
-}
+import { deliver, KeptTasks } from './support/kept-tasks';
+import { taskApp } from './support/task-app';
 
 describe('retry() and the duplicate cache of another instance, on the Datastore emulator', () => {
   const namespace = uniqueNamespace('seen-retry');

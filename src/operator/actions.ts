@@ -67,7 +67,7 @@ export async function retryStep(core: Core, key: Key, options: ActionOptions = {
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
     const found = await ledgerOf(tx, key, lock);
-    const next = retry(lock, { now: new Date(now), task: found.id });
+    const next = retry(lock, { now: new Date(now) }); // lock_task keeps naming the record (found.id)
     const send = found.sends + 1;
     const claimed: LedgerRecord = {
       ...found, task: resendName(found, send), sends: send, sentAt: new Date(now), failures: 0,
@@ -92,7 +92,7 @@ export async function resendStep(core: Core, key: Key, options: ActionOptions = 
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
     const found = await ledgerOf(tx, key, lock);
-    resend(lock, { now: new Date(now), task: found.id }); // refuses a step that is not scheduled; the lock itself is unchanged
+    resend(lock, { now: new Date(now) }); // refuses a step that is not scheduled; the lock itself is not written
     const send = found.sends + 1;
     const claimed: LedgerRecord = { ...found, task: resendName(found, send), sends: send, sentAt: new Date(now), failures: 0, due: new Date(now + core.config.stallAfter) };
     tx.putLedger(claimed); // the transaction read the entity: a change to it since aborts this commit
