@@ -60,8 +60,8 @@ export interface ChaosOptions {
   concurrency: number;
   /** Workers run locker.sweep() this often. */
   sweepEveryMs: number;
-  /** The Locker's stallAfter (raised to leaseMs if shorter): how long a step may stall before the sweep re-delivers it. */
-  sweepGraceMs: number;
+  /** The Locker's `stallAfter` on every worker (raised to leaseMs if shorter): how long a step may stall before the sweep re-delivers it. */
+  stallAfterMs: number;
   /** The fault phase ends at the latest after this long (then the run settles without faults). */
   maxFaultMs: number;
   /** Faults off, how long the run waits with no chain moving before it judges (chains still moving are waited for). */
@@ -97,7 +97,7 @@ export const CHAOS_DEFAULTS: Readonly<Omit<ChaosOptions, 'seed' | 'hangMs'>> = O
   dispatchDeadlineMs: 15_000,
   concurrency: 32,
   sweepEveryMs: 5_000,
-  sweepGraceMs: 3_000,
+  stallAfterMs: 5_000,
   maxFaultMs: 600_000,
   settleMs: 45_000,
   emulator: 'datastore' as EmulatorName,
@@ -113,7 +113,7 @@ export function chaosOptions(given: Partial<ChaosOptions> = {}): ChaosOptions {
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`--${kebab(name)} must be a number ≥ 0; got ${String(value)}`);
     if (name.endsWith('Rate') && value > 1) throw new Error(`--${kebab(name)} is a probability: at most 1; got ${value}`);
   }
-  for (const name of ['chains', 'steps', 'workers', 'burst', 'leaseMs', 'maxRetries', 'maxAttempts', 'concurrency', 'sweepEveryMs', 'sweepGraceMs'] as const) {
+  for (const name of ['chains', 'steps', 'workers', 'burst', 'leaseMs', 'maxRetries', 'maxAttempts', 'concurrency', 'sweepEveryMs', 'stallAfterMs'] as const) {
     if (options[name] < 1) throw new Error(`--${kebab(name)} must be at least 1`);
   }
   if (options.emulator !== 'datastore' && options.emulator !== 'firestore') throw new Error(`--emulator must be datastore or firestore; got ${String(options.emulator)}`);

@@ -27,7 +27,7 @@ export interface WorkerConfig {
   /** Added to Date.now() in the Locker's clock. */
   skewMs: number;
   sweepEveryMs: number;
-  sweepGraceMs: number;
+  stallAfterMs: number;
   steps: number;
   /** The folder of the effect, alert and log files. */
   dir: string;

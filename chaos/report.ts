@@ -66,7 +66,7 @@ export function table(r: ChaosResult): string {
     ['seed', String(o.seed)],
     ['emulator', `${o.emulator} (${r.emulatorHost})`],
     ['load', `${o.chains} chains × ${o.steps} steps, ${o.workers} workers, bursts of ${o.burst} every ${o.burstEveryMs} ms`],
-    ['lease', `${o.leaseMs} ms; maxRetries ${o.maxRetries}; sweep every ${o.sweepEveryMs} ms, grace ${o.sweepGraceMs} ms`],
+    ['lease', `${o.leaseMs} ms; maxRetries ${o.maxRetries}; sweep every ${o.sweepEveryMs} ms, stallAfter ${Math.max(o.stallAfterMs, o.leaseMs)} ms`],
     ['chains complete / failed', `${s.chainsComplete} / ${s.chainsFailed} of ${o.chains}`],
     ['steps run (distinct)', `${s.steps} (effects recorded ${r.verdict.effects})`],
     ['lost steps', String(s.lostSteps)],

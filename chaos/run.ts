@@ -123,7 +123,7 @@ async function kickOff(datastore: Datastore, dispatcherUrl: string, secret: stri
     queue: new DispatcherQueue(dispatcherUrl, secret),
     authenticate: false,
     leaseDuration: options.leaseMs,
-    stallAfter: Math.max(options.sweepGraceMs, options.leaseMs), // as on the workers: when the sweep re-delivers a kickoff's step
+    stallAfter: Math.max(options.stallAfterMs, options.leaseMs), // as on the workers: when the sweep re-delivers a kickoff's step
     logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
   });
   for (let i = 0; i < names.length; i += options.burst) {
@@ -162,7 +162,7 @@ async function sweepOnce(url: string | undefined, secret: string): Promise<void>
  * alert) for `stallMs`: chains stuck at a lost step would otherwise keep the faults going forever.
  */
 async function faultPhase(options: ChaosOptions, moved: () => number, done: () => boolean, tick: () => void): Promise<void> {
-  const stallMs = Math.max(15_000, 3 * (options.sweepGraceMs + options.leaseMs));
+  const stallMs = Math.max(15_000, 3 * (options.stallAfterMs + options.leaseMs));
   await whileMoving(options.maxFaultMs, stallMs, -1, moved, done, tick);
 }
 

@@ -44,7 +44,7 @@ async function main(): Promise<void> {
     leaseDuration: config.leaseMs,
     maxRetries: config.maxRetries,
     clock: () => Date.now() + config.skewMs,
-    stallAfter: Math.max(config.sweepGraceMs, config.leaseMs), // the sweep re-delivers a step stalled this long
+    stallAfter: Math.max(config.stallAfterMs, config.leaseMs), // the sweep re-delivers a step stalled this long
     logger: fileLogger(logFile(config.dir, config.slot), config),
   });
 
