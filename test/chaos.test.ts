@@ -2,9 +2,9 @@
  * `npm run chaos` in small: the same harness, the same faults and the same invariants, on 30
  * chains of 4 steps with a fixed seed, in a child process that starts its own Datastore emulator
  * (so no other test's data is swept). The figures the run prints are checked: every chain is
- * accounted for, each kind of fault really happened, no worker died unless killed. The oracle's
- * invariants that the library does not meet yet are marked `todo` with the reason, so the run
- * says what breaks instead of hiding it.
+ * accounted for, each kind of fault really happened, no worker died unless killed, and every
+ * invariant of the oracle holds: no step ran again unless an overwrite alert names the attempt
+ * that lost it, no step was lost, and the run exits 0.
  */
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -83,15 +83,15 @@ describe('npm run chaos (a short seeded run)', { timeout: 480_000 }, () => {
     assert.equal(run.summary.workerDeaths, 0, run.stdout.slice(-3000));
   });
 
-  it('no step ran twice without an overwrite alert', { todo: 'an overwrite alert is claimed on the entity before it is sent, not awaited: a worker killed in between loses it; a step overwritten twice (kills, given-up leases) runs three times with one alert' }, () => {
+  it('no step ran again without an overwrite alert naming the attempt that lost it', () => {
     assert.equal(run.summary.effectsDuplicatedUnalerted, 0, run.stdout.slice(-4000));
   });
 
-  it('no step is lost', { todo: 'the sweep re-delivers stalled steps since the ledger landed (issue 10); todo until that has held over several seeded runs' }, () => {
+  it('no step is lost', () => {
     assert.equal(run.summary.lostSteps, 0, run.stdout.slice(-4000));
   });
 
-  it('every invariant holds (exit code 0)', { todo: 'until the two above hold' }, () => {
+  it('every invariant holds (exit code 0)', () => {
     assert.equal(run.code, 0, run.stdout.slice(-4000));
   });
 });
