@@ -3,7 +3,8 @@
  * good once: the alert is claimed on the entity in the same write that records the event (a
  * marker in `lock_alerts`), then sent. Each alert has a stable `id` (the same event always gets
  * the same id), so an alert sent twice is recognisably one: the attempt that takes over a lease
- * re-sends the overwrite alert its holder claimed, which that holder may have died before sending.
+ * re-sends the overwrite alerts its holder (and the attempts that held it just before, each taken
+ * over in turn) claimed, which they may have died before sending.
  * Sending is bounded in time and never changes a task's outcome.
  */
 import { createHash } from 'node:crypto';
@@ -39,19 +40,31 @@ export function claimAlert(config: Config, lock: Lock, reason: AlertReason, take
 }
 
 /**
- * The overwrite alert that the lease's current holder claimed when it took the lease over, if it
- * did: the holder may have died before sending it, so whoever takes the lease from it sends it
- * again (with the same id; an alerter sees the same alert twice at worst, never none).
+ * The overwrite alerts the lease's current holder may have been the last to be able to send: the
+ * one it claimed when it took the lease over, and, when the attempt it took the lease from had
+ * itself taken it over, that one's, and so on back along the run of consecutive takeovers (each
+ * of those attempts lost its lease, so each may have died before sending). Whoever takes the lease
+ * from the holder sends them again, with their ids: an alerter may see an alert twice, never none.
+ * Newest first.
  */
-export function holderTakeover(lock: Lock): Takeover | undefined {
-  if (lock.req === '') return undefined;
+export function holderTakeovers(lock: Lock): Takeover[] {
   const prefix = `overwrite:${lock.seq}:`;
+  const takeovers = new Map<string, string>(); // next → previous
   for (const marker of lock.alerts) {
-    if (!marker.startsWith(prefix) || !marker.endsWith(`:${lock.req}`)) continue;
-    const previous = marker.slice(prefix.length, marker.length - lock.req.length - 1);
-    if (previous !== '') return { previous, next: lock.req };
+    if (!marker.startsWith(prefix)) continue;
+    // `next` is this library's attempt id (a UUID, no colon); `previous` may be anyone's, Go's too.
+    const rest = marker.slice(prefix.length);
+    const cut = rest.lastIndexOf(':');
+    if (cut > 0 && cut < rest.length - 1) takeovers.set(rest.slice(cut + 1), rest.slice(0, cut));
   }
-  return undefined;
+  const run: Takeover[] = [];
+  for (let holder = lock.req; holder !== '' && run.length < takeovers.size;) {
+    const previous = takeovers.get(holder);
+    if (previous === undefined) break;
+    run.push({ previous, next: holder });
+    holder = previous;
+  }
+  return run;
 }
 
 /** The step a marker (`reason:seq[:…]`) belongs to. */

@@ -3,7 +3,7 @@
  * there), then a compare-and-swap on the version read writes the lock `take`, `overwrite` or
  * `expire` makes. A task that does not run is answered here.
  */
-import { alertEvent, claimAlert, holderTakeover } from './alerts';
+import { alertEvent, claimAlert, holderTakeovers } from './alerts';
 import type { Answer, Arrival } from './attempt';
 import type { Core } from './core';
 import { decide, type Decision } from './decision';
@@ -70,8 +70,8 @@ function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): {
 /**
  * Reports a stale lease taken over (`overwrite`) or ended (`expire`): event, log line and, when
  * this transaction claimed it, the alert. An overwrite's alert is not awaited: the handler runs.
- * When the holder had itself taken the lease over, its overwrite alert is sent again (same id): it
- * may have died before sending it.
+ * When the holder had itself taken the lease over, its overwrite alert is sent again (same id), and
+ * so are those of the consecutive takeovers before it: each of them may have died before sending.
  */
 async function reportTakeover(
   core: Core, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, alert: boolean, now: Date,
@@ -87,7 +87,7 @@ async function reportTakeover(
     core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error });
     core.config.logger.error('step failed: its lease expired too often', { ...where, retries });
   }
-  resendHolderAlert(core, a, props, now);
+  resendHolderAlerts(core, a, props, now);
   if (!alert) return;
   const sending = core.alert(alertEvent({
     reason: d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure,
@@ -97,15 +97,16 @@ async function reportTakeover(
   if (d.action === 'expire') await sending;
 }
 
-/** Sends again the overwrite alert the lease's holder claimed when it took the lease over, if alerts are on. */
-function resendHolderAlert(core: Core, a: Arrival, props: Properties, now: Date): void {
+/** Sends again the overwrite alerts the lease's holder may have been the last to be able to send (`holderTakeovers`), if alerts are on. */
+function resendHolderAlerts(core: Core, a: Arrival, props: Properties, now: Date): void {
+  if (!core.config.alerter || !core.config.alertOnOverwrite) return;
   const lock = readLock(props);
-  const holder = holderTakeover(lock);
-  if (!holder || !core.config.alerter || !core.config.alertOnOverwrite) return;
-  void core.alert(alertEvent({
-    reason: AlertReason.overwrite, key: a.key, seq: a.seq, retries: lock.tries, previousAttempt: holder.previous, newAttempt: holder.next,
-    task: a.task, properties: props, at: now,
-  }));
+  for (const t of holderTakeovers(lock)) {
+    void core.alert(alertEvent({
+      reason: AlertReason.overwrite, key: a.key, seq: a.seq, retries: lock.tries, previousAttempt: t.previous, newAttempt: t.next,
+      task: a.task, properties: props, at: now,
+    }));
+  }
 }
 
 function arrivalDecision(core: Core, a: Arrival, props: Properties | undefined): Decision {

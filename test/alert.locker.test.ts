@@ -121,9 +121,10 @@ describe('alerts from the Locker', () => {
     // A sent its alert; now it is as if A had died holding the lease it took over (its marker names it the holder)
     const current = (await storeA.get(key))!;
     await seed(storeA, key, { ...current, lock_req: attemptA, lock_ts: new Date(Date.now() - 10 * 60_000) });
-    // and an attempt X that took a lease over from P and died before it could send anything
+    // and an attempt X that took a lease over from Y and died before it could send anything, after Y
+    // had taken it from P:Q (a Go request id may hold a colon) and died too
     const other = newKey();
-    await seed(storeA, other, stale({ lock_req: 'X', lock_try: 1, lock_alerts: ['overwrite:1:P:X'] }));
+    await seed(storeA, other, stale({ lock_req: 'X', lock_try: 3, lock_alerts: ['overwrite:1:V:U', 'overwrite:1:P:Q:Y', 'overwrite:1:Y:X'] }));
     assert.equal((await b.send(key, 1)).status, 200);
     assert.equal((await b.send(other, 1)).status, 200);
     await Promise.all([a.locker.shutdown(), b.locker.shutdown()]);
@@ -131,9 +132,11 @@ describe('alerts from the Locker', () => {
     const first = alertId(AlertReason.overwrite, key, 1, 'crashed-attempt');
     assert.equal(ids.filter((id) => id === first).length, 2, 'A\'s alert, sent by A and again by B, is one message id');
     assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, key, 1, attemptA)).length, 1, 'B\'s own overwrite of A');
-    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'P')).length, 1, 'X\'s unsent alert, sent by B');
+    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'Y')).length, 1, 'X\'s unsent alert (Y by X), sent by B');
+    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'P:Q')).length, 1, 'the takeover before it (P:Q by Y), sent by B');
+    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'V')).length, 0, 'not a takeover outside the run that ends at the holder');
     assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'X')).length, 1, 'B\'s own overwrite of X');
-    assert.equal(ids.length, 5);
+    assert.equal(ids.length, 6);
     assert.equal((await storeA.get(other))!.lock_seq, 2, 'the step ran and finished');
   });
 
