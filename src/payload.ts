@@ -23,7 +23,8 @@ type Recovered = Request & { [RECOVERED]?: string };
 export async function readPayload(req: Request, maxBytes: number): Promise<Json | undefined> {
   const recovered = (req as Recovered)[RECOVERED];
   if (recovered !== undefined) return decode(recovered, req);
-  if (!req.readableEnded && !bodyParsed(req)) return decode(await readBody(req, maxBytes), req);
+  // A body parser that ran has read the stream to its end; one that skipped the request (another content type) left it unread.
+  if (!req.readableEnded) return decode(await readBody(req, maxBytes), req);
   const parsed: unknown = req.body;
   if (typeof parsed === 'string') return rawText(parsed, req) ? decode(parsed, req) : parsed;
   if (Buffer.isBuffer(parsed)) return decode(parsed.toString('utf8'), req);
@@ -85,10 +86,6 @@ function rawText(body: string, req: Request): boolean {
 }
 
 /** body-parser marks a request whose body it read. */
-function bodyParsed(req: Request): boolean {
-  return (req as Request & { _body?: unknown })._body === true;
-}
-
 function emptyBody(req: Request): boolean {
   return req.headers['content-length'] === '0';
 }
@@ -100,6 +97,11 @@ function isEmptyObject(value: unknown): boolean {
 function readBody(req: Request, maxBytes: number): Promise<string> {
   return new Promise((resolve, reject) => {
     if (req.readableEnded) return resolve('');
+    if (emptyBody(req)) {
+      // Nothing will come: let the stream end on its own instead of waiting for its 'end'.
+      req.resume();
+      return resolve('');
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
