@@ -27,16 +27,37 @@ export interface Takeover {
  * Claims the alert for `reason` on step `lock.seq`: returns the lock's new alert list when this
  * event should be alerted (record it with the event), or undefined when alerts of that reason are
  * off or (a failure) it was alerted before. Every overwrite is its own alert, named by who was
- * overwritten and who took over. Markers of earlier steps are dropped, so the list stays short.
+ * overwritten and who took over; a failure is named by the attempt that failed (or whose lease
+ * expired). Markers of earlier steps are dropped, so the list stays short.
  */
-export function claimAlert(config: Config, lock: Lock, reason: AlertReason, takeover?: Takeover): string[] | undefined {
+export function claimAlert(config: Config, lock: Lock, reason: AlertReason, who: Takeover | { failed: string }): string[] | undefined {
   const enabled = reason === 'overwrite' ? config.alertOnOverwrite : config.alertOnFailure;
   if (!config.alerter || !enabled) return undefined;
-  const marker = reason === 'overwrite' && takeover
-    ? `${reason}:${lock.seq}:${takeover.previous}:${takeover.next}`
-    : `${reason}:${lock.seq}`;
+  if (reason === 'failure' && lock.alerts.some((a) => a === `failure:${lock.seq}` || a.startsWith(`failure:${lock.seq}:`))) return undefined;
+  const marker = 'failed' in who ? `failure:${lock.seq}:${who.failed}` : `overwrite:${lock.seq}:${who.previous}:${who.next}`;
   if (lock.alerts.includes(marker)) return undefined;
   return [...lock.alerts.filter((a) => markerSeq(a) === lock.seq), marker];
+}
+
+/** What marks a failure alert as sent: the claim's marker with this suffix. */
+const SENT = ':sent';
+
+/**
+ * The failure alert of step `lock.seq` that was claimed but is not known to be sent: the attempt
+ * that failed, or undefined. Its sender marks it sent once the alerter took it (`markedSent`); one
+ * still unmarked (the process died in between, or the alerter failed) is sent again by the sweep.
+ */
+export function unsentFailure(lock: Lock): string | undefined {
+  const prefix = `failure:${lock.seq}:`;
+  const marker = lock.alerts.find((a) => a.startsWith(prefix));
+  if (!marker || marker.endsWith(SENT)) return undefined;
+  return marker.slice(prefix.length);
+}
+
+/** The lock's alerts with the failure alert of its step marked sent (unchanged when there is none to mark). */
+export function markedSent(lock: Lock): string[] {
+  const prefix = `failure:${lock.seq}:`;
+  return lock.alerts.map((a) => (a.startsWith(prefix) && !a.endsWith(SENT) ? `${a}${SENT}` : a));
 }
 
 /**
@@ -123,10 +144,10 @@ export function alertEvent(f: AlertFacts): AlertEvent {
   return event;
 }
 
-/** Sends an alert through the configured alerter within `alertTimeout`; logs and swallows failures. */
-export async function sendAlert(config: Config, raw: AlertEvent): Promise<void> {
+/** Sends an alert through the configured alerter within `alertTimeout`; logs and swallows failures. Resolves to whether the alerter took it. */
+export async function sendAlert(config: Config, raw: AlertEvent): Promise<boolean> {
   const alerter = config.alerter;
-  if (!alerter) return;
+  if (!alerter) return false;
   const event = withOrigin(config, raw);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -137,6 +158,7 @@ export async function sendAlert(config: Config, raw: AlertEvent): Promise<void> 
     const sending = Promise.resolve().then(() => (typeof alerter === 'function' ? alerter(event) : alerter.send(event)));
     await Promise.race([sending, timeout]);
     config.logger.info('alert sent', { reason: event.reason, key: event.keyPath, seq: event.seq });
+    return true;
   } catch (error) {
     config.logger.error('alert could not be sent', {
       reason: event.reason,
@@ -145,6 +167,7 @@ export async function sendAlert(config: Config, raw: AlertEvent): Promise<void> 
       error: errorMessage(error),
       cause: error instanceof Error && error.cause !== undefined ? String(error.cause) : undefined,
     });
+    return false;
   } finally {
     clearTimeout(timer);
   }

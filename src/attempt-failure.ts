@@ -4,6 +4,7 @@
  * `lock_err`, shorter when the store refuses it whole.
  */
 import { alertEvent, claimAlert } from './alerts';
+import { sendFailureAlert } from './failure-alert';
 import type { Answer, Arrival } from './attempt';
 import type { Core } from './core';
 import { afterFailure } from './decision';
@@ -37,7 +38,7 @@ export async function failAttempt(core: Core, a: Arrival, lease: Lease, error: u
   core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
   core.config.logger.error('step failed for good', fields);
   if (outcome.alerts) {
-    await core.alert(alertEvent({
+    await sendFailureAlert(core, alertEvent({
       reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.tries, previousAttempt: a.attempt,
       error, task: a.task, properties: outcome.props, at: outcome.at,
     }));
@@ -54,7 +55,7 @@ async function writeFailure(core: Core, lease: Lease, error: unknown, err: strin
   let intended: Lock | undefined;
   await lease.settle('release', () => lease.update((props, lock) => {
     const verdict = afterFailure(lock, core.config.maxRetries, error instanceof PermanentError);
-    const alerts = verdict === 'fail' ? claimAlert(core.config, lock, AlertReason.failure) : undefined;
+    const alerts = verdict === 'fail' ? claimAlert(core.config, lock, AlertReason.failure, { failed: lease.attempt }) : undefined;
     intended = verdict === 'fail' ? failStep(lock, { now, error: err, alerts }) : release(lock, { now, error: err });
     decided = { verdict, tries: intended.tries, alerts, props, at: now };
     return writeLock(props, intended);

@@ -18,8 +18,8 @@ export interface Core {
   /** Runs a read-check-write in a transaction, re-running it whole when it aborts on contention. */
   transact<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   emit<K extends keyof LockerEvents>(name: K, ...args: LockerEvents[K]): boolean;
-  /** Sends an alert, bounded by `alertTimeout`; never throws (a failed send is logged). */
-  alert(event: AlertEvent): Promise<void>;
+  /** Sends an alert, bounded by `alertTimeout`; never throws (a failed send is logged). Resolves to whether the alerter took it. */
+  alert(event: AlertEvent): Promise<boolean>;
   /** Compare-and-swap of an entity outside any transaction (see `Store.replaceIfUnchanged`), with the same index exclusions as `write`. */
   replace(key: Key, snapshot: Snapshot, properties: Properties): Promise<Snapshot | undefined>;
   /** Writes an entity in `tx`, keeping the lock fields and `excludeFromIndexes` out of indexes. */

@@ -43,7 +43,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   /** @internal Resolves once the store's project id is known, or could not be (keys are encoded with it). */
   readonly ready: Promise<void>;
   private readonly excludes: readonly string[];
-  private readonly alerts = new Set<Promise<void>>();
+  private readonly alerts = new Set<Promise<boolean>>();
   private readonly retiring = new Set<Promise<void>>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
@@ -249,7 +249,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   }
 
   /** @internal */
-  alert(event: AlertEvent): Promise<void> {
+  alert(event: AlertEvent): Promise<boolean> {
     const sending = sendAlert(this.config, event).finally(() => this.alerts.delete(sending));
     this.alerts.add(sending);
     return sending;

@@ -7,6 +7,7 @@
  * back a record the step removed. One record's failure never stops the others.
  */
 import type { Core } from './core';
+import { resendUnsentFailure } from './failure-alert';
 import { keyPath } from './key-codec';
 import { resendName, taskRequest } from './ledger';
 import { readLock, type Lock } from './lock-fields';
@@ -25,6 +26,8 @@ export interface SweepResult {
   failed: number;
   /** Records that are not valid ledger records: skipped and logged. */
   malformed: number;
+  /** Failure alerts sent again: claimed when their step failed, but never marked sent (the process died, or the alerter failed). */
+  alerted: number;
 }
 
 /** Largest `limit` a sweep accepts. */
@@ -36,13 +39,13 @@ export async function sweep(core: Core, limit: number): Promise<SweepResult> {
     throw new RangeError(`sweep(limit): limit must be a whole number from 1 to ${MAX_SWEEP_LIMIT}; got ${String(limit)}`);
   }
   const { store, clock, logger } = core.config;
-  const result: SweepResult = { resent: 0, cleared: 0, waiting: 0, failed: 0, malformed: 0 };
+  const result: SweepResult = { resent: 0, cleared: 0, waiting: 0, failed: 0, malformed: 0, alerted: 0 };
   const due = await store.listDue(new Date(clock()), limit);
   for (const why of due.malformed) logger.warn('ledger record skipped: it is malformed', { record: why });
   result.malformed = due.malformed.length;
   for (const record of due.records) {
     try {
-      result[await sweepOne(core, record)]++;
+      result[await sweepOne(core, record, result)]++;
     } catch (error) {
       result.failed++;
       logger.warn('ledger record not handled; the next sweep tries again', { ...where(record), error: String(error) });
@@ -54,11 +57,17 @@ export async function sweep(core: Core, limit: number): Promise<SweepResult> {
 
 type Outcome = 'resent' | 'cleared' | 'waiting' | 'failed';
 
-async function sweepOne(core: Core, record: LedgerRecord): Promise<Outcome> {
+async function sweepOne(core: Core, record: LedgerRecord, result: SweepResult): Promise<Outcome> {
   const { store, clock, stallAfter, leaseDuration } = core.config;
   const props = await store.get(record.key);
   const lock = props ? readLock(props) : undefined;
   const now = clock();
+  const alert = await resendUnsentFailure(core, record, props, now);
+  if (alert === 'sent') result.alerted++;
+  else if (typeof alert === 'number') {
+    await updateRecord(core, record, (r) => ({ ...r, due: new Date(alert) }));
+    return 'waiting';
+  }
   const verdict = stallVerdict(lock, record, { now, stallAfter, leaseDuration });
   if (verdict.action === 'clear') {
     await store.deleteLedger(record.key, record.id);

@@ -4,6 +4,7 @@
  * `expire` makes. A task that does not run is answered here.
  */
 import { alertEvent, claimAlert, holderTakeovers } from './alerts';
+import { sendFailureAlert } from './failure-alert';
 import type { Answer, Arrival } from './attempt';
 import type { Core } from './core';
 import { decide, type Decision } from './decision';
@@ -60,7 +61,7 @@ function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): {
     return { lock: overwrite(lock, { now, attempt: a.attempt, alerts }), alerts };
   }
   if (d.action === 'expire') {
-    const alerts = claimAlert(core.config, lock, AlertReason.failure);
+    const alerts = claimAlert(core.config, lock, AlertReason.failure, { failed: d.previous });
     const error = `lease of attempt ${d.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
     return { lock: expire(lock, { now, error, alerts }), alerts };
   }
@@ -89,12 +90,13 @@ async function reportTakeover(
   }
   resendHolderAlerts(core, a, props, now);
   if (!alert) return;
-  const sending = core.alert(alertEvent({
+  const event = alertEvent({
     reason: d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure,
     key: a.key, seq: a.seq, retries, previousAttempt: d.previous, newAttempt: d.action === 'overwrite' ? a.attempt : undefined,
     leaseAgeMs: d.leaseAgeMs, task: a.task, properties: props, at: now, error,
-  }));
-  if (d.action === 'expire') await sending;
+  });
+  if (d.action === 'expire') await sendFailureAlert(core, event);
+  else void core.alert(event);
 }
 
 /** Sends again the overwrite alerts the lease's holder may have been the last to be able to send (`holderTakeovers`), if alerts are on. */

@@ -365,7 +365,7 @@ export function chainSuite(name: string, open: () => Promise<StoreUnderTest>): v
         assert.equal(refused.status, 401);
         const res = await request(t.app).post('/sweep').set('x-test-auth', TEST_TOKEN);
         assert.equal(res.status, 200);
-        assert.deepEqual(Object.keys(res.body).sort(), ['cleared', 'failed', 'malformed', 'resent', 'waiting']);
+        assert.deepEqual(Object.keys(res.body).sort(), ['alerted', 'cleared', 'failed', 'malformed', 'resent', 'waiting']);
       });
     });
 
