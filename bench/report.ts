@@ -12,6 +12,7 @@ import { round, summarize, type Summary } from './stats';
 import type { ThroughputSamples } from './throughput';
 import type { Settings } from './settings';
 import type { SimultaneousReport } from './simultaneous';
+import type { TelemetryReport } from './telemetry';
 
 /** The issue's targets, as medians on the legacy emulator. */
 export const TARGETS = Object.freeze({ stepToFloor: 1.4, duplicateToFloor: 0.35, throughput16ToFloor: 0.6 });
@@ -30,6 +31,8 @@ export interface Results {
   simultaneous?: SimultaneousReport;
   /** 20 simultaneous deliveries of one step on the Firestore emulator, with a store built with no options. */
   stampedes: StampedeReport[];
+  /** The same step with and without the OpenTelemetry hooks, no SDK registered. */
+  telemetry?: TelemetryReport;
 }
 
 /** The medians and ratios both outputs are made of. */
@@ -107,7 +110,34 @@ export function summaryJson(r: Results): Record<string, unknown> {
     duplicateLimitToFloor: round(f.duplicateLimitToFloor),
     limitTargetsMet: f.stepToLimit <= LIMIT_TARGETS.stepToLimit && f.duplicateFirstToLimit <= LIMIT_TARGETS.duplicateFirstToLimit,
     ...simultaneousJson(r.simultaneous),
+    ...telemetryJson(r.telemetry),
   };
+}
+
+/** The JSON fields of the telemetry comparison (none when it was not measured). */
+function telemetryJson(t: TelemetryReport | undefined): Record<string, unknown> {
+  if (!t) return {};
+  const hooks = summarize(t.withHooks);
+  const plain = summarize(t.without);
+  return {
+    telemetryHooksReachApi: t.hooksReachApi,
+    telemetryStepMs: round(hooks.median, 4), telemetryStepP99Ms: round(hooks.p99, 4),
+    telemetryOffStepMs: round(plain.median, 4), telemetryOffStepP99Ms: round(plain.p99, 4),
+    telemetryToOff: round(hooks.median / plain.median),
+    telemetryHooksMicros: round(t.hooksMicros.api, 3), telemetryHooksOffMicros: round(t.hooksMicros.off, 3),
+  };
+}
+
+function telemetryLines(t: TelemetryReport): string[] {
+  const hooks = summarize(t.withHooks);
+  const plain = summarize(t.without);
+  return [
+    `OpenTelemetry hooks with no SDK registered: ${hooks.n} interleaved steps of each on in-memory stores (the library and loopback HTTP only)`,
+    row(['', 'median ms', 'p99 ms', '× off', '', ''], LATENCY_COLUMNS),
+    row(['step, telemetry: false', ms(plain.median), ms(plain.p99), '1.00', '(baseline)', ''], LATENCY_COLUMNS),
+    row(['step with the hooks (API, no SDK)', ms(hooks.median), ms(hooks.p99), (hooks.median / plain.median).toFixed(2), t.hooksReachApi ? '' : 'HOOKS OFF?', ''], LATENCY_COLUMNS),
+    `  the hooks of one step alone (3 spans, 3 counts, wrapping nothing): ${t.hooksMicros.api.toFixed(2)} µs through the API with no SDK, ${t.hooksMicros.off.toFixed(2)} µs with telemetry: false`,
+  ];
 }
 
 const LATENCY_COLUMNS = [32, 10, 9, 9, 14, 0];
@@ -154,6 +184,7 @@ export function table(r: Results): string {
   lines.push(`  less the HTTP round trip's median: a step costs ${f.stepNetOfHttpToFloor.toFixed(2)} × floor, a duplicate ${f.duplicateNetOfHttpToFloor.toFixed(2)} × floor (an approximation; the targets above include HTTP)`);
   if (r.stampedes.length > 0) lines.push('', ...r.stampedes.map(describeStampede));
   for (const leak of r.leaks) lines.push('', ...leakLines(leak, s.concurrency));
+  if (r.telemetry) lines.push('', ...telemetryLines(r.telemetry));
   return lines.join('\n');
 }
 

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Key } from '@google-cloud/datastore';
 import { Locker } from '../src/locker';
+import type { LockerOptions } from '../src/options';
 import { Headers, type Logger, type Properties, type Store } from '../src/types';
 
 /** Logs nothing: the benchmark measures the library, not the console. */
@@ -39,9 +40,9 @@ export interface StepServer {
   close(): Promise<void>;
 }
 
-/** Starts the app on 127.0.0.1 (port 0) with a Locker on `store` and no authentication. */
-export async function startStepServer(store: Store): Promise<StepServer> {
-  const locker = new Locker({ store, authenticate: false, logger: silent });
+/** Starts the app on 127.0.0.1 (port 0) with a Locker on `store` and no authentication (and `options`). */
+export async function startStepServer(store: Store, options: Pick<LockerOptions, 'telemetry'> = {}): Promise<StepServer> {
+  const locker = new Locker({ store, authenticate: false, logger: silent, ...options });
   let runs = 0;
   const app = express();
   app.post('/task', locker.handle<Counter>((ctx) => {

@@ -3,7 +3,8 @@
  * read-write transaction, on the legacy Datastore emulator that `scripts/with-emulators.mjs`
  * starts. Measures, in one run: the raw floor; a full step (HTTP in, acquire, trivial handler,
  * finish) at concurrency 1 and 16; the answer to a duplicate of a finished and of a held step;
- * and heap and timer growth over 10,000 steps. Prints a table, then one JSON line, last.
+ * heap and timer growth over 10,000 steps; and what the OpenTelemetry hooks cost with no SDK
+ * registered (`telemetry.ts`). Prints a table, then one JSON line, last.
  *
  * `BENCH_QUICK=1` makes a short run (see `settings.ts` for single sizes). `BENCH_LEAK_STORE`
  * chooses the store of the memory check: `datastore` (the emulator, default), `memory` (the
@@ -26,6 +27,7 @@ import { startStepServer } from './server';
 import { readSettings } from './settings';
 import { measureSimultaneous } from './simultaneous';
 import { measureStampede } from './stampede';
+import { measureTelemetry } from './telemetry';
 import { measureThroughput } from './throughput';
 import { warmUp } from './warmup';
 
@@ -61,7 +63,9 @@ async function main(): Promise<void> {
     }
     progress('20 simultaneous deliveries of one step on the Firestore emulator, with a store built with no options');
     const stampedes = [await measureStampede('Firestore emulator', firestoreDatastore())];
-    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes };
+    progress(`OpenTelemetry hooks without an SDK: ${settings.warmup} + ${settings.rounds} interleaved steps on in-memory stores, with and without the hooks`);
+    const telemetry = await measureTelemetry(keys, settings.rounds, settings.warmup);
+    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry };
   } finally {
     await server.close();
     await spy.close();

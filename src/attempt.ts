@@ -15,6 +15,7 @@ import { keyPath } from './key-codec';
 import { Lease } from './lease';
 import { describeError, userProperties } from './lock-fields';
 import { take } from './take';
+import { Attr } from './telemetry/telemetry';
 import type { Json, Properties, TaskInfo } from './types';
 
 /** How a task request is answered. */
@@ -23,6 +24,8 @@ export interface Answer {
   message: string;
   /** Seconds, for a `Retry-After` header. */
   retryAfter?: number;
+  /** Why the task did not run, when it was answered before the handler (the take span's outcome). */
+  outcome?: 'refused' | 'dropped' | 'expired';
 }
 
 /** A task that arrived for a step. */
@@ -53,7 +56,11 @@ export async function runAttempt<E, P>(
 }
 
 async function attempt<E, P>(core: Core, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Answer> {
-  const taken = await take(core, a);
+  const taken = await core.telemetry.span('take', a, async (span) => {
+    const result = await take(core, a);
+    span.setAttribute(Attr.outcome, 'answer' in result ? result.answer.outcome ?? 'answered' : 'taken');
+    return result;
+  });
   if ('answer' in taken) return taken.answer;
   const lease = new Lease(core, a.key, a.seq, a.attempt, taken.snapshot);
   try {
@@ -73,10 +80,12 @@ async function runUnderLease<E, P>(
   lease.start();
   try {
     entity = factory(userProperties(props), a.key);
-    await handler(makeContext(core, a, lease, entity, step) as TaskContext<E, P>);
+    const ctx = makeContext(core, a, lease, entity, step) as TaskContext<E, P>;
+    await core.telemetry.span('run', a, () => Promise.resolve(handler(ctx)));
   } catch (error) {
     failure = { error };
   }
+  core.telemetry.count('run', a.key, { [Attr.outcome]: failure ? 'error' : 'ok' });
   await lease.pause();
 
   if (step.done) {

@@ -7,6 +7,7 @@ import type { LockerEvents } from './events';
 import type { ConfigErrorLog } from './faults';
 import type { Config } from './options';
 import type { SeenSteps } from './seen-steps';
+import type { Telemetry } from './telemetry/telemetry';
 import type { AlertEvent, Properties, Snapshot, StoreTransaction } from './types';
 
 export interface Core {
@@ -15,6 +16,8 @@ export interface Core {
   readonly configErrors: ConfigErrorLog;
   /** What this process last saw of each entity's lock (see `seen-steps.ts`). */
   readonly seen: SeenSteps;
+  /** OpenTelemetry spans and counters (see `telemetry/telemetry.ts`); inert without the API. */
+  readonly telemetry: Telemetry;
   /** Runs a read-check-write in a transaction, re-running it whole when it aborts on contention. */
   transact<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   emit<K extends keyof LockerEvents>(name: K, ...args: LockerEvents[K]): boolean;

@@ -12,6 +12,7 @@ import { sameLock, writeLock, type Lock } from './lock-fields';
 import { dispatch } from './ledger';
 import { checkStep, scheduledStep } from './outbox';
 import { newChainId } from './task-name';
+import { Attr } from './telemetry/telemetry';
 import { finish as finishStep } from './transitions';
 
 /**
@@ -45,15 +46,16 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
       const own = entityProperties(entity);
       const now = new Date(core.config.clock());
       let planned: ReturnType<typeof scheduledStep> | undefined;
-      const record = await remember(step, lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
+      const record = await remember(step, core.telemetry.span('finish', a, () => lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
         const chainId = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
         planned = scheduledStep(a.key, lock, chainId, next, now);
         core.write(tx, a.key, writeLock({ ...props, ...own }, planned.lock));
         if (lock.task !== undefined) tx.deleteLedger(a.key, lock.task); // this step moved on: its record goes in the same commit
         tx.putLedger(planned.record);
         return planned.record;
-      }, (lock) => (planned && sameLock(lock, planned.lock) ? planned.record : undefined))));
+      }, (lock) => (planned && sameLock(lock, planned.lock) ? planned.record : undefined)))));
       core.seen.forget(a.key);
+      core.telemetry.count('finish', a.key, { [Attr.outcome]: 'scheduled' });
       step.done = true;
       step.next = record.seq;
       core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: record.seq });
@@ -88,11 +90,12 @@ export async function completeStep(core: Core, a: Arrival, lease: Lease, entity:
   const now = new Date(core.config.clock());
   let intended: Lock | undefined;
   let record: string | undefined;
-  await lease.settle('finish', () => lease.update((props, lock) => {
+  await core.telemetry.span('finish', a, () => lease.settle('finish', () => lease.update((props, lock) => {
     record = lock.task;
     intended = finishStep(lock, { now });
     return writeLock({ ...props, ...own }, intended);
-  }, (lock) => (intended && sameLock(lock, intended) ? true : undefined)));
+  }, (lock) => (intended && sameLock(lock, intended) ? true : undefined))));
+  core.telemetry.count('finish', a.key, { [Attr.outcome]: 'complete' });
   core.retire(a.key, record);
   core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
 }

@@ -21,6 +21,8 @@ import { sweep, type SweepResult } from './sweep';
 import { withContentionRetry } from './store/retry';
 import { newChainId } from './task-name';
 import { SeenSteps } from './seen-steps';
+import { loadOtelApi } from './telemetry/otel-api';
+import { Telemetry } from './telemetry/telemetry';
 import { Inspector } from './inspect/inspector';
 import { ConfigErrorLog } from './faults';
 import { cancelChain, resendStep, retryStep, type ActionOptions, type ActionResult } from './operator/actions';
@@ -39,6 +41,8 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   /** @internal */
   readonly seen: SeenSteps;
   /** @internal */
+  readonly telemetry: Telemetry;
+  /** @internal */
   readonly configErrors = new ConfigErrorLog();
   /** @internal Resolves once the store's project id is known, or could not be (keys are encoded with it). */
   readonly ready: Promise<void>;
@@ -56,6 +60,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     this.ready = lookUpProjectId(this.config, options);
     this.excludes = [...UNINDEXED_LOCK_FIELDS, ...this.config.excludeFromIndexes];
     this.seen = new SeenSteps(this.config.duplicateCache);
+    this.telemetry = new Telemetry(this.config.telemetry ? loadOtelApi() : undefined);
   }
 
   /**

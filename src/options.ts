@@ -112,6 +112,13 @@ export interface LockerOptions {
     /** How long a remembered lock may answer, ms. */
     ttlMs?: number;
   } | false;
+  /**
+   * OpenTelemetry spans and counters for taking, running and finishing a step and for refused and
+   * dropped tasks, through `@opentelemetry/api` when it is installed (an optional peer
+   * dependency); they record once the application registers an SDK. Defaults to `true`; `false`
+   * turns the hooks off.
+   */
+  telemetry?: boolean;
 }
 
 /** The complete configuration the rest of the library sees. */
@@ -138,6 +145,7 @@ export interface Config {
   readonly project: string | undefined;
   readonly service: string | undefined;
   readonly duplicateCache: { readonly size: number; readonly ttlMs: number };
+  readonly telemetry: boolean;
 }
 
 /** Every option name of {@link LockerOptions}: any other key is a misspelling. */
@@ -145,7 +153,7 @@ const LOCKER_OPTION_NAMES: OptionNames<LockerOptions> = {
   store: true, queue: true, alerter: true, alertOnOverwrite: true, alertOnFailure: true, alertTimeout: true,
   leaseDuration: true, leaseTimeout: true, goLeaseTimeout: true, maxRetries: true, lockFailedStatus: true, authenticate: true, logger: true,
   logFormat: true, clock: true, contention: true, keyAppId: true, excludeFromIndexes: true, stallAfter: true,
-  statusUrl: true, project: true, service: true, duplicateCache: true,
+  statusUrl: true, project: true, service: true, duplicateCache: true, telemetry: true,
 };
 const CONTENTION_OPTION_NAMES: OptionNames<NonNullable<LockerOptions['contention']>> = { attempts: true, baseDelayMs: true, maxDelayMs: true };
 const DUPLICATE_CACHE_OPTION_NAMES: OptionNames<Exclude<LockerOptions['duplicateCache'], false | undefined>> = { size: true, ttlMs: true };
@@ -177,6 +185,8 @@ export const DEFAULTS = Object.freeze({
     /** How long a remembered lock answers, ms. */
     ttlMs: 10_000,
   }),
+  /** {@link LockerOptions.telemetry}. */
+  telemetry: true,
 });
 
 /** A logger writing one readable line per message to the console. */
@@ -194,6 +204,7 @@ export function parseOptions(options: LockerOptions): Config {
   if (o.alerter !== undefined && typeof o.alerter !== 'function') requireShape('alerter', o.alerter, ['send']);
   if (o.logger !== undefined) requireShape('logger', o.logger, ['info', 'warn', 'error']);
   if (o.clock !== undefined && typeof o.clock !== 'function') throw new ConfigError('clock must be a function returning epoch milliseconds.');
+  if (o.telemetry !== undefined && typeof o.telemetry !== 'boolean') throw new ConfigError(`telemetry must be true or false; got ${JSON.stringify(o.telemetry)}.`);
   if (o.logFormat !== undefined && !LOG_FORMATS.includes(o.logFormat)) {
     throw new ConfigError(`logFormat must be one of ${LOG_FORMATS.join(', ')}; got ${JSON.stringify(o.logFormat)}.`);
   }
@@ -250,6 +261,7 @@ export function parseOptions(options: LockerOptions): Config {
     },
     service: optionalName('service', o.service) ?? serviceFromEnv(),
     duplicateCache: parseDuplicateCache(o.duplicateCache),
+    telemetry: o.telemetry ?? DEFAULTS.telemetry,
   });
 }
 

@@ -12,6 +12,7 @@ import { ContentionError } from './errors';
 import { keyPath } from './key-codec';
 import { readLock, writeLock, type Lock } from './lock-fields';
 import { withContentionRetry } from './store/retry';
+import { Attr } from './telemetry/telemetry';
 import { expire, overwrite, take as takeLease } from './transitions';
 import { AlertReason, type Properties, type Snapshot } from './types';
 
@@ -46,11 +47,12 @@ export async function take(core: Core, a: Arrival): Promise<{ answer: Answer } |
     await reportTakeover(core, a, d, taken.read.properties, taken.alerts !== undefined, now);
     if (d.action === 'expire') {
       // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
-      return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left` } };
+      return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left`, outcome: 'expired' } };
     }
   } else {
     core.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
   }
+  core.telemetry.count('take', a.key);
   return { snapshot: taken.snapshot, props: taken.read.properties };
 }
 
@@ -128,13 +130,15 @@ function arrivalDecision(core: Core, a: Arrival, props: Properties | undefined):
 function answerFor(core: Core, a: Arrival, d: Decision): Answer {
   if (d.action === 'refuse') {
     core.emit('refused', { key: a.key, seq: a.seq, attempt: a.attempt, holder: d.holder, retryAfterMs: d.retryAfterMs });
+    core.telemetry.count('refuse', a.key);
     const retryAfter = Math.max(1, Math.ceil(Math.min(d.retryAfterMs, core.config.leaseDuration) / 1000));
-    return { status: core.config.lockFailedStatus, message: `step ${a.seq} is running in another attempt; retry later`, retryAfter };
+    return { status: core.config.lockFailedStatus, message: `step ${a.seq} is running in another attempt; retry later`, retryAfter, outcome: 'refused' };
   }
   if (d.action === 'drop') {
     core.emit('dropped', { key: a.key, seq: a.seq, attempt: a.attempt, reason: d.reason });
     core.config.logger.info('task dropped', { key: keyPath(a.key), seq: a.seq, reason: d.reason });
-    return { status: 200, message: `dropped: ${DROP_MESSAGES[d.reason]}` };
+    core.telemetry.count('drop', a.key, { [Attr.reason]: d.reason });
+    return { status: 200, message: `dropped: ${DROP_MESSAGES[d.reason]}`, outcome: 'dropped' };
   }
   throw new Error(`no answer for decision ${d.action}`);
 }

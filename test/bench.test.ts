@@ -44,18 +44,20 @@ describe('npm run bench', () => {
     assert.equal(code, 0, `the benchmark failed:\n${stderr}`);
     const lines = stdout.trimEnd().split('\n');
     const table = lines.slice(0, -1).join('\n');
-    for (const row of ['raw read-write transaction', 'step through handle()', 'duplicate of a finished step', 'duplicate of a held step', 'steps through handle()', 'Memory and timers over 64 steps']) {
+    for (const row of ['raw read-write transaction', 'step through handle()', 'duplicate of a finished step', 'duplicate of a held step', 'steps through handle()', 'Memory and timers over 64 steps', 'OpenTelemetry hooks with no SDK registered', 'step with the hooks (API, no SDK)']) {
       assert.ok(table.includes(row), `the table shows "${row}"`);
     }
 
     const result = JSON.parse(lines.at(-1)!) as Record<string, unknown>;
     for (const name of ['floorMs', 'stepMs', 'duplicateFinishedMs', 'duplicateHeldMs', 'floorOpsPerSec16', 'stepOpsPerSec16', 'stepToFloor', 'duplicateToFloor', 'throughput16ToFloor',
-      'stepLimitMs', 'duplicateLimitMs', 'stepToLimit', 'duplicateFirstToLimit', 'simultaneousAllAnsweredMs']) {
+      'stepLimitMs', 'duplicateLimitMs', 'stepToLimit', 'duplicateFirstToLimit', 'simultaneousAllAnsweredMs',
+      'telemetryStepMs', 'telemetryOffStepMs', 'telemetryToOff', 'telemetryHooksMicros', 'telemetryHooksOffMicros']) {
       const value = result[name];
       assert.ok(typeof value === 'number' && Number.isFinite(value) && value > 0, `${name} is a positive number, got ${String(value)}`);
     }
     assert.equal(result.duplicateToFloor, Math.max(result.duplicateFinishedToFloor as number, result.duplicateHeldToFloor as number));
     assert.equal(typeof result.targetsMet, 'boolean');
+    assert.equal(result.telemetryHooksReachApi, true, 'the telemetry row compared a Locker whose hooks reach the API with one whose hooks are off');
     assert.equal(typeof result.heapGrowthBytes, 'number');
     assert.equal(result.leakSteps, 64);
     assert.equal(typeof result.limitTargetsMet, 'boolean');

@@ -62,7 +62,7 @@ describe('unknown options', () => {
     it('lists the known options when nothing is close', () => {
       assert.throws(() => new Locker({ ...noAuth, xyzzyFrobnicate: 1 } as never), (error: unknown) => {
         assert.ok(error instanceof ConfigError);
-        assert.match(error.message, /unknown option `xyzzyFrobnicate`; did you mean `\w+`\? Known options: store, queue, alerter, .*duplicateCache\.$/);
+        assert.match(error.message, /unknown option `xyzzyFrobnicate`; did you mean `\w+`\? Known options: store, queue, alerter, .*duplicateCache, telemetry\.$/);
         return true;
       });
     });
@@ -72,9 +72,10 @@ describe('unknown options', () => {
         store: new MemoryStore(), queue: undefined, alerter: () => undefined, alertOnOverwrite: true, alertOnFailure: true,
         alertTimeout: 1000, leaseDuration: 1000, leaseTimeout: 2000, maxRetries: 2, lockFailedStatus: 503, authenticate: false,
         logger: console, clock: Date.now, contention: { attempts: 2, baseDelayMs: 1, maxDelayMs: 2 }, keyAppId: 's~x',
-        excludeFromIndexes: [], stallAfter: 1000, duplicateCache: { size: 1, ttlMs: 1 },
+        excludeFromIndexes: [], stallAfter: 1000, duplicateCache: { size: 1, ttlMs: 1 }, telemetry: false,
       });
       assert.equal(locker.config.leaseDuration, 1000);
+      assert.equal(locker.config.telemetry, false);
     });
   });
 
