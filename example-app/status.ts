@@ -4,7 +4,7 @@
  * step. Served as JSON at /status.json; the page at / is the library's status router, with the
  * side effects as an extra column ({@link sideEffectsColumn}).
  */
-import { INSPECT_STATES, type InspectState, type Locker, type StatusColumn, type StepSummary } from '../src/index';
+import { type InspectState, type Locker, type StatusColumn, type StepSummary } from '../src/index';
 import type { Records, StepRecord } from './records';
 
 /** The kinds of the example's chain entities. */
@@ -58,17 +58,24 @@ export interface Status {
 /** Chains listed per kind and state: enough for a demo; the status page pages through any number. */
 const PER_STATE = 100;
 
+/**
+ * The states to list, in the order time alone moves a step between them (a waiting step becomes
+ * stalled, a running one's lease goes stale), so that a step that moves while the lists are read
+ * is found in the later list instead of in neither. A stale lease is listed under its state.
+ */
+const LIST_ORDER: readonly InspectState[] = ['scheduled', 'running', 'stalled', 'failed', 'complete', 'cancelled'];
+
 /** Reads every chain of the example's kinds, newest progress first. */
 export async function readStatus(locker: Locker, records: Records): Promise<Status> {
   const inspector = locker.inspect();
-  const found: StepSummary[] = [];
+  const byKey = new Map<string, StepSummary>();
   for (const kind of CHAIN_KINDS) {
-    for (const state of INSPECT_STATES) {
-      if (state === 'stale') continue; // a stale lease is listed under its state (stale or stalled) already
+    for (const state of LIST_ORDER) {
       const page = await inspector.list({ state, kind, namespace: records.namespace ?? '', order: 'newest', limit: PER_STATE });
-      found.push(...page.steps.filter((s) => s.state === state));
+      for (const step of page.steps) byKey.set(step.keyPath, step); // a step found twice moved on: the later view wins
     }
   }
+  const found = [...byKey.values()];
   found.sort((a, b) => (b.lastProgressAt?.getTime() ?? 0) - (a.lastProgressAt?.getTime() ?? 0));
   const chains = await Promise.all(found.map(async (s) => ({
     key: s.keyPath,
