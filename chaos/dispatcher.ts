@@ -26,22 +26,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SECRET_HEADER, type CreateTaskBody } from './dispatcher-queue';
+import type { ChaosOptions } from './options';
 import { chance } from './random';
 
-/** The dispatcher's settings (a subset of the run's). */
-export interface DispatcherOptions {
-  seed: number;
+/** The dispatcher's settings: the run's own (documented in `ChaosOptions`), its secret and its workers. */
+export interface DispatcherOptions extends Pick<ChaosOptions,
+  'seed' | 'dupRate' | 'lateRate' | 'lateMaxMs' | 'lossRate' | 'createFailRate' | 'maxAttempts' | 'minBackoffMs' | 'maxBackoffMs' | 'dispatchDeadlineMs' | 'concurrency'> {
   secret: string;
-  dupRate: number;
-  lateRate: number;
-  lateMaxMs: number;
-  lossRate: number;
-  createFailRate: number;
-  maxAttempts: number;
-  minBackoffMs: number;
-  maxBackoffMs: number;
-  dispatchDeadlineMs: number;
-  concurrency: number;
   /** The base URLs of the live workers, asked at each delivery. */
   workers: () => readonly string[];
 }

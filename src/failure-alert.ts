@@ -8,7 +8,8 @@ import { alertEvent, markedSent, unsentFailure } from './alerts';
 import type { Core } from './core';
 import { ContentionError } from './errors';
 import { keyPath } from './key-codec';
-import { readLock, writeLock } from './lock-fields';
+import { readLock, writeLock, type Lock } from './lock-fields';
+import { recordsFailedStep } from './stall';
 import { withContentionRetry } from './store/retry';
 import { AlertReason, StepState, type AlertEvent, type LedgerRecord, type Properties } from './types';
 
@@ -30,10 +31,10 @@ export function failureAlertGrace(core: Core): number {
  * sent, sends it again (once the grace passed) and marks it. Resolves to `'sent'`, to the time to
  * look again (the grace has not passed), or to undefined (nothing to send).
  */
-export async function resendUnsentFailure(core: Core, record: LedgerRecord, props: Properties | undefined, now: number): Promise<'sent' | number | undefined> {
-  if (!props || !core.config.alerter || !core.config.alertOnFailure) return undefined;
-  const lock = readLock(props);
-  if (lock.state !== StepState.failed || lock.seq !== record.seq || (lock.chain !== undefined && lock.chain !== record.chain)) return undefined;
+export async function resendUnsentFailure(
+  core: Core, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
+): Promise<'sent' | number | undefined> {
+  if (!props || !core.config.alerter || !core.config.alertOnFailure || !recordsFailedStep(lock, record)) return undefined;
   const failed = unsentFailure(lock);
   if (failed === undefined) return undefined;
   const due = (lock.ts?.getTime() ?? 0) + failureAlertGrace(core);

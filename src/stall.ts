@@ -52,11 +52,14 @@ function notLive(lock: Lock | undefined, record: LedgerRecord): string | undefin
   return undefined;
 }
 
+/** Whether the record is that of a step that failed for good: the lock's own step, failed, in the record's chain. */
+export function recordsFailedStep(lock: Lock | undefined, record: LedgerRecord): lock is Lock {
+  return lock !== undefined && lock.state === StepState.failed && lock.seq === record.seq && (lock.chain === undefined || lock.chain === record.chain);
+}
+
 /** Until when a failed step's record is kept for a retry, or undefined when the record is not of the failed step. */
 function failedUntil(lock: Lock | undefined, record: LedgerRecord): number | undefined {
-  if (!lock || lock.state !== StepState.failed || lock.seq !== record.seq) return undefined;
-  if (lock.chain !== undefined && lock.chain !== record.chain) return undefined;
-  return (lock.ts?.getTime() ?? 0) + FAILED_RECORD_RETENTION_MS;
+  return recordsFailedStep(lock, record) ? (lock.ts?.getTime() ?? 0) + FAILED_RECORD_RETENTION_MS : undefined;
 }
 
 /** The last time anything happened to the step: lock written, task sent, or the step came due. */

@@ -62,7 +62,7 @@ async function sweepOne(core: Core, record: LedgerRecord, result: SweepResult): 
   const props = await store.get(record.key);
   const lock = props ? readLock(props) : undefined;
   const now = clock();
-  const alert = await resendUnsentFailure(core, record, props, now);
+  const alert = await resendUnsentFailure(core, record, props, lock, now);
   if (alert === 'sent') result.alerted++;
   else if (typeof alert === 'number') {
     await updateRecord(core, record, (r) => ({ ...r, due: new Date(alert) }));

@@ -79,7 +79,8 @@ function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): {
 async function reportTakeover(
   core: Core, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, alert: boolean, now: Date,
 ): Promise<void> {
-  const retries = readLock(props).tries + 1;
+  const lock = readLock(props);
+  const retries = lock.tries + 1;
   const where = { key: keyPath(a.key), seq: a.seq, previous: d.previous };
   let error: Error | undefined;
   if (d.action === 'overwrite') {
@@ -90,7 +91,7 @@ async function reportTakeover(
     core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error });
     core.config.logger.error('step failed: its lease expired too often', { ...where, retries });
   }
-  resendHolderAlerts(core, a, props, now);
+  resendHolderAlerts(core, a, props, lock, now);
   if (!alert) return;
   const event = alertEvent({
     reason: d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure,
@@ -102,9 +103,8 @@ async function reportTakeover(
 }
 
 /** Sends again the overwrite alerts the lease's holder may have been the last to be able to send (`holderTakeovers`), if alerts are on. */
-function resendHolderAlerts(core: Core, a: Arrival, props: Properties, now: Date): void {
+function resendHolderAlerts(core: Core, a: Arrival, props: Properties, lock: Lock, now: Date): void {
   if (!core.config.alerter || !core.config.alertOnOverwrite) return;
-  const lock = readLock(props);
   for (const t of holderTakeovers(lock)) {
     void core.alert(alertEvent({
       reason: AlertReason.overwrite, key: a.key, seq: a.seq, retries: lock.tries, previousAttempt: t.previous, newAttempt: t.next,

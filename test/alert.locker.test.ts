@@ -80,18 +80,22 @@ describe('alerts from the Locker', () => {
 
   const messageIdOf = (raw: string): string | undefined => /^Message-ID: *<([^@>]+)@/im.exec(raw)?.[1];
 
-  it('alerts every overwrite of a step, each under its own id, also across two instances', async () => {
+  /** Two instances; A takes over a stale lease on a new key and its handler fails (500): A's overwrite alert is claimed and sent. */
+  async function overwrittenByA() {
     smtp.mode = 'accept';
     const before = smtp.messages.length;
     const a = emailApp(storeA, smtp.transportOptions(), { maxRetries: 10 });
     const b = emailApp(storeB, smtp.transportOptions(), { maxRetries: 10 });
     const key = newKey();
     await seed(storeA, key, stale());
-    // instance A takes over the stale lease; its handler fails
     a.behave(() => { throw new Error('crash'); });
     assert.equal((await a.send(key, 1)).status, 500);
-    const attemptA = a.runs[0]!.attempt;
-    const current = (await storeA.get(key))!;
+    return { before, a, b, key, attemptA: a.runs[0]!.attempt, current: (await storeA.get(key))! };
+  }
+
+  it('alerts every overwrite of a step, each under its own id, also across two instances', async () => {
+    // instance A takes over the stale lease; its handler fails
+    const { before, a, b, key, attemptA, current } = await overwrittenByA();
     assert.deepEqual(current.lock_alerts, [`overwrite:1:crashed-attempt:${attemptA}`], 'the overwrite is recorded on the entity, naming both attempts');
     // then another attempt holds the lease and dies without releasing it: B takes it over
     await seed(storeA, key, { ...current, lock_req: 'a-died', lock_ts: new Date(Date.now() - 10 * 60_000) });
@@ -109,17 +113,8 @@ describe('alerts from the Locker', () => {
   });
 
   it('re-sends, under the same id, the overwrite alert of a holder that may have died before sending it', async () => {
-    smtp.mode = 'accept';
-    const before = smtp.messages.length;
-    const a = emailApp(storeA, smtp.transportOptions(), { maxRetries: 10 });
-    const b = emailApp(storeB, smtp.transportOptions(), { maxRetries: 10 });
-    const key = newKey();
-    await seed(storeA, key, stale());
-    a.behave(() => { throw new Error('crash'); });
-    assert.equal((await a.send(key, 1)).status, 500);
-    const attemptA = a.runs[0]!.attempt;
+    const { before, a, b, key, attemptA, current } = await overwrittenByA();
     // A sent its alert; now it is as if A had died holding the lease it took over (its marker names it the holder)
-    const current = (await storeA.get(key))!;
     await seed(storeA, key, { ...current, lock_req: attemptA, lock_ts: new Date(Date.now() - 10 * 60_000) });
     // and an attempt X that took a lease over from Y and died before it could send anything, after Y
     // had taken it from P:Q (a Go request id may hold a colon) and died too
