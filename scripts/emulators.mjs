@@ -131,8 +131,29 @@ function onPath(program) {
   return (process.env.PATH ?? '').split(delimiter).some((dir) => dir && existsSync(join(dir, program)));
 }
 
+/** How often an emulator is started again on another port when the one it was given was taken meanwhile. */
+const BIND_RETRIES = 3;
+
+/**
+ * Starts one emulator. The port is free when picked but bound a moment later, by the JVM; when
+ * something took it in between (the other emulator's own side ports, a test's client sockets),
+ * the emulator exits with a BindException, and it is started again on another port.
+ */
 async function startOne(plan) {
-  const port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnPort(plan, await freePort());
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || attempt > BIND_RETRIES) throw err;
+      console.error(`${plan.title}: its port was taken before it bound it; starting it again on another port`);
+    }
+  }
+}
+
+/** An emulator that exited during start-up because its port was in use. */
+class PortTakenError extends Error {}
+
+async function startOnPort(plan, port) {
   const args = [
     '-Xmx1g',
     ...plan.jvmFlags,
@@ -183,7 +204,8 @@ async function waitHealthy(child, port) {
   });
   while (Date.now() < deadline) {
     if (gone) {
-      throw new Error(
+      const Failure = /Address already in use|BindException/.test(child.tail) ? PortTakenError : Error;
+      throw new Failure(
         `the ${child.title} exited during start-up (code ${gone.code}, signal ${gone.signal}); its output ended with:\n${child.tail}`,
       );
     }
