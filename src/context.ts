@@ -76,7 +76,8 @@ export function entityProperties(entity: unknown): Properties {
   if (entity === null || typeof entity !== 'object') return {};
   const source = isSelfStoring(entity) ? entity.toProperties() : (entity as Properties);
   const out: Properties = {};
-  for (const [name, value] of Object.entries(source)) {
+  for (const name of Object.keys(source)) {
+    const value = source[name];
     if (!name.startsWith(LOCK_FIELD_PREFIX) && typeof value !== 'function' && value !== undefined) out[name] = value;
   }
   return out;

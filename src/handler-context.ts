@@ -38,7 +38,9 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
     payload: a.payload,
     attempt: a.attempt,
     task: a.task,
-    signal: lease.signal,
+    get signal() {
+      return lease.signal; // made on first use: most handlers never look
+    },
     request: a.request,
     async schedule(path, payload, options): Promise<ScheduledStep> {
       finishOnce();

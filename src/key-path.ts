@@ -9,7 +9,10 @@ import type { Key } from '@google-cloud/datastore';
 
 /** The key's path for people and logs, in its namespace: `Parent:1/Child:"name"`. */
 export function keyPath(key: Key): string {
-  return ancestry(key).map(element).join('/');
+  // Built leaf to root without an array: keys are turned into text several times per step.
+  let path = element(key);
+  for (let k = key.parent; k; k = k.parent) path = `${element(k)}/${path}`;
+  return path;
 }
 
 /**
@@ -18,7 +21,7 @@ export function keyPath(key: Key): string {
  * ancestor has neither an id nor a name.
  */
 export function keyIdentity(key: Key): string {
-  for (const k of ancestry(key)) {
+  for (let k: Key | undefined = key; k; k = k.parent) {
     if ((k.name === undefined || k.name === '') && (k.id === undefined || String(k.id) === '')) {
       throw new TypeError(`the key ${k.kind} in ${keyPath(key)} has neither an id nor a name: stores need complete keys`);
     }

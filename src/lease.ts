@@ -33,7 +33,10 @@ export function proofWindow(leaseDuration: number): number {
 }
 
 export class Lease {
-  private readonly controller = new AbortController();
+  /** Made when the signal is first asked for (most handlers never do): an AbortController costs microseconds. */
+  private controller: AbortController | undefined;
+  /** Why the lease ended early, once it did (`lose`). */
+  private abortReason: LeaseLostError | LeaseTimeoutError | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
   private proofTimer: NodeJS.Timeout | undefined;
@@ -58,13 +61,16 @@ export class Lease {
    * too long) and with `LeaseTimeoutError` when the attempt runs past `leaseTimeout`.
    */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason) this.controller.abort(this.abortReason);
+    }
     return this.controller.signal;
   }
 
   /** The reason the lease was lost, once it was: every later write is refused with it. */
   get lost(): LeaseLostError | undefined {
-    const reason: unknown = this.controller.signal.reason;
-    return reason instanceof LeaseLostError ? reason : undefined;
+    return this.abortReason instanceof LeaseLostError ? this.abortReason : undefined;
   }
 
   /** Starts renewing, the `leaseTimeout` clock, and the clock of the last proof that the lease is held. */
@@ -85,7 +91,7 @@ export class Lease {
 
   /** Renewal and the `leaseTimeout` clock back on, after a pause (unless the lease is closed or aborted). */
   resume(): void {
-    if (this.closed || this.signal.aborted || this.renewals) return;
+    if (this.closed || this.abortReason || this.renewals) return;
     this.renewals = true;
     this.scheduleRenewal();
     const left = Math.max(0, this.core.config.leaseTimeout - (performance.now() - this.startedAt));
@@ -182,7 +188,7 @@ export class Lease {
 
   /** A write just proved the lease held: the lease is given up only if no other proof follows within the window. */
   private proven(): void {
-    if (this.closed || this.signal.aborted) return;
+    if (this.closed || this.abortReason) return;
     clearTimeout(this.proofTimer);
     this.proofTimer = setTimeout(() => this.lose('unproven'), proofWindow(this.core.config.leaseDuration));
     this.proofTimer.unref();
@@ -214,7 +220,7 @@ export class Lease {
   }
 
   private lose(reason: 'lost' | 'unproven' | 'timeout'): void {
-    if (this.signal.aborted || this.closed) return;
+    if (this.abortReason || this.closed) return;
     this.renewals = false;
     clearTimeout(this.renewTimer);
     clearTimeout(this.timeoutTimer);
@@ -223,15 +229,20 @@ export class Lease {
     const fields = { key: keyPath(this.key), seq: this.seq, attempt: this.attempt };
     const event = { key: this.key, seq: this.seq, attempt: this.attempt };
     if (reason === 'timeout') {
-      this.controller.abort(new LeaseTimeoutError(`attempt ${this.attempt} ran past leaseTimeout (${this.core.config.leaseTimeout} ms) on ${where}`));
+      this.abort(new LeaseTimeoutError(`attempt ${this.attempt} ran past leaseTimeout (${this.core.config.leaseTimeout} ms) on ${where}`));
       this.core.emit('timedOut', { ...event, leaseTimeoutMs: this.core.config.leaseTimeout });
       this.core.config.logger.warn('lease timed out', fields);
       return;
     }
-    this.controller.abort(new LeaseLostError(reason === 'lost'
+    this.abort(new LeaseLostError(reason === 'lost'
       ? `attempt ${this.attempt} lost its lease on ${where} to another attempt`
       : `attempt ${this.attempt} gave up its lease on ${where}: no renewal succeeded for ${proofWindow(this.core.config.leaseDuration)} ms, so it can no longer be proven held`));
     this.core.emit('lost', event);
     this.core.config.logger.warn(reason === 'lost' ? 'lease lost' : 'lease given up: renewals kept failing', fields);
+  }
+
+  private abort(reason: LeaseLostError | LeaseTimeoutError): void {
+    this.abortReason = reason;
+    this.controller?.abort(reason);
   }
 }

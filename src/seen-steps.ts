@@ -113,11 +113,15 @@ export class SeenSteps {
    * the finished step, dropped) instead of racing it to the store: simultaneous deliveries of one
    * step cost one step's round trips. Off with the cache.
    */
-  async coalesce<T>(key: Key, seq: number, attempt: () => Promise<T>): Promise<T> {
+  coalesce<T>(key: Key, seq: number, attempt: () => Promise<T>): Promise<T> {
     if (!this.entries) return attempt();
     const id = `${keyIdentity(key)}\u0000${seq}`;
     const ahead = this.inFlight.get(id);
-    if (ahead) await settledWithin(ahead, REFUSAL_TTL_MS);
+    // Not an async function: the usual attempt, with none ahead, starts at once and its own promise is handed on.
+    return ahead ? settledWithin(ahead, REFUSAL_TTL_MS).then(() => this.run(id, attempt)) : this.run(id, attempt);
+  }
+
+  private run<T>(id: string, attempt: () => Promise<T>): Promise<T> {
     const mine = attempt();
     if (!this.inFlight.has(id)) {
       this.inFlight.set(id, mine);

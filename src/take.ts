@@ -27,17 +27,20 @@ export async function take(core: Core, a: Arrival): Promise<{ answer: Answer } |
   const known = a.resent ? undefined : core.seen.recall(a.key, a.seq, a.chain, now.getTime());
   if (known) return { answer: answerFor(core, a, known) };
   let snapshot = await store.read(a.key);
-  core.seen.observe(a.key, snapshot?.properties, now.getTime(), leaseDuration);
+  let readAt = now.getTime();
   const taken = await withContentionRetry(async () => {
-    const decision = arrivalDecision(core, a, snapshot?.properties);
-    if (!snapshot || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
+    const lock = snapshot && readLock(snapshot.properties);
+    const decision = arrivalDecision(core, a, lock);
+    if (!snapshot || !lock || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
+      // What was read is remembered for the next copies of this task; a write remembers what it wrote instead.
+      core.seen.observe(a.key, snapshot?.properties, readAt, leaseDuration);
       return { decision, snapshot: undefined, alerts: undefined };
     }
-    const { lock, alerts } = takeover(core, a, decision, readLock(snapshot.properties), now);
-    const written = await core.replace(a.key, snapshot, writeLock(snapshot.properties, lock));
-    if (written) return { decision, snapshot: written, read: snapshot, alerts };
+    const next = takeover(core, a, decision, lock, now);
+    const written = await core.replace(a.key, snapshot, writeLock(snapshot.properties, next.lock));
+    if (written) return { decision, snapshot: written, read: snapshot, alerts: next.alerts };
     snapshot = await store.read(a.key);
-    core.seen.observe(a.key, snapshot?.properties, core.config.clock(), leaseDuration);
+    readAt = core.config.clock();
     throw new ContentionError(`${keyPath(a.key)} changed while attempt ${a.attempt} took its lease`);
   }, core.config.contention);
 
@@ -113,9 +116,9 @@ function resendHolderAlerts(core: Core, a: Arrival, props: Properties, lock: Loc
   }
 }
 
-function arrivalDecision(core: Core, a: Arrival, props: Properties | undefined): Decision {
+function arrivalDecision(core: Core, a: Arrival, lock: Lock | undefined): Decision {
   return decide({
-    lock: props ? readLock(props) : undefined,
+    lock,
     seq: a.seq,
     chain: a.chain,
     attempt: a.attempt,

@@ -87,10 +87,15 @@ export class Telemetry {
    * Runs `fn` in a span of `phase` (the active span while it runs, so the handler's own spans
    * nest under `run`); an error `fn` throws is recorded on the span and rethrown.
    */
-  async span<T>(phase: Phase, step: StepAttributes, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
+  span<T>(phase: Phase, step: StepAttributes, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
+    // Not an async function: without a recording span, fn's own promise is handed on, no wrapper around it.
     if (!this.tracer) return fn(NO_SPAN);
     const span = this.tracer.startSpan(SPAN_NAMES[phase]);
     if (!span.isRecording()) return fn(span);
+    return this.recorded(span, step, fn);
+  }
+
+  private async recorded<T>(span: OtelSpan, step: StepAttributes, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
     span.setAttributes(stepAttributes(step));
     const api = this.api!;
     try {
