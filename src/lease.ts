@@ -19,6 +19,9 @@ import { withContentionRetry } from './store/retry';
 import { renew as renewLease } from './transitions';
 import type { Properties, Snapshot, StoreTransaction } from './types';
 
+/** What pause() hands back when no renewal is in flight. */
+const SETTLED: Promise<void> = Promise.resolve();
+
 /** What a lease's writes may recognise as their own, already applied (the answer to it was lost). */
 export type Recognise<T> = (lock: Lock) => T | undefined;
 
@@ -82,11 +85,11 @@ export class Lease {
   }
 
   /** Stops renewing and waits for a renewal in flight, so nothing races the write that follows. */
-  async pause(): Promise<void> {
+  pause(): Promise<void> {
     this.renewals = false;
     clearTimeout(this.renewTimer);
     clearTimeout(this.timeoutTimer);
-    await this.renewing;
+    return this.renewing ?? SETTLED;
   }
 
   /** Renewal and the `leaseTimeout` clock back on, after a pause (unless the lease is closed or aborted). */
@@ -100,10 +103,10 @@ export class Lease {
   }
 
   /** Ends the lease's life: no more renewals, no timers; waits for a renewal in flight. */
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.proofTimer);
-    await this.pause();
+    return this.pause();
   }
 
   /**

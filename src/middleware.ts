@@ -49,13 +49,17 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
   return (req, res) => {
     void (async () => {
-      const answer = await admit(core, req, options.authenticate);
+      // Neither admission nor the payload is awaited when it is at hand (no authenticator, a body
+      // already read or empty): the store's read goes out without a turn of the event loop.
+      let answer = admit(core, req, options.authenticate);
+      if (answer instanceof Promise) answer = await answer;
       if (answer) return send(res, answer);
       let arrival;
       try {
         const { key, seq, chain, resent } = parseLockHeaders(req);
         if (kinds && !kinds.has(key.kind)) throw new BadRequestError(`this route does not serve kind ${JSON.stringify(key.kind)}`);
-        const payload = await readPayload(req, maxBody);
+        let payload = readPayload(req, maxBody);
+        if (payload instanceof Promise) payload = await payload;
         arrival = { key, seq, chain, resent, payload, attempt: randomUUID(), task: parseTaskInfo(req.headers), request: req };
       } catch (error) {
         return send(res, rejected(core, req, error));
@@ -72,7 +76,8 @@ export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'aut
   rejectUnknownOptions('sweepHandler()', options, SWEEP_OPTION_NAMES);
   return (req, res) => {
     void (async () => {
-      const answer = await admit(core, req, options.authenticate);
+      let answer = admit(core, req, options.authenticate);
+      if (answer instanceof Promise) answer = await answer;
       if (answer) return send(res, answer);
       try {
         res.status(200).json(await core.sweep());
@@ -84,11 +89,16 @@ export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'aut
   };
 }
 
-/** Authenticates a request; returns the refusal, or undefined to go on. */
-async function admit(core: Core, req: Request, routeAuth: Authenticator | false | undefined): Promise<Answer | undefined> {
+/** Authenticates a request; returns the refusal, or undefined to go on (a promise of it when an authenticator runs). */
+function admit(core: Core, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
   if (req.method !== 'POST') return { status: 405, message: 'task requests are POSTs' };
   const authenticate = routeAuth ?? core.config.authenticate;
   if (authenticate === false) return undefined;
+  return authenticated(core, req, authenticate);
+}
+
+/** What the authenticator says of the request: undefined to go on, or the refusal (a failing authenticator refuses). */
+async function authenticated(core: Core, req: Request, authenticate: Authenticator): Promise<Answer | undefined> {
   try {
     const verdict = await authenticate({ method: req.method, url: req.originalUrl ?? req.url, headers: req.headers });
     if (verdict.ok) return undefined;

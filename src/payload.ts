@@ -19,12 +19,24 @@ const FORM = /^application\/x-www-form-urlencoded\b/i;
 const RECOVERED = Symbol('datastore-locker.recoveredBody');
 type Recovered = Request & { [RECOVERED]?: string };
 
-/** The payload of a task request; undefined when the body is empty. Throws `BadRequestError` for a body that is not JSON. */
-export async function readPayload(req: Request, maxBytes: number): Promise<Json | undefined> {
+/**
+ * The payload of a task request; undefined when the body is empty. Throws `BadRequestError` for a
+ * body that is not JSON. A promise only when the body is still to be read from the stream: a
+ * body a parser read, or an empty one, is answered at once, so the step goes on without a turn of
+ * the event loop.
+ */
+export function readPayload(req: Request, maxBytes: number): Json | undefined | Promise<Json | undefined> {
   const recovered = (req as Recovered)[RECOVERED];
   if (recovered !== undefined) return decode(recovered, req);
   // A body parser that ran has read the stream to its end; one that skipped the request (another content type) left it unread.
-  if (!req.readableEnded) return decode(await readBody(req, maxBytes), req);
+  if (!req.readableEnded) {
+    if (emptyBody(req)) {
+      // Nothing will come: let the stream end on its own instead of waiting for its 'end'.
+      req.resume();
+      return undefined;
+    }
+    return readBody(req, maxBytes).then((text) => decode(text, req));
+  }
   const parsed: unknown = req.body;
   if (typeof parsed === 'string') return rawText(parsed, req) ? decode(parsed, req) : parsed;
   if (Buffer.isBuffer(parsed)) return decode(parsed.toString('utf8'), req);
@@ -97,11 +109,6 @@ function isEmptyObject(value: unknown): boolean {
 function readBody(req: Request, maxBytes: number): Promise<string> {
   return new Promise((resolve, reject) => {
     if (req.readableEnded) return resolve('');
-    if (emptyBody(req)) {
-      // Nothing will come: let the stream end on its own instead of waiting for its 'end'.
-      req.resume();
-      return resolve('');
-    }
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
