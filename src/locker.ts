@@ -69,6 +69,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * crashes the process (also when the event comes from a timer, such as a renewal).
    */
   override emit<K extends keyof LockerEvents>(name: K, ...args: LockerEvents[K]): boolean {
+    if (this.listenerCount(name) === 0) return false; // the usual case, several times a step: no copy of an empty list
     const listeners = this.rawListeners(name) as Array<(...a: LockerEvents[K]) => unknown>;
     for (const listener of listeners) {
       try {

@@ -61,6 +61,21 @@ describe('key codec: the legacy url-safe encoding of X-Lock-Key', () => {
     assert.equal(back.parent?.id, 1);
   });
 
+  it('decodes the standard base64 alphabet, padded or not, as the url-safe form it stands for', () => {
+    fc.assert(fc.property(fc.array(fc.tuple(unreserved, fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })), { minLength: 1, maxLength: 3 }), (elements) => {
+      const key = ds.key({ namespace: 'ns', path: elements.flat() });
+      const bytes = Buffer.from(encodeKey(key, 'app'), 'base64url');
+      for (const form of [bytes.toString('base64'), bytes.toString('base64').replace(/=+$/, ''), `${bytes.toString('base64url')}==`]) {
+        const back = decodeKey(form);
+        assert.equal(keyPath(back), keyPath(key), form);
+        assert.equal(back.namespace, 'ns');
+      }
+    }));
+    // Padding belongs at the end only; anything outside both alphabets is refused.
+    const good = encodeKey(ds.key(['Counter', 42]), 'app');
+    for (const input of [`${good.slice(0, 4)}=${good.slice(4)}`, `${good}.`, `=${good}`]) assert.throws(() => decodeKey(input), BadRequestError, input);
+  });
+
   it('rejects malformed input with BadRequestError, never a crash', () => {
     const good = encodeKey(ds.key(['Counter', 42]), 'app');
     const bad = ['', 'not base64!', good.slice(0, good.length - 3), 'AAAA', Buffer.from([0x72, 0x05, 0x0b, 0x12, 0x01]).toString('base64url'),

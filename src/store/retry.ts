@@ -32,13 +32,21 @@ export const CONTENTION_RETRY_DEFAULTS = Object.freeze({
 /** Every option name of {@link ContentionRetryOptions}. */
 const OPTION_NAMES: OptionNames<ContentionRetryOptions> = { attempts: true, baseDelayMs: true, maxDelayMs: true, random: true, sleep: true };
 
+const NONE: ContentionRetryOptions = Object.freeze({});
+/** Frozen options objects whose names were checked already. */
+const checked = new WeakSet<ContentionRetryOptions>();
+
 /**
  * Runs `fn`, and again after a backoff each time it throws `ContentionError`. Any other error is
  * thrown at once. When every attempt met contention, throws `StoreUnavailableError` with the last
  * `ContentionError` as its cause.
  */
-export async function withContentionRetry<T>(fn: () => Promise<T>, options: ContentionRetryOptions = {}): Promise<T> {
-  rejectUnknownOptions('withContentionRetry', options, OPTION_NAMES);
+export async function withContentionRetry<T>(fn: () => Promise<T>, options: ContentionRetryOptions = NONE): Promise<T> {
+  // A frozen options object (the Locker's parsed `contention`, used on every step) is checked once.
+  if (!checked.has(options)) {
+    rejectUnknownOptions('withContentionRetry', options, OPTION_NAMES);
+    if (Object.isFrozen(options)) checked.add(options);
+  }
   const attempts = options.attempts ?? CONTENTION_RETRY_DEFAULTS.attempts;
   const base = options.baseDelayMs ?? CONTENTION_RETRY_DEFAULTS.baseDelayMs;
   const max = options.maxDelayMs ?? CONTENTION_RETRY_DEFAULTS.maxDelayMs;
