@@ -37,7 +37,9 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
     seq: a.seq,
     payload: a.payload,
     attempt: a.attempt,
-    task: a.task,
+    get task() {
+      return a.task; // parsed on first use
+    },
     get signal() {
       return lease.signal; // made on first use: most handlers never look
     },

@@ -3,7 +3,6 @@
  * `X-Lock-Seq` and the payload (`payload.ts`; a malformed request is a 400 that never touches the
  * store), run the attempt, and answer. Works with Express 4 and 5, with or without a body parser in front.
  */
-import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { runAttempt, type Answer } from './attempt';
 import type { EntityFactory, TaskHandler } from './context';
@@ -13,7 +12,7 @@ import { decodeKey } from './key-codec';
 import { rejectUnknownOptions, type OptionNames } from './option-names';
 import { REPEATED, singleHeader } from './single-header';
 import { readPayload } from './payload';
-import { parseTaskInfo } from './task-info';
+import { TaskArrival } from './task-arrival';
 import { Headers, type Authenticator } from './types';
 import type { Key } from '@google-cloud/datastore';
 import type { SweepResult } from './sweep';
@@ -60,7 +59,7 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
         if (kinds && !kinds.has(key.kind)) throw new BadRequestError(`this route does not serve kind ${JSON.stringify(key.kind)}`);
         let payload = readPayload(req, maxBody);
         if (payload instanceof Promise) payload = await payload;
-        arrival = { key, seq, chain, resent, payload, attempt: randomUUID(), task: parseTaskInfo(req.headers), request: req };
+        arrival = new TaskArrival(key, seq, chain, resent, payload, req);
       } catch (error) {
         return send(res, rejected(core, req, error));
       }
