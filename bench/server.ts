@@ -6,7 +6,7 @@ import { Agent, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Key } from '@google-cloud/datastore';
-import { Locker } from '../src/locker';
+import { Locker } from './library';
 import type { LockerOptions } from '../src/options';
 import { Headers, type Logger, type Properties, type Store } from '../src/types';
 

@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Datastore } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from './library';
 import { spyClient } from '../test/support/datastore-spy';
 import { KeySource, scheduledStep, seed } from './entities';
 import { STEP_DONE, expectReply } from './expect';

@@ -12,8 +12,7 @@
  * `global.gc` when node runs with `--expose-gc` (e.g. `NODE_OPTIONS=--expose-gc npm run bench`),
  * else by setting that V8 flag at run time.
  */
-import { DatastoreStore } from '../src/store/datastore';
-import { MemoryStore } from '../src/store/memory';
+import { DatastoreStore, MemoryStore } from './library';
 import { spyClient, type SpiedClient } from '../test/support/datastore-spy';
 import { firestoreDatastore, legacyDatastore } from '../test/support/emulator';
 import { KeySource, finishedStep, heldStep, seed } from './entities';

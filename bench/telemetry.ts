@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Key } from '@google-cloud/datastore';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from './library';
 import { Attr, type Telemetry } from '../src/telemetry/telemetry';
 import { EXCLUDED, type KeySource, scheduledStep } from './entities';
 import { STEP_DONE, expectReply } from './expect';
