@@ -357,6 +357,23 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
         assert.equal(after.count, 1);
         assert.ok(t.events.some((e) => e.name === 'lost'));
       });
+      it('a signal first read after the lease was lost is already aborted, with the reason (it is made on first use)', async () => {
+        const t = taskApp(s.store, { leaseDuration: 300, leaseTimeout: 60_000 });
+        const key = newKey();
+        await seed(key, scheduled(1));
+        let seen: { aborted: boolean; reason: unknown } | undefined;
+        t.behave(async (ctx) => {
+          const current = (await s.store.get(ctx.key))!;
+          await seed(ctx.key, { ...current, lock_req: 'thief', lock_ts: new Date() });
+          // The next renewal (at 100 ms) finds the thief; only then does the handler look at its signal.
+          await new Promise<void>((resolve) => t.locker.once('lost', () => resolve()));
+          seen = { aborted: ctx.signal.aborted, reason: ctx.signal.reason };
+        });
+        assert.equal((await t.send(key, 1)).status, 503);
+        assert.equal(seen?.aborted, true);
+        assert.ok(seen?.reason instanceof LeaseLostError, String(seen?.reason));
+        assert.equal((await stored(key)).lock_req, 'thief');
+      });
       it('fences ctx.complete(): a handler that lost its lease cannot finish the step', async () => {
         const t = taskApp(s.store);
         const key = newKey();
