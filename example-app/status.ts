@@ -60,10 +60,11 @@ const PER_STATE = 100;
 
 /**
  * The states to list, in the order time alone moves a step between them (a waiting step becomes
- * stalled, a running one's lease goes stale), so that a step that moves while the lists are read
- * is found in the later list instead of in neither. A stale lease is listed under its state.
+ * stalled; a running one's lease goes stale, then stalls), so that a step that moves while the
+ * lists are read is found in the later list instead of in neither. A stale lease is its own state
+ * until it stalls: a process killed inside a handler leaves one for `stallAfter - leaseDuration`.
  */
-const LIST_ORDER: readonly InspectState[] = ['scheduled', 'running', 'stalled', 'failed', 'complete', 'cancelled'];
+const LIST_ORDER: readonly InspectState[] = ['scheduled', 'running', 'stale', 'stalled', 'failed', 'complete', 'cancelled'];
 
 /** Reads every chain of the example's kinds, newest progress first. */
 export async function readStatus(locker: Locker, records: Records): Promise<Status> {
