@@ -109,6 +109,17 @@ describe('the packed package, installed in a fresh project', { timeout: 240_000 
     assert.equal(readFileSync(join(consumer, 'node_modules', 'datastore-locker', 'LICENSE'), 'utf8'), readFileSync(join(root, 'LICENSE'), 'utf8'));
   });
 
+  it('ships source maps that carry their sources (src/ is not packed, so a map naming it alone would point nowhere)', () => {
+    const maps = packed.files.map((f) => f.path).filter((f) => f.endsWith('.js.map'));
+    assert.ok(maps.length > 10, `dist holds the source maps (${maps.length})`);
+    const installed = join(consumer, 'node_modules', 'datastore-locker');
+    const empty = maps.filter((file) => {
+      const map = JSON.parse(readFileSync(join(installed, file), 'utf8')) as { sources: string[]; sourcesContent?: Array<string | null> };
+      return map.sources.length === 0 || map.sources.some((_, i) => typeof map.sourcesContent?.[i] !== 'string' || map.sourcesContent[i] === '');
+    });
+    assert.deepEqual(empty, [], 'every map holds the text of each source it names');
+  });
+
   it('runs a chain through handle() from an ES module', async () => {
     assert.ok(!existsSync(join(consumer, 'node_modules', '@opentelemetry', 'api')), 'the optional peer @opentelemetry/api is not installed: the chains below run without it');
     writeFileSync(join(consumer, 'chain.mjs'), chainScript([
