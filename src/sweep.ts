@@ -30,6 +30,9 @@ export interface SweepResult {
   alerted: number;
 }
 
+/** Malformed ledger records logged one by one in a sweep; the rest are counted in one line. */
+const LOGGED_MALFORMED = 20;
+
 /** Largest `limit` a sweep accepts. */
 export const MAX_SWEEP_LIMIT = 10_000;
 
@@ -41,7 +44,10 @@ export async function sweep(core: Core, limit: number): Promise<SweepResult> {
   const { store, clock, logger } = core.config;
   const result: SweepResult = { resent: 0, cleared: 0, waiting: 0, failed: 0, malformed: 0, alerted: 0 };
   const due = await store.listDue(new Date(clock()), limit);
-  for (const why of due.malformed) logger.warn('ledger record skipped: it is malformed', { record: why });
+  for (const why of due.malformed.slice(0, LOGGED_MALFORMED)) logger.warn('ledger record skipped: it is malformed', { record: why });
+  if (due.malformed.length > LOGGED_MALFORMED) {
+    logger.warn('more malformed ledger records skipped', { more: due.malformed.length - LOGGED_MALFORMED });
+  }
   result.malformed = due.malformed.length;
   for (const record of due.records) {
     try {

@@ -160,7 +160,10 @@ export interface Store {
   replaceIfUnchanged(key: Key, snapshot: Snapshot, properties: Properties, excludeFromIndexes: readonly string[]): Promise<Snapshot | undefined>;
   /**
    * The ledger records due at `now` (`due <= now`), oldest due first, at most `limit`: one indexed
-   * query per namespace. Records that cannot be read as ledger records are reported, not thrown.
+   * query per namespace. Records that cannot be read as ledger records are reported, not thrown,
+   * and do not count toward `limit`: however many of them are due first, the well-formed records
+   * behind them are listed (a store may bound how many it reads past: `DatastoreStore` 10,000 per
+   * namespace).
    */
   listDue(now: Date, limit: number): Promise<DueLedger>;
   /** Removes the ledger record `id` in `key`'s namespace (a missing record is not an error). */

@@ -329,6 +329,27 @@ export function chainSuite(name: string, open: () => Promise<StoreUnderTest>): v
         await s.store.transaction(async (tx) => { tx.delete(bad); });
       });
 
+      it('sweeps a step whose record is due behind more malformed records than its limit, and logs them in bounded lines', async () => {
+        const queue = new RecordingQueue();
+        const { t, clock } = clocked(queue);
+        const key = newKey();
+        queue.failNext = 1;
+        await t.locker.schedule(key, {}, '/task');
+        const bad = Array.from({ length: 25 }, (_, i) => keys.key({ namespace: s.namespace, path: ['LockerOutbox', `bad-${counter}-${i}`] }));
+        // Due before the step's record, so they come first in the sweep's query.
+        await s.store.transaction(async (tx) => { for (const k of bad) tx.put(k, { due: new Date(clock.now - 1_000), seq: -1 }, []); });
+        clock.now += STALL;
+        const before = t.logger.lines.length;
+        const swept = await t.locker.sweep(5);
+        assert.equal(swept.malformed, 25);
+        assert.equal(swept.resent, 1);
+        assert.deepEqual(queue.tasks.map((x) => x.headers[Headers.key]), [t.locker.encodeKey(key)]);
+        const logged = t.logger.lines.slice(before).filter((l) => l.message.includes('malformed'));
+        assert.equal(logged.filter((l) => l.message === 'ledger record skipped: it is malformed').length, 20);
+        assert.deepEqual(logged.filter((l) => l.message === 'more malformed ledger records skipped').map((l) => l.fields?.more), [5]);
+        await s.store.transaction(async (tx) => { for (const k of bad) tx.delete(k); });
+      });
+
       it('re-delivers a restored backup under fresh names, past the duplicate cache, and the chain completes', async () => {
         const queue = new RecordingQueue();
         const { t, clock } = clocked(queue);

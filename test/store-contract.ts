@@ -710,6 +710,22 @@ export function storeContract(name: string, make: MakeSubject): void {
         assert.match(found.malformed[0]!, /not-a-record: its key is missing/);
         assert.equal(await store.transaction((tx) => tx.getLedger(new Key({ namespace: ns, path: ['X', 1] }), 'not-a-record')), undefined);
       });
+
+      it('does not count malformed records toward the limit: the well-formed ones due after them are still listed', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        const t0 = Date.parse('2024-06-01T00:00:00.000Z');
+        // Five malformed records due first, then three good ones; a limit of three.
+        await store.transaction(async (tx) => {
+          for (let i = 0; i < 5; i++) tx.put(new Key({ namespace: ns, path: ['LockerOutbox', `broken-${i}`] }), { due: new Date(t0 + i), seq: 'x' }, []);
+          for (let i = 0; i < 3; i++) tx.putLedger(record(ns, `good-${i}`, new Date(t0 + 100 + i)));
+        });
+        const found = await store.listDue(new Date(t0 + 1_000), 3);
+        assert.deepEqual(found.records.map((r) => r.id), ['good-0', 'good-1', 'good-2']);
+        assert.equal(found.malformed.length, 5);
+        // The limit still bounds the well-formed records.
+        assert.deepEqual((await store.listDue(new Date(t0 + 1_000), 2)).records.map((r) => r.id), ['good-0', 'good-1']);
+      });
     });
   });
 }

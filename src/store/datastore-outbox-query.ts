@@ -12,9 +12,14 @@ import type { DatastoreRpc, RawQuery } from './datastore-rpc';
 /** At most this many batches per query, so a server that keeps saying "more" cannot loop forever. */
 const MAX_BATCHES = 1000;
 
+/** The most malformed records one query reads past before it stops looking for well-formed ones. */
+const MAX_MALFORMED = 10_000;
+
 /**
  * Ledger records of kind `kind` in `namespace` due at `now` (`due <= now`), oldest due first, at
- * most `limit`; records that are not ledger records are reported as malformed, with why.
+ * most `limit`; records that are not ledger records are reported as malformed, with why, and do
+ * not count toward `limit`: the query reads on past them (up to {@link MAX_MALFORMED}), so records
+ * nobody can read never hide the well-formed ones due after them from the sweep.
  */
 export async function queryDue(rpc: DatastoreRpc, kind: string, namespace: string, now: Date, limit: number): Promise<DueLedger> {
   const query: RawQuery = {
@@ -24,12 +29,22 @@ export async function queryDue(rpc: DatastoreRpc, kind: string, namespace: strin
     order: [{ property: { name: 'due' }, direction: 'ASCENDING' }],
   };
   const found: DueLedger = { records: [], malformed: [] };
-  for (const entity of await runAll(rpc, namespace, query, limit)) {
-    const path = entity.key?.path ?? [];
-    const id = path.length === 1 ? path[0]?.name ?? undefined : undefined;
-    const record = id ? readLedger(id, decodeEntity(entity).properties) : { malformed: 'its key is not a named top-level key' };
-    if ('malformed' in record) found.malformed.push(`${namespace}:${id ?? '?'}: ${record.malformed}`);
-    else found.records.push(record);
+  let cursor: Uint8Array | undefined;
+  for (let batch = 0; batch < MAX_BATCHES && found.records.length < limit && found.malformed.length < MAX_MALFORMED; batch++) {
+    const page = await rpc.runQuery(namespace, { ...query, limit: { value: limit - found.records.length }, ...(cursor && { startCursor: cursor }) });
+    for (const result of page.entityResults ?? []) {
+      const entity = result.entity;
+      if (!entity) continue;
+      const path = entity.key?.path ?? [];
+      const id = path.length === 1 ? path[0]?.name ?? undefined : undefined;
+      const record = id ? readLedger(id, decodeEntity(entity).properties) : { malformed: 'its key is not a named top-level key' };
+      if ('malformed' in record) found.malformed.push(`${namespace}:${id ?? '?'}: ${record.malformed}`);
+      else if (found.records.length < limit) found.records.push(record);
+    }
+    // A page that stopped at its limit has more after it, as one that stopped for its size does.
+    const more = page.moreResults === 'NOT_FINISHED' || page.moreResults === 'MORE_RESULTS_AFTER_LIMIT';
+    if (!more || !page.endCursor || page.endCursor.length === 0) break;
+    cursor = page.endCursor;
   }
   return found;
 }
