@@ -55,6 +55,27 @@ describe('DatastoreStore on the Datastore emulator', () => {
     await Promise.all(records.map((r) => store.deleteLedger(r.key, r.id)));
   });
 
+  it('lists due records in as few queries as they take: one when they fit the limit, more only to read past malformed ones', async () => {
+    const ns = uniqueNamespace('due-queries');
+    const { store, spy } = spiedStore({ namespaces: [ns], conditionalWrites: true, beginWithFirstRead: true });
+    const at = new Date('2020-01-01T00:00:00.000Z');
+    await store.transaction(async (tx) => {
+      for (const id of ['a', 'b']) tx.putLedger(ledgerRecord(ns, id));
+    });
+    spy.clear();
+    assert.deepEqual((await store.listDue(at, 10)).records.map((r) => r.id).sort(), ['a', 'b']);
+    assert.deepEqual(spy.calls, ['runQuery'], 'one query when the records fit the limit');
+    await store.transaction(async (tx) => {
+      for (let i = 0; i < 3; i++) tx.put(new Key({ namespace: ns, path: ['LockerOutbox', `broken-${i}`] }), { due: new Date(at.getTime() - 1 - i), seq: 'x' }, []);
+    });
+    spy.clear();
+    const found = await store.listDue(at, 2);
+    assert.deepEqual(found.records.map((r) => r.id).sort(), ['a', 'b']);
+    assert.equal(found.malformed.length, 3);
+    assert.ok(spy.calls.length >= 2 && spy.calls.length <= 3, `a few queries to read past the malformed records: ${spy.calls.join(', ')}`);
+    await spy.close();
+  });
+
   it('begins a transaction with its first read, or with beginTransaction when that is off', async () => {
     for (const [beginWithFirstRead, expected] of [
       [true, ['lookup', 'commit', 'lookup', 'rollback']],

@@ -31,8 +31,10 @@ export async function queryDue(rpc: DatastoreRpc, kind: string, namespace: strin
   const found: DueLedger = { records: [], malformed: [] };
   let cursor: Uint8Array | undefined;
   for (let batch = 0; batch < MAX_BATCHES && found.records.length < limit && found.malformed.length < MAX_MALFORMED; batch++) {
-    const page = await rpc.runQuery(namespace, { ...query, limit: { value: limit - found.records.length }, ...(cursor && { startCursor: cursor }) });
-    for (const result of page.entityResults ?? []) {
+    const asked = limit - found.records.length;
+    const page = await rpc.runQuery(namespace, { ...query, limit: { value: asked }, ...(cursor && { startCursor: cursor }) });
+    const results = page.entityResults ?? [];
+    for (const result of results) {
       const entity = result.entity;
       if (!entity) continue;
       const path = entity.key?.path ?? [];
@@ -41,8 +43,10 @@ export async function queryDue(rpc: DatastoreRpc, kind: string, namespace: strin
       if ('malformed' in record) found.malformed.push(`${namespace}:${id ?? '?'}: ${record.malformed}`);
       else if (found.records.length < limit) found.records.push(record);
     }
-    // A page that stopped at its limit has more after it, as one that stopped for its size does.
-    const more = page.moreResults === 'NOT_FINISHED' || page.moreResults === 'MORE_RESULTS_AFTER_LIMIT';
+    // A page that stopped at its limit may have more after it, as one that stopped for its size
+    // does; only a page that returned all it was asked for can have stopped at its limit (reading
+    // on after a short page, as a first version did, asked the emulator again and again).
+    const more = page.moreResults === 'NOT_FINISHED' || (page.moreResults === 'MORE_RESULTS_AFTER_LIMIT' && results.length >= asked);
     if (!more || !page.endCursor || page.endCursor.length === 0) break;
     cursor = page.endCursor;
   }
