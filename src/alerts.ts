@@ -24,19 +24,25 @@ export interface Takeover {
 }
 
 /**
- * Claims the alert for `reason` on step `lock.seq`: returns the lock's new alert list when this
- * event should be alerted (record it with the event), or undefined when alerts of that reason are
- * off or (a failure) it was alerted before. Every overwrite is its own alert, named by who was
- * overwritten and who took over; a failure is named by the attempt that failed (or whose lease
- * expired). Markers of earlier steps are dropped, so the list stays short.
+ * Claims the alert of an overwrite (`who` is the takeover) or of a failure (`who` names the attempt
+ * that failed, or whose lease expired) on step `lock.seq`: returns the lock's new alert list when
+ * this event should be alerted (record it with the event), or undefined when alerts of that reason
+ * are off or (a failure) it was alerted before. Every overwrite is its own alert, named by who was
+ * overwritten and who took over. Markers of earlier steps are dropped, so the list stays short.
  */
-export function claimAlert(config: Config, lock: Lock, reason: AlertReason, who: Takeover | { failed: string }): string[] | undefined {
-  const enabled = reason === 'overwrite' ? config.alertOnOverwrite : config.alertOnFailure;
-  if (!config.alerter || !enabled) return undefined;
-  if (reason === 'failure' && lock.alerts.some((a) => a === `failure:${lock.seq}` || a.startsWith(`failure:${lock.seq}:`))) return undefined;
-  const marker = 'failed' in who ? `failure:${lock.seq}:${who.failed}` : `overwrite:${lock.seq}:${who.previous}:${who.next}`;
+export function claimAlert(config: Config, lock: Lock, who: Takeover | { failed: string }): string[] | undefined {
+  const failure = 'failed' in who;
+  if (!config.alerter || !(failure ? config.alertOnFailure : config.alertOnOverwrite)) return undefined;
+  const prefix = failurePrefix(lock.seq);
+  if (failure && lock.alerts.some((a) => a === prefix.slice(0, -1) || a.startsWith(prefix))) return undefined;
+  const marker = failure ? `${prefix}${who.failed}` : `overwrite:${lock.seq}:${who.previous}:${who.next}`;
   if (lock.alerts.includes(marker)) return undefined;
   return [...lock.alerts.filter((a) => markerSeq(a) === lock.seq), marker];
+}
+
+/** The start of every failure marker of step `seq` after the bare one older versions wrote (`failure:<seq>`). */
+function failurePrefix(seq: number): string {
+  return `failure:${seq}:`;
 }
 
 /** What marks a failure alert as sent: the claim's marker with this suffix. */
@@ -48,7 +54,7 @@ const SENT = ':sent';
  * still unmarked (the process died in between, or the alerter failed) is sent again by the sweep.
  */
 export function unsentFailure(lock: Lock): string | undefined {
-  const prefix = `failure:${lock.seq}:`;
+  const prefix = failurePrefix(lock.seq);
   const marker = lock.alerts.find((a) => a.startsWith(prefix));
   if (!marker || marker.endsWith(SENT)) return undefined;
   return marker.slice(prefix.length);
@@ -56,7 +62,7 @@ export function unsentFailure(lock: Lock): string | undefined {
 
 /** The lock's alerts with the failure alert of its step marked sent (unchanged when there is none to mark). */
 export function markedSent(lock: Lock): string[] {
-  const prefix = `failure:${lock.seq}:`;
+  const prefix = failurePrefix(lock.seq);
   return lock.alerts.map((a) => (a.startsWith(prefix) && !a.endsWith(SENT) ? `${a}${SENT}` : a));
 }
 

@@ -55,7 +55,7 @@ async function writeFailure(core: Core, lease: Lease, error: unknown, err: strin
   let intended: Lock | undefined;
   await lease.settle('release', () => lease.update((props, lock) => {
     const verdict = afterFailure(lock, core.config.maxRetries, error instanceof PermanentError);
-    const alerts = verdict === 'fail' ? claimAlert(core.config, lock, AlertReason.failure, { failed: lease.attempt }) : undefined;
+    const alerts = verdict === 'fail' ? claimAlert(core.config, lock, { failed: lease.attempt }) : undefined;
     intended = verdict === 'fail' ? failStep(lock, { now, error: err, alerts }) : release(lock, { now, error: err });
     decided = { verdict, tries: intended.tries, alerts, props, at: now };
     return writeLock(props, intended);

@@ -62,11 +62,11 @@ export async function take(core: Core, a: Arrival): Promise<{ answer: Answer } |
 /** The lock an arriving attempt writes when it takes the lease (or fails a step whose leases kept expiring). */
 function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): { lock: Lock; alerts: string[] | undefined } {
   if (d.action === 'overwrite') {
-    const alerts = claimAlert(core.config, lock, AlertReason.overwrite, { previous: d.previous, next: a.attempt });
+    const alerts = claimAlert(core.config, lock, { previous: d.previous, next: a.attempt });
     return { lock: overwrite(lock, { now, attempt: a.attempt, alerts }), alerts };
   }
   if (d.action === 'expire') {
-    const alerts = claimAlert(core.config, lock, AlertReason.failure, { failed: d.previous });
+    const alerts = claimAlert(core.config, lock, { failed: d.previous });
     const error = `lease of attempt ${d.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
     return { lock: expire(lock, { now, error, alerts }), alerts };
   }
