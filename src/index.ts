@@ -41,6 +41,8 @@ export { verifyLocalSignature, type LocalSecret } from './queue/local-signature'
 // Authenticators for task requests.
 export { oidcAuthenticator, type OidcAuthenticatorOptions, type OidcTokenVerifier } from './auth/oidc';
 export { appEngineAuthenticator, type AppEngineAuthenticatorOptions } from './auth/app-engine';
+// App Engine cron's requests, for the sweep route that cron.yaml calls.
+export { appEngineCronAuthenticator } from './auth/app-engine-cron';
 export { anyOf } from './auth/any-of';
 // People behind Identity-Aware Proxy, e.g. for the status router.
 export { iapAuthenticator, IAP_HEADER, type IapAuthenticatorOptions, type IapTokenVerifier } from './auth/iap';

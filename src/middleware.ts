@@ -71,11 +71,22 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
   };
 }
 
+/**
+ * The sweep route: POST (Cloud Scheduler) or GET (App Engine cron, which only sends GETs).
+ *
+ * A GET that changes state is safe here for two reasons. The sweep is idempotent: it re-sends only
+ * the steps whose ledger record is due and pushes each record's due time forward, so a repeated or
+ * early call does what the next scheduled sweep would have done, never a step twice (a step's task
+ * is deduplicated by the Locker as any duplicate is). And a GET is accepted only when an
+ * authenticator is in effect: the library's authenticators read headers that a link, a prefetch,
+ * a crawler or a cross-site page cannot make a browser send (a bearer token, `X-Appengine-*`, the
+ * local dispatcher's signature). With `authenticate: false` the route takes POSTs only.
+ */
 export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'authenticate'>): RequestHandler {
   rejectUnknownOptions('sweepHandler()', options, SWEEP_OPTION_NAMES);
   return (req, res) => {
     void (async () => {
-      let answer = admit(core, req, options.authenticate);
+      let answer = admitSweep(core, req, options.authenticate);
       if (answer instanceof Promise) answer = await answer;
       if (answer) return send(res, answer);
       try {
@@ -86,6 +97,15 @@ export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'aut
       }
     })();
   };
+}
+
+/** Admits a sweep request: POST, or GET when an authenticator is in effect (see `sweepMiddleware`). */
+function admitSweep(core: Core, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
+  const authenticate = routeAuth ?? core.config.authenticate;
+  if (req.method === 'GET' && authenticate === false) return { status: 405, message: 'a sweep without an authenticator takes POSTs only' };
+  if (req.method !== 'POST' && req.method !== 'GET') return { status: 405, message: 'a sweep is a POST (Cloud Scheduler) or a GET (App Engine cron)' };
+  if (authenticate === false) return undefined;
+  return authenticated(core, req, authenticate);
 }
 
 /** Authenticates a request; returns the refusal, or undefined to go on (a promise of it when an authenticator runs). */
