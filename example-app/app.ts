@@ -4,7 +4,7 @@
  * chains, and the sweep routes.
  */
 import express, { type Express, type Request, type Response } from 'express';
-import type { Locker } from '../src/index';
+import { appEngineCronAuthenticator, type Locker } from '../src/index';
 import type { Chains } from './chains';
 import type { OperatorConfig } from './config';
 import { operatorAuthenticator, operatorOnly } from './operator';
@@ -17,7 +17,7 @@ export interface AppDeps {
   locker: Locker;
   chains: Chains;
   records: Records;
-  /** On App Engine, `GET /cron/sweep` accepts App Engine cron's requests. */
+  /** On App Engine, `GET /sweep` accepts App Engine cron's requests (cron.yaml). */
   appEngine: boolean;
   /** Who may use the status page and start chains. */
   operator: OperatorConfig;
@@ -47,9 +47,14 @@ export function createApp(deps: AppDeps): Express {
   // token or App Engine's queue header) before it touches the store.
   app.use(deps.chains.router);
 
-  // Re-delivers stalled steps. For Cloud Scheduler (POST, authenticated like a task request); the
-  // local set-up sweeps in-process instead, and takes a sweep by hand at POST /local/sweep.
+  // Re-delivers stalled steps: the library's sweep route. For Cloud Scheduler a POST, authenticated
+  // like a task request; the local set-up sweeps in-process instead, and takes a sweep by hand at
+  // POST /local/sweep.
   app.post('/sweep', deps.locker.sweepHandler());
+  // App Engine cron (cron.yaml) sends a GET with `X-Appengine-Cron: true`, a header App Engine
+  // strips from outside requests. Anywhere else the header proves nothing, so the route exists
+  // only on App Engine.
+  if (deps.appEngine) app.get('/sweep', deps.locker.sweepHandler({ authenticate: appEngineCronAuthenticator() }));
   app.post('/local/sweep', operatorsOnly, async (_req, res) => {
     if (!deps.localSweep) {
       res.status(404).type('text').send('a sweep by hand runs only with the local dispatcher; deployed, Cloud Scheduler calls POST /sweep');
@@ -59,17 +64,6 @@ export function createApp(deps: AppDeps): Express {
       const result = await deps.locker.sweep();
       deps.say(`sweep by hand: ${JSON.stringify(result)}`);
       res.json(result);
-    });
-  });
-  // App Engine cron sends GET requests with `X-Appengine-Cron: true`, a header App Engine strips
-  // from outside requests; anywhere else the header proves nothing, so the route is off.
-  app.get('/cron/sweep', async (req, res) => {
-    if (!deps.appEngine || req.get('x-appengine-cron') !== 'true') {
-      res.status(403).type('text').send('only App Engine cron may call this route');
-      return;
-    }
-    await answer(res, deps, async () => {
-      res.json(await deps.locker.sweep());
     });
   });
   // The status page: the library's router, at the root (it answers only its own routes).

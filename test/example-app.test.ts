@@ -135,8 +135,8 @@ describe('example app, run as a child process (embedded store and dispatcher)', 
     assert.equal(forged.status, 401);
     const sweep = await fetch(`${app.url}/sweep`, { method: 'POST' });
     assert.equal(sweep.status, 401);
-    const cron = await fetch(`${app.url}/cron/sweep`, { headers: { 'x-appengine-cron': 'true' } });
-    assert.equal(cron.status, 403, 'outside App Engine the cron header proves nothing');
+    const cron = await fetch(`${app.url}/sweep`, { headers: { 'x-appengine-cron': 'true' } });
+    assert.equal(cron.status, 404, 'outside App Engine the cron header proves nothing: there is no GET /sweep');
     assert.deepEqual(await fetchStatus(app.url), before);
   });
 
@@ -172,6 +172,28 @@ describe('example app deployed without EXAMPLE_IAP_AUDIENCE (K_SERVICE set)', ()
       assert.equal(app.stdout().match(/^counter .* started$/gm)?.length, 1, 'only the autostarted counter chain started');
     } finally {
       await app.stop();
+    }
+  });
+});
+
+describe('example app on App Engine (GAE_APPLICATION set): the cron sweep', () => {
+  it('answers cron.yaml’s GET with the library’s sweep route, only with X-Appengine-Cron: true', async () => {
+    const cron = readFileSync(path.join(ROOT, 'cron.yaml'), 'utf8');
+    const url = /^\s+url: (\S+)$/m.exec(cron)?.[1];
+    assert.equal(url, '/sweep');
+    const app = await startExample({ GAE_APPLICATION: 'e~demo', GAE_SERVICE: 'default', EXAMPLE_AUTOSTART: '0' });
+    try {
+      const swept = await fetch(`${app.url}${url}`, { headers: { 'x-appengine-cron': 'true' } });
+      assert.equal(swept.status, 200);
+      assert.deepEqual(Object.keys((await swept.json()) as object).sort(), ['alerted', 'cleared', 'failed', 'malformed', 'resent', 'waiting']);
+      const forged = await fetch(`${app.url}${url}`);
+      assert.equal(forged.status, 401, 'a GET without the cron header is refused');
+      const task = await fetch(`${app.url}${url}`, { headers: { 'x-appengine-queuename': 'locker' } });
+      assert.equal(task.status, 401, 'a task queue’s header does not open the cron route');
+      const post = await fetch(`${app.url}${url}`, { method: 'POST', headers: { 'x-appengine-cron': 'true' } });
+      assert.equal(post.status, 401, 'the POST route keeps the task authenticator (Cloud Scheduler’s)');
+    } finally {
+      assert.equal(await app.stop(), 0);
     }
   });
 });
