@@ -100,6 +100,16 @@ describe('the Cloud Run guide’s main.ts', () => {
     assert.doesNotMatch(service.stderr(), /\n\s+at /, 'no stack trace');
   });
 
+  it('refuses a request timeout too short for a lease, naming the variable', async () => {
+    const service = run({
+      PORT: '0', GOOGLE_CLOUD_PROJECT: 'demo', TASKS_LOCATION: 'europe-west1', TASKS_QUEUE: 'steps', SERVICE_URL: 'https://orders.example.com',
+      TASKS_SERVICE_ACCOUNT: ACCOUNT, SMTP_URL: 'smtp://127.0.0.1:9', ALERT_TO: 'ops@example.com', ALERT_FROM: 'locker@example.com',
+      REQUEST_TIMEOUT_SECONDS: '60', OIDC_TEST_ISSUER: 'http://127.0.0.1:9', CLOUD_TASKS_TEST_PORT: '9',
+    });
+    assert.equal(await service.exited, 2);
+    assert.match(String(lines(service.stderr())[0]?.message), /^configuration error: REQUEST_TIMEOUT_SECONDS must be the service's --timeout, 90 to 1800/);
+  });
+
   describe('run against the Datastore emulator, the loopback Cloud Tasks server, an OIDC issuer and an SMTP server', { skip: process.env.DATASTORE_EMULATOR_HOST ? false : 'DATASTORE_EMULATOR_HOST is not set (npm test starts the emulator)' }, () => {
     let tasks: CloudTasksServer;
     let issuer: OidcIssuer;

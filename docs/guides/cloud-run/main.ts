@@ -11,7 +11,7 @@
  *   SERVICE_URL             the service's URL: where tasks go, and their OIDC audience
  *   TASKS_SERVICE_ACCOUNT   the account Cloud Tasks and Cloud Scheduler sign their tokens as
  *   SMTP_URL, ALERT_TO, ALERT_FROM   where alerts go (ALERT_TO may list several, comma-separated)
- *   REQUEST_TIMEOUT_SECONDS the service's --timeout (default 300, Cloud Run's default)
+ *   REQUEST_TIMEOUT_SECONDS the service's --timeout, 90 to 1800 (default 300, Cloud Run's default)
  *   DATASTORE_NAMESPACE     optional: the namespace of every entity (default: the default one)
  *   PORT                    set by Cloud Run (8080 when unset)
  */
@@ -62,8 +62,8 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     return value;
   };
   const seconds = Number(env.REQUEST_TIMEOUT_SECONDS?.trim() || 300);
-  if (!Number.isInteger(seconds) || seconds < 60 || seconds > 1800) {
-    throw new ConfigError('REQUEST_TIMEOUT_SECONDS must be the service\'s --timeout, 60 to 1800 (a task\'s dispatch deadline is at most 30 min).');
+  if (!Number.isInteger(seconds) || seconds < 90 || seconds > 1800) {
+    throw new ConfigError('REQUEST_TIMEOUT_SECONDS must be the service\'s --timeout, 90 to 1800 (a task\'s dispatch deadline is at most 30 min).');
   }
   return {
     port: Number(env.PORT || 8080),
@@ -111,6 +111,8 @@ async function start(env: NodeJS.ProcessEnv, google: GoogleClients): Promise<Ser
     authenticate: oidcAuthenticator({ audience: config.url, serviceAccountEmail: config.tasksAccount, client: google.tokens }),
     alerter,
     maxRetries: 10,
+    // A held lease is not overload: 409 retries only the refused task (see docs/concepts/throttling.md).
+    lockFailedStatus: 409,
     // An attempt is aborted (ctx.signal) half a minute before Cloud Run would cut its request.
     leaseTimeout: config.requestTimeoutMs - 30_000,
     // requestTimeout: config.requestTimeoutMs, // <- SWITCH ON with the Locker's requestTimeout option (shutdown/time-limits branch)
