@@ -78,9 +78,11 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
  * the steps whose ledger record is due and pushes each record's due time forward, so a repeated or
  * early call does what the next scheduled sweep would have done, never a step twice (a step's task
  * is deduplicated by the Locker as any duplicate is). And a GET is accepted only when an
- * authenticator is in effect: the library's authenticators read headers that a link, a prefetch,
- * a crawler or a cross-site page cannot make a browser send (a bearer token, `X-Appengine-*`, the
- * local dispatcher's signature). With `authenticate: false` the route takes POSTs only.
+ * authenticator is in effect: the task authenticators read headers that a link, a prefetch, a
+ * crawler or a cross-site page cannot make a browser send (a bearer token, `X-Appengine-*`, the
+ * local dispatcher's signature). With `authenticate: false` the route takes POSTs only. (Behind
+ * Identity-Aware Proxy, `iapAuthenticator` is satisfied by a signed-in browser: a page its user
+ * visits could start a sweep, which still does no more than the next scheduled one.)
  */
 export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'authenticate'>): RequestHandler {
   rejectUnknownOptions('sweepHandler()', options, SWEEP_OPTION_NAMES);
