@@ -96,8 +96,9 @@ async function runUnderLease<E, P>(
   }
   core.telemetry.count('run', a.key, { [Attr.outcome]: failure ? 'error' : 'ok' });
   const interruption = lease.interrupted();
-  // Stopped, and still running at the end of its grace: whatever it does next is not written.
-  if (ranOn && interruption) return handBack(core, a, lease, true, interruption);
+  // Stopped, and still running at the end of its grace: whatever it does next is not written
+  // (unless it already finished its step, whose answer follows).
+  if (ranOn && interruption && !step.done) return handBack(core, a, lease, true, interruption);
   await lease.pause();
 
   if (step.done) {

@@ -136,7 +136,7 @@ export class Lease implements Interruptible {
     await this.settle(ranOn ? 'abandon' : 'hand back', () => this.write((props, lock) => {
       intended = ranOn ? abandon(lock, { now, leaseDuration }) : handBack(lock, { now });
       return writeLock(props, intended);
-    }, (lock) => (intended && lock.req === intended.req && lock.ts?.getTime() === intended.ts?.getTime() && lock.seq === this.seq ? true : undefined)));
+    }, (lock) => (intended && lock.req === intended.req && lock.ts?.getTime() === intended.ts?.getTime() && lock.seq === this.seq ? true : undefined), true));
   }
 
   /** The reason the lease was lost, once it was: every later write is refused with it. */
@@ -218,13 +218,13 @@ export class Lease implements Interruptible {
     return this.write(change, recognise);
   }
 
-  /** `update`, also after the lease was given up (the hand-back's own write). */
-  private write(change: (props: Properties, lock: Lock) => Properties, recognise?: Recognise<true>): Promise<void> {
+  /** `update`; with `own`, also after the lease was given up (the hand-back's own write). */
+  private write(change: (props: Properties, lock: Lock) => Properties, recognise?: Recognise<true>, own = false): Promise<void> {
     const { store } = this.core.config;
     return withContentionRetry(async () => {
       const lock = readLock(this.snapshot.properties);
       if (recognise?.(lock)) return;
-      this.refuseIfLost(lock);
+      this.refuseIfLost(lock, own);
       const written = await this.core.replace(this.key, this.snapshot, change(this.snapshot.properties, lock));
       if (written) {
         this.snapshot = written;
@@ -258,9 +258,11 @@ export class Lease implements Interruptible {
     return result;
   }
 
-  private refuseIfLost(lock: Lock): void {
+  /** Throws unless this attempt still holds the lease; after a give-up (`handBack`), only the hand-back's own write (`own`) may go on. */
+  private refuseIfLost(lock: Lock, own = false): void {
     const lost = this.lost;
     if (lost) throw lost;
+    if (this.givenUp && !own) throw this.lostError();
     if (!holds(lock, this.attempt, this.seq)) throw this.lostError();
   }
 
