@@ -192,6 +192,25 @@ describe('locker.shutdown()', () => {
   });
 });
 
+describe('locker.shutdown(): a handler that finished its step and then hangs', () => {
+  it('is answered 200 with its step stored; nothing is handed back', async () => {
+    const t = taskApp(store);
+    const seen = record(t);
+    const key = newKey();
+    await seed(key);
+    const g = gate();
+    t.behave(async (ctx) => { await ctx.complete(); g.reach(); await g.opened; });
+    const answer = t.send(key, 1).then((res) => res);
+    await g.reached;
+    await t.locker.shutdown({ timeoutMs: 400 });
+    assert.equal((await answer).status, 200);
+    const lock = await lockOf(key);
+    assert.deepEqual([lock.seq, lock.state, lock.req], [2, StepState.complete, '']);
+    assert.deepEqual(seen.handedBack, []);
+    g.open();
+  });
+});
+
 describe('requestTimeout: a step is stopped before the platform cuts its request', () => {
   // requestTimeout 4 s: the handler is stopped at 3 s, given up at 3.5 s. The request itself is cut
   // at 4 s, as the platform would: an answer after that never arrives.
