@@ -227,13 +227,16 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * returns the same promise. See docs/concepts/shutdown-and-time-limits.md.
    */
   shutdown(options: { timeoutMs?: number } = {}): Promise<void> {
-    this.stopping ??= this.stop(options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
+      return Promise.reject(new ConfigError(`shutdown({ timeoutMs }): a positive whole number of ms; got ${String(timeoutMs)}`));
+    }
+    this.drain.stopping = true; // at once, before any await: the next task is answered 503
+    this.stopping ??= this.stop(timeoutMs);
     return this.stopping;
   }
 
   private async stop(timeoutMs: number): Promise<void> {
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError(`shutdown({ timeoutMs }): a positive whole number of ms; got ${String(timeoutMs)}`);
-    this.drain.stopping = true;
     // The last quarter (at most 2 s) is for stopping: half to let handlers return, half to write the hand-backs.
     const stopping = Math.min(2_000, Math.floor(timeoutMs / 4));
     if (!(await this.drain.settled(timeoutMs - stopping))) {

@@ -7,7 +7,7 @@ import type { Key } from '@google-cloud/datastore';
 import { DatastoreStore } from '../src/store/datastore';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { keys, taskApp, type TaskApp } from './support/task-app';
-import { LeaseLostError, RequestTimeoutError, ShutdownError } from '../src/errors';
+import { ConfigError, LeaseLostError, RequestTimeoutError, ShutdownError } from '../src/errors';
 import type { LockerEvents } from '../src/events';
 import { readLock } from '../src/lock-fields';
 import { StepState, type Properties, type Snapshot, type Store, type StoreTransaction } from '../src/types';
@@ -189,6 +189,17 @@ describe('locker.shutdown()', () => {
     const after = await store.get(key);
     assert.equal(after?.count, 1);
     assert.equal(readLock(after!).state, StepState.complete);
+  });
+});
+
+describe('locker.shutdown({ timeoutMs }) refuses a bad time', () => {
+  it('rejects with ConfigError and keeps taking steps', async () => {
+    const t = taskApp(store);
+    const key = newKey();
+    await seed(key);
+    for (const timeoutMs of [0, -1, 1.5]) await assert.rejects(t.locker.shutdown({ timeoutMs }), ConfigError);
+    assert.equal((await t.send(key, 1)).status, 200);
+    assert.equal(t.runs.length, 1);
   });
 });
 
