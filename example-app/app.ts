@@ -10,7 +10,7 @@ import type { OperatorConfig } from './config';
 import { operatorAuthenticator, operatorOnly } from './operator';
 import { REFRESH_SECONDS, renderIntro } from './page';
 import type { Records } from './records';
-import { CHAIN_KINDS, readStatus, sideEffectsColumn } from './status';
+import { CHAIN_KINDS, countAnswers, readStatus, sideEffectsColumn } from './status';
 
 /** What the app is made of. */
 export interface AppDeps {
@@ -35,9 +35,10 @@ export function createApp(deps: AppDeps): Express {
   const authenticate = operatorAuthenticator(deps.operator);
   // Open on a local run; on a deployed app only for operators (see operator.ts).
   const operatorsOnly = operatorOnly(deps.operator, authenticate);
+  const answers = countAnswers(deps.locker);
   app.get('/status.json', operatorsOnly, async (_req, res) => {
     await answer(res, deps, async () => {
-      res.set('Cache-Control', 'no-store').json({ ...(await readStatus(deps.locker, deps.records)), unfinishedAtStart: deps.unfinishedAtStart() });
+      res.set('Cache-Control', 'no-store').json({ ...(await readStatus(deps.locker, deps.records)), unfinishedAtStart: deps.unfinishedAtStart(), answers: answers() });
     });
   });
   app.post('/start/counter', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startCounter()));

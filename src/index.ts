@@ -16,6 +16,7 @@ export type { EntityFactory, ScheduleOptions, ScheduledStep, SelfStoring, TaskCo
 // Events, for logs and counters.
 export type { LockerEvents, StepEvent } from './events';
 export { DropReason } from './decision';
+export { AnswerReason } from './events';
 export type { SweepResult } from './sweep';
 
 // Errors: test with instanceof; each carries a stable code and the HTTP status it maps to.

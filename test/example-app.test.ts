@@ -14,7 +14,7 @@ import { builtinModules } from 'node:module';
 import { ConfigError } from '../src/errors';
 import { readConfig, type Env } from '../example-app/config';
 import { COUNTER_STEPS, FORGED_STEP } from '../example-app/chains';
-import type { ChainStatus } from '../example-app/status';
+import type { AnswerCounts, ChainStatus } from '../example-app/status';
 import { exampleEnv, fetchStatus, ROOT, runExample, startExample, waitFor, type ExampleProcess } from './support/example-process';
 
 /** The autostarted counter and order chains, once both are complete and the forged duplicate was dropped. */
@@ -137,7 +137,10 @@ describe('example app, run as a child process (embedded store and dispatcher)', 
     assert.equal(sweep.status, 401);
     const cron = await fetch(`${app.url}/sweep`, { headers: { 'x-appengine-cron': 'true' } });
     assert.equal(cron.status, 404, 'outside App Engine the cron header proves nothing: there is no GET /sweep');
-    assert.deepEqual(await fetchStatus(app.url), before);
+    const after = await fetchStatus(app.url);
+    assert.deepEqual(after.chains, before.chains);
+    assert.equal(answers(after).byReason.unauthenticated ?? 0, (answers(before).byReason.unauthenticated ?? 0) + 1, 'the refused task request is counted, and why');
+    assert.equal(answers(after).total, answers(before).total + 1, 'the sweep route is not a task route');
   });
 
   it('answers 405 to anything but a POST on a task route, as the life-of-a-step table says', async () => {
@@ -202,7 +205,7 @@ describe('example app with EXAMPLE_AUTOSTART=0', () => {
   it('starts no chain', async () => {
     const app = await startExample({ EXAMPLE_AUTOSTART: '0' });
     try {
-      assert.deepEqual(await fetchStatus(app.url), { chains: [], unfinishedAtStart: [] });
+      assert.deepEqual(await fetchStatus(app.url), { chains: [], unfinishedAtStart: [], answers: { total: 0, byReason: {}, byStatus: {} } });
       const html = await (await fetch(`${app.url}/`)).text();
       assert.match(html, /<p class="empty">No steps to show.<\/p>/);
     } finally {
@@ -402,4 +405,9 @@ describe('example app on the Datastore emulator', { skip: process.env.DATASTORE_
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** The task routes' non-2xx answers counted in /status.json. */
+function answers(status: object): AnswerCounts {
+  return (status as { answers: AnswerCounts }).answers;
 }

@@ -113,9 +113,9 @@ async function start(env: NodeJS.ProcessEnv, google: GoogleClients): Promise<Ser
     maxRetries: 10,
     // A held lease is not overload: 409 retries only the refused task (see docs/concepts/throttling.md).
     lockFailedStatus: 409,
-    // An attempt is aborted (ctx.signal) half a minute before Cloud Run would cut its request.
-    leaseTimeout: config.requestTimeoutMs - 30_000,
-    // requestTimeout: config.requestTimeoutMs, // <- SWITCH ON with the Locker's requestTimeout option (shutdown/time-limits branch)
+    // The service's --timeout: an attempt is stopped (ctx.signal) a margin before Cloud Run would
+    // cut its request, and its lease handed back (see docs/concepts/shutdown-and-time-limits.md).
+    requestTimeout: config.requestTimeoutMs,
   });
   const orderKey = (id: string) => datastore.key({ namespace: config.namespace, path: ['Order', id] });
 
