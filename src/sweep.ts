@@ -8,6 +8,7 @@
  */
 import type { Core } from './core';
 import { resendUnsentFailure } from './failure-alert';
+import { resendUnsentOverwrites } from './overwrite-alert';
 import { keyPath } from './key-codec';
 import { resendName, taskRequest } from './ledger';
 import { readLock, type Lock } from './lock-fields';
@@ -26,7 +27,11 @@ export interface SweepResult {
   failed: number;
   /** Records that are not valid ledger records: skipped and logged. */
   malformed: number;
-  /** Failure alerts sent again: claimed when their step failed, but never marked sent (the process died, or the alerter failed). */
+  /**
+   * Alerts sent again, failure and overwrite alerts alike: claimed on the entity but never marked
+   * sent (the process died or was frozen after its answer, or the alerter failed). Each under the
+   * id of its first send.
+   */
   alerted: number;
 }
 
@@ -68,10 +73,14 @@ async function sweepOne(core: Core, record: LedgerRecord, result: SweepResult): 
   const props = await store.get(record.key);
   const lock = props ? readLock(props) : undefined;
   const now = clock();
-  const alert = await resendUnsentFailure(core, record, props, lock, now);
-  if (alert === 'sent') result.alerted++;
-  else if (typeof alert === 'number') {
-    await updateRecord(core, record, (r) => ({ ...r, due: new Date(alert) }));
+  const failure = await resendUnsentFailure(core, record, props, lock, now);
+  if (failure === 'sent') result.alerted++;
+  const overwrites = await resendUnsentOverwrites(core, record, props, lock, now);
+  result.alerted += overwrites?.sent ?? 0;
+  const alertsDue = Math.min(typeof failure === 'number' ? failure : Infinity, overwrites?.due ?? Infinity);
+  if (alertsDue !== Infinity) {
+    // Alerts still owed: the record stays (also that of a step that moved on) until they are sent.
+    await updateRecord(core, record, (r) => ({ ...r, due: new Date(alertsDue) }));
     return 'waiting';
   }
   const verdict = stallVerdict(lock, record, { now, stallAfter, leaseDuration });
