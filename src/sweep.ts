@@ -77,20 +77,17 @@ async function sweepOne(core: Core, record: LedgerRecord, result: SweepResult): 
   if (failure === 'sent') result.alerted++;
   const overwrites = await resendUnsentOverwrites(core, record, props, lock, now);
   result.alerted += overwrites?.sent ?? 0;
+  // Alerts still owed keep the record (also that of a step no longer live) and bring it back by then.
   const alertsDue = Math.min(typeof failure === 'number' ? failure : Infinity, overwrites?.due ?? Infinity);
-  if (alertsDue !== Infinity) {
-    // Alerts still owed: the record stays (also that of a step that moved on) until they are sent.
-    await updateRecord(core, record, (r) => ({ ...r, due: new Date(alertsDue) }));
-    return 'waiting';
-  }
   const verdict = stallVerdict(lock, record, { now, stallAfter, leaseDuration });
-  if (verdict.action === 'clear') {
+  if (verdict.action === 'clear' && alertsDue === Infinity) {
     await store.deleteLedger(record.key, record.id);
     core.config.logger.info('ledger record cleared', { ...where(record), why: verdict.why });
     return 'cleared';
   }
-  if (verdict.action === 'wait') {
-    await updateRecord(core, record, (r) => ({ ...r, due: new Date(verdict.due) }));
+  if (verdict.action !== 'resend') {
+    const due = Math.min(verdict.action === 'wait' ? verdict.due : Infinity, alertsDue);
+    await updateRecord(core, record, (r) => ({ ...r, due: new Date(due) }));
     return 'waiting';
   }
   return resend(core, record, lock!, now);

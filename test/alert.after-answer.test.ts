@@ -250,6 +250,27 @@ describe('alerts: the usual cases owe nothing and cost nothing', () => {
     await s.t.locker.shutdown();
   });
 
+  it('an alerter that stays down delays no step: the sweep re-delivers a stalled step and tries the alert again later', async () => {
+    const namespace = uniqueNamespace('after-answer');
+    const s = app(namespace);
+    const { key, task } = await staleStep(s, namespace);
+    s.state.down = true;
+    s.t.behave(() => { throw new Error('try again'); });
+    assert.equal((await deliver(s.t, task)).status, 500, 'released, its overwrite alert unsent');
+    const tasks = s.queue.tasks.length;
+    s.advance(10 * MIN); // the step stalled: nobody took the released lease
+    const swept = await s.t.locker.sweep();
+    assert.equal(swept.alerted, 0, 'the alerter is still down');
+    assert.equal(swept.resent, 1, 'the step is re-delivered all the same');
+    assert.equal(s.queue.tasks.length, tasks + 1);
+    s.state.down = false;
+    s.t.behave(() => undefined);
+    assert.equal((await deliver(s.t, s.queue.last())).status, 200, 'the re-delivery runs the step');
+    assert.deepEqual(s.received.map((e) => e.id), [alertId(AlertReason.overwrite, key, 1, 'crashed-attempt')], 'and sends the alert it found unmarked');
+    assert.equal((await new DatastoreStore(datastore).get(key))!.lock_alerts, undefined);
+    await s.t.locker.shutdown();
+  });
+
   it('an unsent overwrite alert travels with the chain: the next step\'s attempt sends it and its own last write marks it', async () => {
     const namespace = uniqueNamespace('after-answer');
     const s = app(namespace);
