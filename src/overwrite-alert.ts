@@ -79,14 +79,16 @@ export function overwriteAlertGrace(core: Core): number {
 
 /**
  * A write that ends step `before.seq` (`finish`, `schedule`, `kickoff`: each clears `lock_alerts`)
- * keeps the overwrite alerts still unmarked, less the writer's `sent`; when it keeps any, its
- * ledger `record` (if given) comes due within the grace, so the sweep looks soon. Unchanged in the
- * usual case: the lock had no alerts.
+ * keeps the overwrite alerts still unmarked, less the writer's `sent` (none when overwrite alerts
+ * are off); when it keeps any, its ledger `record` (if given) comes due within the grace, so the
+ * sweep looks soon. Unchanged in the usual case: the lock had no alerts.
  */
 export function endStepAlerts<R extends { lock: Lock; record?: LedgerRecord }>(
   core: Core, ended: R, before: Lock, sent: readonly string[], now: Date,
 ): R {
   if (before.alerts.length === 0) return ended;
+  // With overwrite alerts off nobody would send them: the step's end drops them, as it always did.
+  if (!core.config.alerter || !core.config.alertOnOverwrite) return ended;
   const kept = carriedAlerts(before, sent);
   if (kept.length === 0) return ended;
   const out = { ...ended, lock: alerted(ended.lock, { alerts: kept }) };
