@@ -18,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Core } from './core';
 import { ConfigError, StoreUnavailableError } from './errors';
-import { checkDeliverable } from './key-codec';
+import { checkDeliverable, keyPath } from './key-codec';
 import { planKickoff, kickoffChainId, type KickoffPlan } from './kickoff-plan';
 import { dispatch } from './ledger';
 import { describeError, UNINDEXED_LOCK_FIELDS } from './lock-fields';
@@ -239,7 +239,7 @@ function started(core: Core, p: Pending, record: LedgerRecord, previousTask: str
  */
 function fail(core: Core, run: Run, p: Pending, error: unknown): void {
   run.settle(p.index, { status: 'failed', key: p.item.key, error: asError(error) });
-  core.config.logger.warn('scheduleMany(): a chain was not started', { key: p.item.key.path.join('/'), error: describeError(error) });
+  core.config.logger.warn('scheduleMany(): a chain was not started', { key: keyPath(p.item.key), error: asError(error).message });
 }
 
 /** Removes a record an earlier write of this item may have left (its entity was not written): the sweep would otherwise. */
