@@ -16,10 +16,10 @@ import { keyString } from '../src/store/keys';
 import { StepState } from '../src/types';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { readAll } from './schedule-many-suite';
+import { BATCH } from '../src/schedule-many';
 
 const ROOT = path.resolve(__dirname, '..');
 const ITEMS = 5_000;
-const BATCH = 500;
 const datastore = legacyDatastore();
 
 interface Run { child: ChildProcess; out: string[]; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
