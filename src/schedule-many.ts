@@ -71,34 +71,35 @@ export async function scheduleMany(core: Core, items: readonly KickoffItem[], op
   const concurrency = options.concurrency ?? SCHEDULE_MANY_DEFAULTS.concurrency;
   if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new RangeError(`scheduleMany(): concurrency must be a whole number of at least 1; got ${String(concurrency)}`);
 
-  const run = new Run(core, items.length, kickoffId, options.onProgress);
+  const run = new Run(core, items, kickoffId, options.onProgress);
   const pending = check(core, items, kickoffId, run);
   const batches: Pending[][] = [];
   for (let start = 0; start < pending.length; start += BATCH) batches.push(pending.slice(start, start + BATCH));
+  const sending = new Limiter(concurrency); // across batches: at most `concurrency` tasks are created at once
   await eachLimited(batches, PARALLEL_BATCHES, async (batch) => {
     const toSend = await write(core, batch, run);
-    await eachLimited(toSend, concurrency, (s) => send(core, s, run));
+    await Promise.all(toSend.map((s) => sending.run(() => send(core, s, run))));
   });
   return run.result();
 }
 
 /** Checks every item; throws on a key given twice, reports the other invalid items failed. */
 function check(core: Core, items: readonly KickoffItem[], kickoffId: string, run: Run): Pending[] {
-  const seen = new Map<string, number>();
-  const ids: (string | Error)[] = items.map((item, index) => {
+  const first = new Map<string, number>();
+  const ids = items.map((item, index) => {
+    let id: string;
     try {
       if (typeof item !== 'object' || item === null) throw new TypeError('an item must be { key, entity, path, payload?, scheduleTime? }');
-      const id = keyString(item.key);
-      const first = seen.get(id);
-      if (first !== undefined) {
-        throw new DuplicateKey(`scheduleMany(): items ${first} and ${index} have the same key; each entity may be kicked off once per call. Nothing was written.`);
-      }
-      seen.set(id, index);
-      return id;
+      id = keyString(item.key);
     } catch (error) {
-      if (error instanceof DuplicateKey) throw new TypeError(error.message);
-      return error instanceof Error ? error : new TypeError(String(error));
+      return asError(error);
     }
+    const earlier = first.get(id);
+    if (earlier !== undefined) {
+      throw new TypeError(`scheduleMany(): items ${earlier} and ${index} have the same key; each entity may be kicked off once per call. Nothing was written.`);
+    }
+    first.set(id, index);
+    return id;
   });
   const pending: Pending[] = [];
   items.forEach((item, index) => {
@@ -110,13 +111,11 @@ function check(core: Core, items: readonly KickoffItem[], kickoffId: string, run
       const step = checkStep(core, item.path, item.payload, item.scheduleTime ? { at: item.scheduleTime } : {});
       pending.push({ index, item, step, chain: kickoffChainId(kickoffId, id) });
     } catch (error) {
-      run.settle(index, { status: 'failed', key: item?.key, error: error instanceof Error ? error : new TypeError(String(error)) });
+      run.settle(index, { status: 'failed', key: item?.key, error: asError(error) });
     }
   });
   return pending;
 }
-
-class DuplicateKey extends Error {}
 
 /** Reads, decides and writes one batch (again for the entities that changed meanwhile); returns the steps to send. */
 async function write(core: Core, batch: Pending[], run: Run): Promise<ToSend[]> {
@@ -178,7 +177,7 @@ function decide(core: Core, run: Run, p: Pending, read: VersionedRead, now: Date
 /** A store without the batch operations: each item in a transaction of its own, as `schedule()` runs it. */
 async function eachTransaction(core: Core, batch: Pending[], run: Run): Promise<ToSend[]> {
   const toSend: ToSend[] = [];
-  await eachLimited(batch, 16, async (p) => {
+  await eachLimited(batch, 2, async (p) => { // 2 per batch, 16 in all: as many transactions as a loop of schedule() at concurrency 16
     try {
       const now = new Date(core.config.clock());
       const done = await core.transact(async (tx) => {
@@ -269,19 +268,40 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** Runs functions, at most `limit` at a time. */
+class Limiter {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    while (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running++;
+    try {
+      return await fn();
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
 /** The results of one call, and its progress. */
 class Run {
   private readonly results: (KickoffResult | undefined)[];
   private readonly counts = { started: 0, busy: 0, failed: 0 };
+  private readonly total: number;
   private sinceProgress = 0;
 
   constructor(
     private readonly core: Core,
-    private readonly total: number,
+    private readonly items: readonly KickoffItem[],
     private readonly kickoffId: string,
     private readonly onProgress: ((progress: KickoffProgress) => void) | undefined,
   ) {
-    this.results = new Array<KickoffResult | undefined>(total);
+    this.total = items.length;
+    this.results = new Array<KickoffResult | undefined>(this.total);
   }
 
   settled(index: number): boolean {
@@ -315,7 +335,8 @@ class Run {
 
   result(): ScheduleManyResult {
     this.progress();
-    const results = this.results.map((r, i) => r ?? { status: 'failed' as const, key: undefined as never, error: new Error(`item ${i} was not settled`) });
+    // Every item is settled by then; the fallback only keeps the answer whole if a path were missed.
+    const results = this.results.map((r, i): KickoffResult => r ?? { status: 'failed', key: this.items[i]!.key, error: new Error(`item ${i} was not settled`) });
     return { kickoffId: this.kickoffId, results, ...this.counts };
   }
 }
