@@ -26,8 +26,11 @@ export interface KickoffProgress {
   total: number;
   /** Items settled: started (their task sent or left to the sweep), busy or failed. */
   done: number;
+  /** Items whose chain started (or had been started by an earlier run of the same kickoff). */
   started: number;
+  /** Items whose entity runs another chain's step. */
   busy: number;
+  /** Items not started. */
   failed: number;
 }
 
@@ -65,6 +68,7 @@ export type KickoffResult =
   | {
     /** The chain started (or, with `resumed`, had been started by an earlier run of this kickoff). */
     status: 'started';
+    /** The item's key. */
     key: Key;
     /** The step the chain is at: its first step, unless it moved on since an earlier run started it. */
     seq: number;
@@ -78,6 +82,7 @@ export type KickoffResult =
   | {
     /** Another chain's step is scheduled or running on the entity: left unchanged, as `schedule()` refuses with `ChainBusyError`. */
     status: 'busy';
+    /** The item's key. */
     key: Key;
     /** The step that is scheduled or running. */
     seq: number;
@@ -92,7 +97,9 @@ export type KickoffResult =
      * `kickoffId` reports it).
      */
     status: 'failed';
+    /** The item's key. */
     key: Key;
+    /** Why it was not started. */
     error: Error;
   };
 
@@ -102,7 +109,10 @@ export interface ScheduleManyResult {
   kickoffId: string;
   /** One result per item, in the items' order. */
   results: KickoffResult[];
+  /** Results `started`. */
   started: number;
+  /** Results `busy`. */
   busy: number;
+  /** Results `failed`. */
   failed: number;
 }
