@@ -21,7 +21,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreRejectedError, StoreUnavailableError } from '../errors';
 import type { ConditionalOutcome, ConditionalWrite, VersionedRead } from '../types';
-import { rollBack } from './datastore-commit';
+import { ABSENT_VERSION as ABSENT, rollBack } from './datastore-commit';
 import { entityProto } from './datastore-encode';
 import { lookupMany } from './datastore-lookup';
 import { decodeEntity, type RawEntity, type RawValue } from './datastore-protos';
@@ -38,8 +38,6 @@ export const MAX_MUTATIONS = 500;
 export const TRANSACTION_WRITES = 150;
 /** The largest commit request sent, bytes (Datastore takes 10 MiB). */
 const MAX_COMMIT_BYTES = 8 * 1024 * 1024;
-/** The version a write of an entity read absent carries: Datastore's version of "no entity". */
-const ABSENT = '0';
 
 /** What the batch operations need from their store. */
 export interface BatchConfig {
