@@ -122,6 +122,7 @@ async function write(core: Core, batch: Pending[], run: Run): Promise<ToSend[]> 
   const { store } = core.config;
   if (!store.readMany || !store.replaceMany) return eachTransaction(core, batch, run);
   const toSend: ToSend[] = [];
+  const excludeFromIndexes = excludes(core);
   let open = batch;
   for (let round = 0; round < ROUNDS && open.length > 0; round++) {
     let reads: VersionedRead[];
@@ -138,7 +139,7 @@ async function write(core: Core, batch: Pending[], run: Run): Promise<ToSend[]> 
       const read = reads[i]!;
       const plan = decide(core, run, p, read, now, toSend);
       if (plan?.kind !== 'start') return;
-      writes.push({ read, properties: plan.properties, excludeFromIndexes: excludes(core), record: plan.record });
+      writes.push({ read, properties: plan.properties, excludeFromIndexes, record: plan.record });
       writing.push({ pending: p, previousTask: plan.previousTask, record: plan.record });
       p.recorded = plan.record;
     });
