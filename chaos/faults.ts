@@ -1,6 +1,6 @@
 /**
- * The run's fault schedule outside the dispatcher and the handlers: SIGKILL of a worker every
- * `killEveryMs`, a store fault every `storeFaultEveryMs` (resets of open connections, or a window
+ * The run's fault schedule outside the dispatcher and the handlers: a worker stopped every
+ * `killEveryMs` (SIGKILL, or with `sigterm` SIGTERM, the grace, then SIGKILL) and started again, a store fault every `storeFaultEveryMs` (resets of open connections, or a window
  * of delayed traffic), and one store outage of `outageMs`. All drawn from the seed, in order.
  */
 import type { Fleet } from './fleet';
@@ -52,7 +52,7 @@ export class FaultSchedule {
   }
 
   private kill(slot: number): void {
-    this.note('kill', `SIGKILL worker ${slot}`);
+    this.note('kill', `${this.options.sigterm ? 'SIGTERM' : 'SIGKILL'} worker ${slot}`);
     this.killing = this.killing.then(() => this.fleet.kill(slot));
   }
 

@@ -12,15 +12,44 @@
  *   are told apart by their stable id: the same alert received twice counts once (`alertsRepeated`);
  * - each chain's steps ran in order: the first effect of step k comes after the first of step k-1;
  * - no step is lost: a chain that is neither complete nor failed is stuck at a lost step;
+ * - no alert is lost: every overwrite and every failure the oracle knows happened reached the
+ *   alerter at least once, and every copy of one alert has the same id:
+ *   - an overwrite, from the handlers' run records (entered, left and how): an attempt of a step
+ *     that another attempt of the step entered after, while it had not left (still running, or
+ *     cut off by a kill and never left), or after it returned (its outcome was never stored), lost
+ *     its lease to a takeover or a hand-back, which an alert naming it as the attempt before must
+ *     report (an overwrite, or whatever reason other than failure names an interrupted attempt).
+ *     An attempt that threw, failed or stopped on its signal before the next one entered may have
+ *     been released without an alert, so it is not required;
+ *   - a failure, from the entity's stored state at the end (read by the harness with the client,
+ *     `lock_state` failed at `lock_seq`): a failure alert of that step;
+ *   - copies: alerts about the same event (reason, key, step, attempt before, attempt after) with
+ *     different ids;
  * - no worker died except those killed on purpose (reported by the fleet).
  */
-import type { AlertRecord, EffectRecord } from './protocol';
+import type { AlertRecord, EffectRecord, RunRecord } from './protocol';
+
+/** A chain entity's lock at the end of the run, as stored. */
+export interface FinalState {
+  /** `lock_state`, when stored. */
+  state: string | undefined;
+  /** `lock_seq`. */
+  seq: number;
+}
+
+/** What the oracle judges from beyond effects and alerts (both optional: without them, the rules that need them are not checked). */
+export interface Evidence {
+  /** The handlers' run records. */
+  runs?: readonly RunRecord[];
+  /** Per chain name, its stored lock at the end. */
+  finals?: ReadonlyMap<string, FinalState>;
+}
 
 /** One broken rule, about one chain (or the run). */
 export interface Violation {
   chain?: string;
   seq?: number;
-  rule: 'lost-step' | 'duplicate-unalerted' | 'out-of-order' | 'ran-after-failure' | 'worker-died';
+  rule: 'lost-step' | 'duplicate-unalerted' | 'out-of-order' | 'ran-after-failure' | 'alert-lost' | 'alert-id-differs' | 'worker-died';
   detail: string;
 }
 
@@ -44,31 +73,58 @@ export interface Verdict {
   /** Alerts received more than once (the same id again): allowed, alerts are at least once. */
   alertsRepeated: number;
   failuresAlerted: number;
+  /** Attempts the run records show lost their lease while running or after returning (each needs an alert naming it). */
+  overwritesEvident: number;
+  /** Of those, the ones no alert names: lost overwrite alerts. */
+  overwriteAlertsLost: number;
+  /** Chains stored failed at the end whose failure no alert reported. */
+  failureAlertsLost: number;
+  /** Events whose copies reached the alerter under more than one id. */
+  alertIdsDiffering: number;
   /** The longest wait between two consecutive steps of a chain (first effects), ms. */
   recoveryMaxMs: number;
   violations: Violation[];
 }
 
-/** Judges `chains` chains named by `chainName(i)`, of `steps` steps each. */
-export function judge(chainNames: readonly string[], steps: number, effects: readonly EffectRecord[], alerts: readonly AlertRecord[]): Verdict {
+/** Judges the chains named `chainNames`, of `steps` steps each. */
+export function judge(
+  chainNames: readonly string[], steps: number, effects: readonly EffectRecord[], alerts: readonly AlertRecord[], evidence: Evidence = {},
+): Verdict {
   const distinct = [...new Map(alerts.map((a, i) => [a.id ?? `#${i}`, a])).values()];
   const effectsBy = groupBy(effects, (e) => `${e.key}/${e.seq}`);
-  const overwrites = groupBy(distinct.filter((a) => a.reason === 'overwrite'), (a) => `${a.key}/${a.seq}`);
+  // An overwrite, or any other reason but failure that names the attempt before (a hand-back that interrupted it).
+  const overwrites = groupBy(distinct.filter((a) => a.reason !== 'failure'), (a) => `${a.key}/${a.seq}`);
   const failures = groupBy(distinct.filter((a) => a.reason === 'failure'), (a) => a.key);
+  const runsBy = groupBy(evidence.runs ?? [], (r) => `${r.key}/${r.seq}`);
   const v: Verdict = {
     chainsComplete: 0, chainsFailed: 0, steps: 0, effects: effects.length, lostSteps: 0, effectsDuplicatedUnalerted: 0,
     duplicatedWithoutAlert: 0, duplicatedBeyondAlerts: 0, effectsDuplicatedAlerted: 0, overwritesAlerted: distinct.filter((a) => a.reason === 'overwrite').length,
     alertsRepeated: alerts.length - distinct.length,
-    failuresAlerted: distinct.filter((a) => a.reason === 'failure').length, recoveryMaxMs: 0, violations: [],
+    failuresAlerted: distinct.filter((a) => a.reason === 'failure').length,
+    overwritesEvident: 0, overwriteAlertsLost: 0, failureAlertsLost: 0, alertIdsDiffering: 0, recoveryMaxMs: 0, violations: [],
   };
+  checkAlertIds(alerts, v);
   for (const chain of chainNames) {
-    const failedAt = Math.min(...(failures.get(chain) ?? []).map((a) => a.seq));
+    const final = evidence.finals?.get(chain);
+    const storedFailedAt = final?.state === 'failed' ? final.seq : undefined;
+    const alertedFailures = failures.get(chain) ?? [];
+    if (storedFailedAt !== undefined && !alertedFailures.some((a) => a.seq === storedFailedAt)) {
+      v.failureAlertsLost++;
+      v.violations.push({ chain, seq: storedFailedAt, rule: 'alert-lost', detail: `step ${storedFailedAt} is stored failed for good and no failure alert of it reached the alerter` });
+    }
+    const failedAt = Math.min(...alertedFailures.map((a) => a.seq), storedFailedAt ?? Infinity);
     let previousFirst: number | undefined;
     let stuckAt: number | undefined;
     for (let seq = 1; seq <= steps; seq++) {
       const ran = (effectsBy.get(`${chain}/${seq}`) ?? []).sort((a, b) => a.t - b.t);
       const stepAlerts = overwrites.get(`${chain}/${seq}`) ?? [];
       const overwritten = new Set(stepAlerts.map((a) => a.previousAttempt));
+      for (const lost of lostLeases(runsBy.get(`${chain}/${seq}`) ?? [])) {
+        v.overwritesEvident++;
+        if (overwritten.has(lost.attempt)) continue;
+        v.overwriteAlertsLost++;
+        v.violations.push({ chain, seq, rule: 'alert-lost', detail: `attempt ${lost.attempt} lost its lease (${lost.why}) and no alert names it` });
+      }
       if (seq > failedAt) {
         if (ran.length > 0) v.violations.push({ chain, seq, rule: 'ran-after-failure', detail: `step ${seq} ran after step ${failedAt} failed for good` });
         continue;
@@ -105,6 +161,48 @@ export function judge(chainNames: readonly string[], steps: number, effects: rea
     }
   }
   return v;
+}
+
+/** An attempt the run records show lost its lease, and how the oracle knows. */
+interface LostLease {
+  attempt: string;
+  why: string;
+}
+
+/**
+ * The attempts of one step that lost their lease to another attempt: one that entered after them
+ * while they had not left, or after they had returned (see the file's comment).
+ */
+export function lostLeases(runs: readonly RunRecord[]): LostLease[] {
+  const entered = new Map<string, number>();
+  const left = new Map<string, RunRecord>();
+  for (const r of runs) {
+    if (r.what === 'entered') entered.set(r.attempt, Math.min(r.t, entered.get(r.attempt) ?? Infinity));
+    else left.set(r.attempt, r);
+  }
+  const order = [...entered].sort((a, b) => a[1] - b[1]);
+  const out: LostLease[] = [];
+  for (const [i, [attempt, t]] of order.entries()) {
+    const next = order.slice(i + 1).find(([, u]) => u > t);
+    if (!next) continue;
+    const end = left.get(attempt);
+    if (!end) out.push({ attempt, why: `it never left its handler (cut off) and ${next[0]} entered ${next[1] - t} ms after it` });
+    else if (end.t > next[1]) out.push({ attempt, why: `${next[0]} entered while it ran, ${end.t - next[1]} ms before it left (${end.outcome ?? '?'})` });
+    else if (end.outcome === 'returned') out.push({ attempt, why: `it returned and ${next[0]} entered ${next[1] - end.t} ms later` });
+  }
+  return out;
+}
+
+/** Flags every event whose copies came under more than one id. */
+function checkAlertIds(alerts: readonly AlertRecord[], v: Verdict): void {
+  const byEvent = groupBy(alerts.filter((a) => a.id !== undefined), (a) => [a.reason, a.key, a.seq, a.previousAttempt ?? '', a.newAttempt ?? ''].join('/'));
+  for (const copies of byEvent.values()) {
+    const ids = new Set(copies.map((a) => a.id));
+    if (ids.size < 2) continue;
+    const a = copies[0]!;
+    v.alertIdsDiffering++;
+    v.violations.push({ chain: a.key, seq: a.seq, rule: 'alert-id-differs', detail: `one ${a.reason} alert (attempt ${a.previousAttempt ?? '-'} → ${a.newAttempt ?? '-'}) came under ${ids.size} ids: ${[...ids].join(', ')}` });
+  }
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {

@@ -22,6 +22,30 @@ export interface ChaosSummary {
   tasksDropped: number;
   /** Workers that died without being killed on purpose. */
   workerDeaths: number;
+  /** Overwrites the run records show (an attempt that lost its lease), and of those, the ones no alert named. */
+  overwritesEvident: number;
+  overwriteAlertsLost: number;
+  /** Chains stored failed whose failure no alert reported. */
+  failureAlertsLost: number;
+  /** Lost alerts in all (overwrite and failure): the invariant is 0. */
+  alertsLost: number;
+  /** `--freeze-idle`: SIGSTOPs after a last answer, SIGCONTs before a request or a SIGTERM, idle workers replaced. */
+  freezes: number;
+  thaws: number;
+  scaleIns: number;
+  /** `--sigterm`: SIGTERMs sent, and workers SIGKILLed at the end of their grace. */
+  sigterms: number;
+  sigkillsAfterGrace: number;
+  /** Step attempts running at a SIGTERM, and what became of them (see `DrainFigures`). */
+  drainInFlight: number;
+  drainFinished: number;
+  drainHandedBackSilently: number;
+  drainHandedBackAlerted: number;
+  drainCutByKill: number;
+  /** Steps running at a SIGTERM whose effect was recorded by more than one attempt. */
+  drainRanTwice: number;
+  /** Step attempts a worker took on after its SIGTERM. */
+  drainAcceptedWhileStopping: number;
   violations: number;
   stepP50Ms: number;
   stepP99Ms: number;
@@ -48,6 +72,22 @@ export function summary(r: ChaosResult): ChaosSummary {
     tasksLost: r.dispatcher.tasksLost,
     tasksDropped: r.dispatcher.tasksDropped,
     workerDeaths: r.deaths.length,
+    overwritesEvident: r.verdict.overwritesEvident,
+    overwriteAlertsLost: r.verdict.overwriteAlertsLost,
+    failureAlertsLost: r.verdict.failureAlertsLost,
+    alertsLost: r.verdict.overwriteAlertsLost + r.verdict.failureAlertsLost,
+    freezes: r.fleet.freezes,
+    thaws: r.fleet.thaws,
+    scaleIns: r.fleet.scaleIns,
+    sigterms: r.fleet.terms,
+    sigkillsAfterGrace: r.fleet.termKills,
+    drainInFlight: r.drain.inFlight,
+    drainFinished: r.drain.finished,
+    drainHandedBackSilently: r.drain.handedBackSilently,
+    drainHandedBackAlerted: r.drain.handedBackAlerted,
+    drainCutByKill: r.drain.cutByKill,
+    drainRanTwice: r.drain.ranTwice,
+    drainAcceptedWhileStopping: r.drain.acceptedWhileStopping,
     violations: r.verdict.violations.length,
     stepP50Ms: percentile(sorted, 0.5),
     stepP99Ms: percentile(sorted, 0.99),
@@ -67,17 +107,24 @@ export function table(r: ChaosResult): string {
     ['emulator', `${o.emulator} (${r.emulatorHost})`],
     ['load', `${o.chains} chains × ${o.steps} steps, ${o.workers} workers, bursts of ${o.burst} every ${o.burstEveryMs} ms`],
     ['lease', `${o.leaseMs} ms; maxRetries ${o.maxRetries}; sweep every ${o.sweepEveryMs} ms, stallAfter ${Math.max(o.stallAfterMs, o.leaseMs)} ms`],
+    ['handlers', `${o.slowRate * 100} % slow (~${o.slowMs} ms), alerter takes ${o.alertMs} ms`],
     ['chains complete / failed', `${s.chainsComplete} / ${s.chainsFailed} of ${o.chains}`],
     ['steps run (distinct)', `${s.steps} (effects recorded ${r.verdict.effects})`],
     ['lost steps', String(s.lostSteps)],
     ['steps run again, each extra run alerted as an overwrite', String(r.verdict.effectsDuplicatedAlerted)],
     ['effects duplicated unalerted (steps: no alert / too few alerts)', `${s.effectsDuplicatedUnalerted} (${r.verdict.duplicatedWithoutAlert} / ${r.verdict.duplicatedBeyondAlerts})`],
     ['overwrite alerts / failure alerts (distinct ids; repeats received)', `${s.overwritesAlerted} / ${r.verdict.failuresAlerted} (${r.verdict.alertsRepeated})`],
+    ['lost alerts: overwrites no alert named (of those seen) / failures', `${s.overwriteAlertsLost} (of ${s.overwritesEvident}) / ${s.failureAlertsLost}`],
     ['deliveries (duplicates)', `${s.deliveries} (${s.duplicatesDelivered})`],
     ['answers', Object.entries(d.statuses).sort().map(([k, v]) => `${k === '0' ? 'none' : k}: ${v}`).join(', ')],
     ['tasks created / already existed / create faults', `${d.creates} / ${d.alreadyExists} / ${d.createFaults}`],
     ['tasks late / lost / dropped after maxAttempts', `${d.lateDeliveries} / ${s.tasksLost} / ${s.tasksDropped}`],
     ['worker kills / unexpected deaths', `${s.workerKills} / ${r.deaths.length}`],
+    ['frozen when idle: freezes / thaws / scale-ins', o.freezeIdle ? `${s.freezes} / ${s.thaws} / ${s.scaleIns} (scale-in after ${o.scaleInAfterMs} ms idle)` : 'off'],
+    ['scheduler sweeps (answers)', `${r.scheduler.sweeps} (${Object.entries(r.scheduler.statuses).sort().map(([k, v]) => `${k === '0' ? 'none' : k}: ${v}`).join(', ')})`],
+    ['SIGTERMs / SIGKILLed after the grace', o.sigterm ? `${s.sigterms} / ${s.sigkillsAfterGrace} (grace ${o.graceMs} ms)` : 'off'],
+    ['drains: attempts running at SIGTERM / finished / handed back silently / alerted / cut by SIGKILL', o.sigterm ? `${s.drainInFlight} / ${s.drainFinished} / ${s.drainHandedBackSilently} / ${s.drainHandedBackAlerted} / ${s.drainCutByKill}` : 'off'],
+    ['drains: steps run twice / attempts taken on while stopping (answers then)', o.sigterm ? `${s.drainRanTwice} / ${s.drainAcceptedWhileStopping} (${Object.entries(r.fleet.answersWhileStopping).sort().map(([k, v]) => `${k === '0' ? 'none' : k}: ${v}`).join(', ')})` : 'off'],
     ['store faults', `${r.proxy.resets} resets, ${r.proxy.delayWindows} delay windows, ${r.proxy.outages} outage(s) of ${o.outageMs} ms`],
     ['step latency p50 / p99 (created → 2xx)', `${s.stepP50Ms} / ${s.stepP99Ms} ms`],
     ['answer time p50 / p99 (request → answer)', `${percentile([...d.answerMs].sort((a, b) => a - b), 0.5)} / ${percentile([...d.answerMs].sort((a, b) => a - b), 0.99)} ms`],
