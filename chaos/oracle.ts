@@ -14,13 +14,16 @@
  * - no step is lost: a chain that is neither complete nor failed is stuck at a lost step;
  * - no alert is lost: every overwrite and every failure the oracle knows happened reached the
  *   alerter at least once, and every copy of one alert has the same id:
- *   - an overwrite, from the handlers' run records (entered, left and how): an attempt of a step
- *     that another attempt of the step entered after, while it had not left (still running, or
- *     cut off by a kill and never left), or after it returned (its outcome was never stored), lost
- *     its lease to a takeover or a hand-back, which an alert naming it as the attempt before must
- *     report (an overwrite, or whatever reason other than failure names an interrupted attempt).
- *     An attempt that threw, failed or stopped on its signal before the next one entered may have
- *     been released without an alert, so it is not required;
+ *   - overwrites, from the handlers' run records (entered, left and how): the attempts of a step
+ *     that held the lease to the end of their run (never left the handler: cut off; returned; or
+ *     recorded the effect: a lease is not released after it) were not released by their own
+ *     outcome, so every one of them but the last to take the lease lost it to a takeover or a
+ *     hand-back, which an alert naming it as the attempt before must report (an overwrite, or any
+ *     reason other than failure that names an interrupted attempt): of n such attempts, at most one
+ *     may go unnamed. (The order of takes is not the order of entries: a worker blocked or frozen
+ *     between its take and its handler enters late, so the rule counts rather than orders.) An
+ *     attempt that threw, failed or stopped on its signal before its effect may have been released
+ *     without an alert, so it is not counted;
  *   - a failure, from the entity's stored state at the end (read by the harness with the client,
  *     `lock_state` failed at `lock_seq`): a failure alert of that step;
  *   - copies: alerts about the same event (reason, key, step, attempt before, attempt after) with
@@ -119,11 +122,12 @@ export function judge(
       const ran = (effectsBy.get(`${chain}/${seq}`) ?? []).sort((a, b) => a.t - b.t);
       const stepAlerts = overwrites.get(`${chain}/${seq}`) ?? [];
       const overwritten = new Set(stepAlerts.map((a) => a.previousAttempt));
-      for (const lost of lostLeases(runsBy.get(`${chain}/${seq}`) ?? [])) {
-        v.overwritesEvident++;
-        if (overwritten.has(lost.attempt)) continue;
-        v.overwriteAlertsLost++;
-        v.violations.push({ chain, seq, rule: 'alert-lost', detail: `attempt ${lost.attempt} lost its lease (${lost.why}) and no alert names it` });
+      const holders = leaseHolders(runsBy.get(`${chain}/${seq}`) ?? [], new Set(ran.map((e) => e.attempt)));
+      const unnamed = holders.filter((attempt) => !overwritten.has(attempt));
+      v.overwritesEvident += Math.max(0, holders.length - 1);
+      if (unnamed.length > 1) {
+        v.overwriteAlertsLost += unnamed.length - 1;
+        v.violations.push({ chain, seq, rule: 'alert-lost', detail: `${holders.length} attempts held the lease to the end of their run (never left, returned or recorded the effect), so ${holders.length - 1} lost it to another; ${unnamed.length} of them no alert names (${unnamed.join(', ')}): at most the last to take it may go unnamed` });
       }
       if (seq > failedAt) {
         if (ran.length > 0) v.violations.push({ chain, seq, rule: 'ran-after-failure', detail: `step ${seq} ran after step ${failedAt} failed for good` });
@@ -163,34 +167,21 @@ export function judge(
   return v;
 }
 
-/** An attempt the run records show lost its lease, and how the oracle knows. */
-interface LostLease {
-  attempt: string;
-  why: string;
-}
-
 /**
- * The attempts of one step that lost their lease to another attempt: one that entered after them
- * while they had not left, or after they had returned (see the file's comment).
+ * The attempts of one step that held their lease to the end of their run, from the run records:
+ * those that never left their handler (cut off), that returned, or that recorded their effect.
+ * None of them can have been released by its own outcome (a returned step is stored complete, and
+ * a lease is kept after the effect), so all but the last to take the lease lost it to another
+ * attempt (see the file's comment). Attempts that threw, failed or stopped on the signal before
+ * their effect are left out: their outcome may have released the lease.
  */
-export function lostLeases(runs: readonly RunRecord[]): LostLease[] {
-  const entered = new Map<string, number>();
-  const left = new Map<string, RunRecord>();
-  for (const r of runs) {
-    if (r.what === 'entered') entered.set(r.attempt, Math.min(r.t, entered.get(r.attempt) ?? Infinity));
-    else left.set(r.attempt, r);
-  }
-  const order = [...entered].sort((a, b) => a[1] - b[1]);
-  const out: LostLease[] = [];
-  for (const [i, [attempt, t]] of order.entries()) {
-    const next = order.slice(i + 1).find(([, u]) => u > t);
-    if (!next) continue;
+export function leaseHolders(runs: readonly RunRecord[], effected: ReadonlySet<string> = new Set()): string[] {
+  const left = new Map(runs.filter((r) => r.what === 'left').map((r) => [r.attempt, r]));
+  const entered = [...new Set(runs.filter((r) => r.what === 'entered').map((r) => r.attempt))];
+  return entered.filter((attempt) => {
     const end = left.get(attempt);
-    if (!end) out.push({ attempt, why: `it never left its handler (cut off) and ${next[0]} entered ${next[1] - t} ms after it` });
-    else if (end.t > next[1]) out.push({ attempt, why: `${next[0]} entered while it ran, ${end.t - next[1]} ms before it left (${end.outcome ?? '?'})` });
-    else if (end.outcome === 'returned') out.push({ attempt, why: `it returned and ${next[0]} entered ${next[1] - end.t} ms later` });
-  }
-  return out;
+    return !end || end.outcome === 'returned' || effected.has(attempt);
+  });
 }
 
 /** Flags every event whose copies came under more than one id. */

@@ -143,7 +143,7 @@ export function table(r: ChaosResult): string {
     for (const v of r.verdict.violations.slice(0, 10)) lines.push(`  ${v.chain ?? 'run'}${v.seq !== undefined ? ` step ${v.seq}` : ''}: ${v.rule}: ${v.detail}`);
     if (r.verdict.lostSteps > 0) lines.push(...lostStepCauses(r));
     for (const h of r.histories) lines.push(`History of ${h.chain}:`, ...h.lines.map((l) => `  ${l}`));
-    lines.push(`Files (effects, alerts, worker logs): ${r.dir}`);
+    lines.push(`Files (effects, handler runs, alerts, worker logs, the fleet's SIGTERMs): ${r.dir}`);
   }
   return lines.join('\n');
 }

@@ -5,7 +5,7 @@
  * the oracle judges what the handlers and the alerter recorded, with the chains' stored state.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Datastore, type Key } from '@google-cloud/datastore';
@@ -116,6 +116,7 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
     await dispatcher.stop();
     await proxy.stop();
   }
+  writeFileSync(join(dir, 'fleet.json'), `${JSON.stringify({ stats: fleet.stats, terms: fleet.terms, deaths: fleet.deaths }, null, 1)}\n`);
   progress('judging');
   const effects = readAll<EffectRecord>(dir, options.workers, effectsFile);
   const alerts = readAll<AlertRecord>(dir, options.workers, alertsFile);

@@ -18,7 +18,7 @@
  * when idle (its timers would not run). SIGTERM drains: `await locker.shutdown()`, then the server
  * closes (answers in flight leave) and the process exits 0.
  */
-import { createWriteStream } from 'node:fs';
+import { appendFileSync, createWriteStream } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
@@ -48,6 +48,7 @@ async function main(): Promise<void> {
   const effects = await AppendLog.open(effectsFile(config.dir, config.slot));
   const runs = await AppendLog.open(runsFile(config.dir, config.slot));
   const alerts = await AppendLog.open(alertsFile(config.dir, config.slot));
+  const logger = fileLogger(logFile(config.dir, config.slot), config);
   const locker = new Locker({
     store: new DatastoreStore(new Datastore({ projectId: config.projectId, apiEndpoint: config.storeHost })),
     queue: new DispatcherQueue(config.dispatcherUrl, config.secret),
@@ -59,10 +60,10 @@ async function main(): Promise<void> {
     maxRetries: config.maxRetries,
     clock: () => Date.now() + config.skewMs,
     stallAfter: Math.max(config.stallAfterMs, config.leaseMs), // the sweep re-delivers a step stalled this long
-    logger: fileLogger(logFile(config.dir, config.slot), config),
+    logger,
   });
 
-  const step = async (ctx: TaskContext<Chain>): Promise<void> => {
+  const step = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
     const name = String(ctx.key.name);
     const retry = ctx.task.retryCount ?? 0;
     const roll = (what: string): number => chance(config.seed, 'handler', what, name, ctx.seq, retry);
@@ -73,6 +74,7 @@ async function main(): Promise<void> {
     if (!calm && roll('throw') < config.throwRate) throw new Error(`chaos: step ${ctx.seq} threw`);
     const effect: EffectRecord = { key: name, seq: ctx.seq, attempt: ctx.attempt, retry, slot: config.slot, incarnation: config.incarnation, t: Date.now() };
     await effects.append(effect);
+    progress.effect = true;
     if (!calm && roll('hang') < config.hangRate) blockEventLoop(config.hangMs);
     ctx.entity.done = ctx.seq;
     if (ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
@@ -86,11 +88,16 @@ async function main(): Promise<void> {
   app.post('/step', calmOnHeader, locker.handle<Chain>(async (ctx) => {
     const run = { key: String(ctx.key.name), seq: ctx.seq, attempt: ctx.attempt, slot: config.slot, incarnation: config.incarnation };
     await runs.append({ what: 'entered', ...run, t: Date.now() } satisfies RunRecord);
+    const progress = { effect: false };
     try {
-      await step(ctx);
+      await step(ctx, progress);
     } catch (error) {
-      const outcome = ctx.signal.aborted && error === ctx.signal.reason ? 'aborted' : error instanceof PermanentError ? 'failed' : 'threw';
+      const onSignal = ctx.signal.aborted && error === ctx.signal.reason;
+      const outcome = onSignal && !progress.effect ? 'aborted' : error instanceof PermanentError ? 'failed' : 'threw';
       await runs.append({ what: 'left', ...run, outcome, signalled: ctx.signal.aborted, t: Date.now() } satisfies RunRecord);
+      // Stopped on the signal, but after the side effect (ctx.schedule rejected with the signal's
+      // reason): not a clean stop, so it must not read as one (a clean stop is handed back silently).
+      if (onSignal && progress.effect) throw new Error(`chaos: step ${ctx.seq} interrupted after its side effect`, { cause: error });
       throw error;
     }
     await runs.append({ what: 'left', ...run, outcome: 'returned', signalled: ctx.signal.aborted, t: Date.now() } satisfies RunRecord);
@@ -103,18 +110,23 @@ async function main(): Promise<void> {
     if (!process.connected) process.exit(0);
     process.send?.(message);
   });
-  process.once('SIGTERM', () => void drain(locker, server));
+  process.once('SIGTERM', () => void drain(locker, server, (message) => logger.notice(message)));
 }
 
 /** SIGTERM: the Locker drains (its own deadline), then the server closes once the answers in flight left, then exit 0. */
-async function drain(locker: Locker, server: Server): Promise<void> {
+async function drain(locker: Locker, server: Server, note: (message: string) => void): Promise<void> {
+  note('SIGTERM: locker.shutdown()');
   try {
     await locker.shutdown();
   } catch (error) {
     console.error('chaos worker: locker.shutdown() rejected', error);
     process.exit(1);
   }
-  server.close(() => process.exit(0));
+  note('shutdown() resolved; closing the server');
+  server.close(() => {
+    note('server closed; exit 0');
+    process.exit(0);
+  });
   server.closeIdleConnections();
 }
 
@@ -150,8 +162,8 @@ function alertRecord(event: AlertEvent, slot: number): AlertRecord {
   return record;
 }
 
-/** Warnings and errors go to the worker's log file (info is too chatty for a run of 10,000 steps). */
-function fileLogger(path: string, config: WorkerConfig): Logger {
+/** Warnings and errors go to the worker's log file (info is too chatty for a run of 10,000 steps), and the worker's own notices. */
+function fileLogger(path: string, config: WorkerConfig): Logger & { notice(message: string): void } {
   const out = createWriteStream(path, { flags: 'a' });
   const write = (severity: string, message: string, fields?: Record<string, unknown>): void => {
     out.write(`${JSON.stringify({ t: Date.now(), severity, incarnation: config.incarnation, message, ...fields })}\n`);
@@ -160,6 +172,8 @@ function fileLogger(path: string, config: WorkerConfig): Logger {
     info: () => undefined,
     warn: (message, fields) => write('WARNING', message, fields),
     error: (message, fields) => write('ERROR', message, fields),
+    // Written at once: the process may exit right after (a stream's pending write would be lost).
+    notice: (message) => appendFileSync(path, `${JSON.stringify({ t: Date.now(), severity: 'NOTICE', incarnation: config.incarnation, message: `chaos worker: ${message}` })}\n`),
   };
 }
 
