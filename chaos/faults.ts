@@ -20,6 +20,7 @@ export class FaultSchedule {
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
   private killing: Promise<void> = Promise.resolve();
+  private killInProgress = false;
 
   constructor(
     private readonly options: ChaosOptions,
@@ -51,9 +52,14 @@ export class FaultSchedule {
     await this.killing;
   }
 
+  /** Stops a worker, unless the last stop is still under way (a drain takes up to the grace): stops never queue up. */
   private kill(slot: number): void {
+    if (this.killInProgress) return;
     this.note('kill', `${this.options.sigterm ? 'SIGTERM' : 'SIGKILL'} worker ${slot}`);
-    this.killing = this.killing.then(() => this.fleet.kill(slot));
+    this.killInProgress = true;
+    this.killing = this.fleet.kill(slot).finally(() => {
+      this.killInProgress = false;
+    });
   }
 
   private storeFault(rng: Rng): void {

@@ -76,6 +76,8 @@ export interface ChaosOptions {
   slowMs: number;
   /** How long the alerter takes to accept an alert before it records it (a mail server's answer). */
   alertMs: number;
+  /** The Locker's `alertTimeout` on every worker (0: the library's default); alerts not marked sent are sent again by the sweep some multiple of it later. */
+  alertTimeoutMs: number;
   /**
    * Cloud Run's request-time CPU: a worker gets no CPU while no request is in flight to it. The
    * orchestrator SIGSTOPs it right after its last request was answered (or given up at the dispatch
@@ -129,6 +131,7 @@ export const CHAOS_DEFAULTS: Readonly<Omit<ChaosOptions, 'seed' | 'hangMs'>> = O
   slowRate: 0.02,
   slowMs: 8_000,
   alertMs: 300,
+  alertTimeoutMs: 0,
   freezeIdle: false,
   scaleInAfterMs: 10_000,
   sigterm: false,
@@ -172,6 +175,7 @@ export const CHAOS_HELP: Readonly<Record<keyof ChaosOptions, string>> = Object.f
   slowRate: 'share of step runs whose handler works for --slow-ms (± 50 %) before its side effect; half stop on ctx.signal, half run on',
   slowMs: 'how long a slow handler works, on average',
   alertMs: 'how long the alerter takes to accept an alert (a mail server)',
+  alertTimeoutMs: "the Locker's alertTimeout on every worker; 0: the library's default",
   freezeIdle: "on: Cloud Run's request-time CPU: SIGSTOP a worker after its last answer, SIGCONT on its next request, sweeps as requests, scale-in",
   scaleInAfterMs: 'with --freeze-idle: a worker idle this long is stopped and a fresh one started; 0 for never',
   sigterm: 'on: every stop of a worker is SIGTERM, --grace-ms, then SIGKILL (the worker drains with locker.shutdown())',

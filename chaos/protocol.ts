@@ -28,6 +28,8 @@ export interface WorkerConfig {
   slowMs: number;
   /** How long the alerter takes before it records an alert. */
   alertMs: number;
+  /** The Locker's alertTimeout; 0 for its default. */
+  alertTimeoutMs: number;
   /** No sweep timer in the worker: sweeps come as `POST /sweep` (a frozen worker's timers do not run). */
   freezeIdle: boolean;
   /** Added to Date.now() in the Locker's clock. */

@@ -61,6 +61,7 @@ async function main(): Promise<void> {
     clock: () => Date.now() + config.skewMs,
     stallAfter: Math.max(config.stallAfterMs, config.leaseMs), // the sweep re-delivers a step stalled this long
     logger,
+    ...(config.alertTimeoutMs > 0 ? { alertTimeout: config.alertTimeoutMs } : {}),
   });
 
   const step = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
