@@ -82,6 +82,13 @@ async function main(): Promise<void> {
   };
 
   const app = express();
+  const stopping = { now: false };
+  // Once stopping, every answer closes its connection: the dispatcher's keep-alive connections
+  // would otherwise carry requests on and keep the closing server open until the SIGKILL.
+  app.use((_req, res, next) => {
+    if (stopping.now) res.setHeader('connection', 'close');
+    next();
+  });
   const calmOnHeader: RequestHandler = (req, _res, next) => {
     if (req.headers[CALM_HEADER] !== undefined) calm = true;
     next();
@@ -111,10 +118,13 @@ async function main(): Promise<void> {
     if (!process.connected) process.exit(0);
     process.send?.(message);
   });
-  process.once('SIGTERM', () => void drain(locker, server, (message) => logger.notice(message)));
+  process.once('SIGTERM', () => {
+    stopping.now = true;
+    void drain(locker, server, (message) => logger.notice(message));
+  });
 }
 
-/** SIGTERM: the Locker drains (its own deadline), then the server closes once the answers in flight left, then exit 0. */
+/** SIGTERM: the Locker drains (its own deadline), then the server closes once the answers in flight left (each closes its connection), then exit 0. */
 async function drain(locker: Locker, server: Server, note: (message: string) => void): Promise<void> {
   note('SIGTERM: locker.shutdown()');
   try {
