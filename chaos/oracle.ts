@@ -1,12 +1,14 @@
 /**
  * The oracle: judges a run from what the handlers and the alerter recorded in their own files,
- * never from the library's events or lock fields. Its rules, checked once the faults stopped and
- * the sweep ran:
+ * never from the library's events; of the lock fields it reads only the final state of each chain,
+ * as the harness read it with the Datastore client at the end. Its rules, checked once the faults
+ * stopped and the sweep ran:
  *
  * - every chain is complete (each of its S steps has an effect), or failed (a failure alert names
- *   the step it stopped at, and no later step ran);
+ *   the step it stopped at, or it is stored failed there, and no later step ran);
  * - every step's effect is recorded exactly once, except where a lease was overwritten: every
- *   effect but one must be by an attempt that an overwrite alert of that step names as the one
+ *   effect but one must be by an attempt that an alert of that step (an overwrite, or any reason
+ *   but failure) names as the one
  *   overwritten (an attempt that ran and then lost its lease: killed, hung, cut off from the
  *   store). So a step overwritten n times has at most n + 1 effects and n distinct alerts. Alerts
  *   are told apart by their stable id: the same alert received twice counts once (`alertsRepeated`);
