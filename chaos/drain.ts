@@ -1,7 +1,7 @@
 /**
  * What the SIGTERM drains did, from the fleet's SIGTERMs and the handlers' own records (never from
  * the library's events): the step attempts running on a worker when it got SIGTERM, and what
- * became of each; the attempts a worker took on after its SIGTERM; and how many steps ran twice.
+ * became of each; the attempts a worker started after its SIGTERM; and how many steps ran twice.
  */
 import type { TermEvent } from './fleet';
 import type { AlertRecord, EffectRecord, RunRecord } from './protocol';
@@ -20,13 +20,17 @@ export interface DrainFigures {
   cutByKill: number;
   /** Steps with an attempt in flight at a SIGTERM whose effect was recorded by more than one attempt. */
   ranTwice: number;
-  /** Step attempts that entered their handler on a worker after its SIGTERM (a stopping worker should take none). */
-  acceptedWhileStopping: number;
+  /**
+   * Step attempts that entered their handler on a worker after its SIGTERM. Their request may have
+   * come in just before it, while the lease was being taken: the requests sent after a SIGTERM,
+   * and their answers, are the fleet's `answersWhileStopping`.
+   */
+  startedAfterTerm: number;
 }
 
 /** Counts what the drains did. */
 export function drainFigures(terms: readonly TermEvent[], runs: readonly RunRecord[], effects: readonly EffectRecord[], alerts: readonly AlertRecord[]): DrainFigures {
-  const figures: DrainFigures = { inFlight: 0, finished: 0, handedBackSilently: 0, handedBackAlerted: 0, cutByKill: 0, ranTwice: 0, acceptedWhileStopping: 0 };
+  const figures: DrainFigures = { inFlight: 0, finished: 0, handedBackSilently: 0, handedBackAlerted: 0, cutByKill: 0, ranTwice: 0, startedAfterTerm: 0 };
   const named = new Set(alerts.filter((a) => a.reason !== 'failure').map((a) => `${a.key}/${a.seq}/${a.previousAttempt ?? ''}`));
   const left = new Map(runs.filter((r) => r.what === 'left').map((r) => [r.attempt, r]));
   const stepsInFlight = new Set<string>();
@@ -35,7 +39,7 @@ export function drainFigures(terms: readonly TermEvent[], runs: readonly RunReco
     for (const run of runs) {
       if (run.what !== 'entered' || run.slot !== term.slot || run.incarnation !== term.incarnation) continue;
       if (run.t >= term.t) {
-        figures.acceptedWhileStopping++;
+        figures.startedAfterTerm++;
         continue;
       }
       const end = left.get(run.attempt);

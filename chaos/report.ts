@@ -44,8 +44,10 @@ export interface ChaosSummary {
   drainCutByKill: number;
   /** Steps running at a SIGTERM whose effect was recorded by more than one attempt. */
   drainRanTwice: number;
-  /** Step attempts a worker took on after its SIGTERM. */
-  drainAcceptedWhileStopping: number;
+  /** Step attempts a worker started after its SIGTERM (their request may have come just before it). */
+  drainStartedAfterTerm: number;
+  /** Requests sent to a worker after its SIGTERM, by answer (0: none); a stopping worker should answer 503, or none once closed. */
+  drainAnswersAfterTerm: Record<string, number>;
   violations: number;
   stepP50Ms: number;
   stepP99Ms: number;
@@ -87,7 +89,8 @@ export function summary(r: ChaosResult): ChaosSummary {
     drainHandedBackAlerted: r.drain.handedBackAlerted,
     drainCutByKill: r.drain.cutByKill,
     drainRanTwice: r.drain.ranTwice,
-    drainAcceptedWhileStopping: r.drain.acceptedWhileStopping,
+    drainStartedAfterTerm: r.drain.startedAfterTerm,
+    drainAnswersAfterTerm: r.fleet.answersWhileStopping,
     violations: r.verdict.violations.length,
     stepP50Ms: percentile(sorted, 0.5),
     stepP99Ms: percentile(sorted, 0.99),
@@ -116,15 +119,15 @@ export function table(r: ChaosResult): string {
     ['overwrite alerts / failure alerts (distinct ids; repeats received)', `${s.overwritesAlerted} / ${r.verdict.failuresAlerted} (${r.verdict.alertsRepeated})`],
     ['lost alerts: overwrites no alert named (of those seen) / failures', `${s.overwriteAlertsLost} (of ${s.overwritesEvident}) / ${s.failureAlertsLost}`],
     ['deliveries (duplicates)', `${s.deliveries} (${s.duplicatesDelivered})`],
-    ['answers', Object.entries(d.statuses).sort().map(([k, v]) => `${k === '0' ? 'none' : k}: ${v}`).join(', ')],
+    ['answers', answers(d.statuses)],
     ['tasks created / already existed / create faults', `${d.creates} / ${d.alreadyExists} / ${d.createFaults}`],
     ['tasks late / lost / dropped after maxAttempts', `${d.lateDeliveries} / ${s.tasksLost} / ${s.tasksDropped}`],
     ['worker kills / unexpected deaths', `${s.workerKills} / ${r.deaths.length}`],
     ['frozen when idle: freezes / thaws / scale-ins', o.freezeIdle ? `${s.freezes} / ${s.thaws} / ${s.scaleIns} (scale-in after ${o.scaleInAfterMs} ms idle)` : 'off'],
-    ['scheduler sweeps (answers)', `${r.scheduler.sweeps} (${Object.entries(r.scheduler.statuses).sort().map(([k, v]) => `${k === '0' ? 'none' : k}: ${v}`).join(', ')})`],
+    ['scheduler sweeps (answers)', `${r.scheduler.sweeps} (${answers(r.scheduler.statuses)})`],
     ['SIGTERMs / SIGKILLed after the grace', o.sigterm ? `${s.sigterms} / ${s.sigkillsAfterGrace} (grace ${o.graceMs} ms)` : 'off'],
     ['drains: attempts running at SIGTERM / finished / handed back silently / alerted / cut by SIGKILL', o.sigterm ? `${s.drainInFlight} / ${s.drainFinished} / ${s.drainHandedBackSilently} / ${s.drainHandedBackAlerted} / ${s.drainCutByKill}` : 'off'],
-    ['drains: steps run twice / attempts taken on while stopping (answers then)', o.sigterm ? `${s.drainRanTwice} / ${s.drainAcceptedWhileStopping} (${Object.entries(r.fleet.answersWhileStopping).sort().map(([k, v]) => `${k === '0' ? 'none' : k}: ${v}`).join(', ')})` : 'off'],
+    ['drains: steps run twice / attempts started after SIGTERM / requests sent after SIGTERM, by answer', o.sigterm ? `${s.drainRanTwice} / ${s.drainStartedAfterTerm} / ${answers(r.fleet.answersWhileStopping) || 'none sent'}` : 'off'],
     ['store faults', `${r.proxy.resets} resets, ${r.proxy.delayWindows} delay windows, ${r.proxy.outages} outage(s) of ${o.outageMs} ms`],
     ['step latency p50 / p99 (created → 2xx)', `${s.stepP50Ms} / ${s.stepP99Ms} ms`],
     ['answer time p50 / p99 (request → answer)', `${percentile([...d.answerMs].sort((a, b) => a - b), 0.5)} / ${percentile([...d.answerMs].sort((a, b) => a - b), 0.99)} ms`],
@@ -157,6 +160,11 @@ function lostStepCauses(r: ChaosResult): string[] {
     '  The sweep re-delivers a step that made no progress for stallAfter (DESIGN section 5): a step still lost',
     '  once the run settled is a step the ledger did not keep alive; its chain\'s history is below.',
   ];
+}
+
+/** Counts by HTTP status, `none` for no answer. */
+function answers(statuses: Record<string, number>): string {
+  return Object.entries(statuses).sort().map(([k, v]) => `${k === '0' ? 'none' : k}: ${v}`).join(', ');
 }
 
 function percentile(sorted: readonly number[], p: number): number {

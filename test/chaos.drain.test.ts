@@ -33,12 +33,12 @@ describe('chaos drain figures', () => {
     assert.equal(f.handedBackAlerted, 1, 'cut, and named by an overwrite alert');
     assert.equal(f.cutByKill, 1);
     assert.equal(f.ranTwice, 1, 'the cut step ran again');
-    assert.equal(f.acceptedWhileStopping, 1);
+    assert.equal(f.startedAfterTerm, 1);
   });
 
   it('counts nothing without a SIGTERM', () => {
     assert.deepEqual(drainFigures([], runs, effects, alerts), {
-      inFlight: 0, finished: 0, handedBackSilently: 0, handedBackAlerted: 0, cutByKill: 0, ranTwice: 0, acceptedWhileStopping: 0,
+      inFlight: 0, finished: 0, handedBackSilently: 0, handedBackAlerted: 0, cutByKill: 0, ranTwice: 0, startedAfterTerm: 0,
     });
   });
 });

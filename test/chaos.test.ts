@@ -63,10 +63,11 @@ describe('npm run chaos (a short seeded run)', { timeout: 480_000 }, () => {
       'deliveries', 'chains', 'steps', 'duplicatesDelivered', 'effectsDuplicatedUnalerted', 'overwritesAlerted', 'lostSteps', 'chainsComplete', 'chainsFailed',
       'workerKills', 'storeFaults', 'tasksLost', 'overwritesEvident', 'overwriteAlertsLost', 'failureAlertsLost', 'alertsLost', 'freezes', 'thaws', 'scaleIns',
       'sigterms', 'sigkillsAfterGrace', 'drainInFlight', 'drainFinished', 'drainHandedBackSilently', 'drainHandedBackAlerted', 'drainCutByKill', 'drainRanTwice',
-      'drainAcceptedWhileStopping', 'stepP50Ms', 'stepP99Ms', 'recoveryMaxMs', 'wallMs', 'seed',
+      'drainStartedAfterTerm', 'stepP50Ms', 'stepP99Ms', 'recoveryMaxMs', 'wallMs', 'seed',
     ] as const) {
       assert.equal(typeof s[name], 'number', `${name} is a number`);
     }
+    assert.equal(typeof s.drainAnswersAfterTerm, 'object', 'drainAnswersAfterTerm counts answers by status');
     assert.equal(s.seed, FLAGS.seed);
     assert.equal(run.code === 0, s.violations === 0, 'the exit code says whether an invariant broke');
     if (s.violations > 0) assert.match(run.stdout, /History of c\d+:/, 'a broken invariant prints the history of its chain');
