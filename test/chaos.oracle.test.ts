@@ -115,7 +115,7 @@ describe('chaos oracle', () => {
 
     it('does not take a failure alert naming the attempt for its overwrite alert', () => {
       const runs = [entered('a', 1, 'A'), entered('a', 1, 'B'), left('a', 1, 'B', 'returned')];
-      const v = judge(['a'], 1, [effect('a', 1, 'B')], [alert('failure', 'a', 2, 'A')], { runs });
+      const v = judge(['a'], 1, [effect('a', 1, 'B')], [alert('failure', 'a', 1, 'A')], { runs });
       assert.equal(v.overwriteAlertsLost, 1);
     });
 
