@@ -78,6 +78,9 @@ const DRAINING: Answer = { status: 503, message: 'shutting down; retry', retryAf
 
 /** Sends a task route's answer; a non-2xx one is reported (`retryLater`) with its status and why. */
 function answerTask(core: Core, req: Request, res: Response, answer: Answer, arrival?: { key: Key; seq: number }): void {
+  // Once stopping, answers end their connection: a keep-alive connection would carry more tasks to
+  // this instance and keep its HTTP server from closing until the platform kills it.
+  if (core.drain.stopping && !res.headersSent) res.setHeader('Connection', 'close');
   send(res, answer);
   if (answer.status >= 300) {
     core.emit('retryLater', {

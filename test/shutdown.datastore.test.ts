@@ -101,6 +101,7 @@ describe('locker.shutdown()', () => {
     const refused = await stopping.send(arriving, 1);
     assert.equal(refused.status, 503);
     assert.ok(refused.headers['retry-after'], 'a Retry-After header');
+    assert.equal(refused.headers.connection, 'close', 'the connection ends with the answer, so the server can close');
     assert.equal(counted.calls, callsBefore, 'the stopping Locker did not touch the store for the new task');
     assert.deepEqual(seen.retryLater.map((e) => [e.status, e.reason]), [[503, 'draining']]);
     const elsewhere = await other.send(arriving, 1);
@@ -148,6 +149,32 @@ describe('locker.shutdown()', () => {
     assert.equal(next.status, 200, 'run at once, not refused as held');
     assert.deepEqual(other.events.map((e) => e.name), ['acquired', 'completed']);
     assert.deepEqual([...stopping.alerts, ...other.alerts], [], 'no alert');
+  });
+
+  it('a handler that finishes its step within its grace after the stop is answered 200 with its step stored; nothing is handed back', async () => {
+    const stopping = taskApp(store);
+    const seen = record(stopping);
+    const key = newKey();
+    await seed(key);
+    const g = gate();
+    let abortedFirst = false;
+    stopping.behave(async (ctx) => {
+      g.reach();
+      // Its effect is done when the stop comes: it moves on instead of stopping.
+      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+      abortedFirst = ctx.signal.reason instanceof ShutdownError;
+      ctx.entity.count = 7;
+      await ctx.complete();
+    });
+    const answer = stopping.send(key, 1).then((res) => res);
+    await g.reached;
+    await stopping.locker.shutdown({ timeoutMs: 400 });
+    assert.equal((await answer).status, 200);
+    assert.ok(abortedFirst, 'the signal aborted with ShutdownError before complete()');
+    const after = await store.get(key);
+    assert.equal(after?.count, 7);
+    assert.deepEqual([readLock(after!).state, readLock(after!).seq], [StepState.complete, 2]);
+    assert.deepEqual(seen.handedBack, []);
   });
 
   it('writes stale the lease of a handler that runs on: the next delivery overwrites it, counts a try and alerts naming the interrupted attempt', async () => {
