@@ -2,7 +2,7 @@
  * What each event writes to an entity's lock, in pure functions `(lock, event) → lock` (DESIGN
  * section 4, "Transitions"). `decide()` says whether an arriving task may act; these say what the
  * lock becomes when it does, and when anything else happens to a step. Nothing else in the library
- * builds a lock: the README's life-cycle table is tested against these functions row by row.
+ * builds a lock: the transitions table of docs/concepts/life-of-a-step.md is tested against them row by row.
  *
  * Every transition writes `ts` (`lock_ts`) with the event's time except `resend`, which writes
  * nothing (the lease's age stays, so a stale lease stays stale). The ones a caller may ask for at the wrong moment
