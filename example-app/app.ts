@@ -4,20 +4,20 @@
  * chains, and the sweep routes.
  */
 import express, { type Express, type Request, type Response } from 'express';
-import type { Locker } from '../src/index';
+import { appEngineCronAuthenticator, type Locker } from '../src/index';
 import type { Chains } from './chains';
 import type { OperatorConfig } from './config';
 import { operatorAuthenticator, operatorOnly } from './operator';
 import { REFRESH_SECONDS, renderIntro } from './page';
 import type { Records } from './records';
-import { CHAIN_KINDS, readStatus, sideEffectsColumn } from './status';
+import { CHAIN_KINDS, countAnswers, readStatus, sideEffectsColumn } from './status';
 
 /** What the app is made of. */
 export interface AppDeps {
   locker: Locker;
   chains: Chains;
   records: Records;
-  /** On App Engine, `GET /cron/sweep` accepts App Engine cron's requests. */
+  /** On App Engine, `GET /sweep` accepts App Engine cron's requests (cron.yaml). */
   appEngine: boolean;
   /** Who may use the status page and start chains. */
   operator: OperatorConfig;
@@ -35,9 +35,10 @@ export function createApp(deps: AppDeps): Express {
   const authenticate = operatorAuthenticator(deps.operator);
   // Open on a local run; on a deployed app only for operators (see operator.ts).
   const operatorsOnly = operatorOnly(deps.operator, authenticate);
+  const answers = countAnswers(deps.locker);
   app.get('/status.json', operatorsOnly, async (_req, res) => {
     await answer(res, deps, async () => {
-      res.set('Cache-Control', 'no-store').json({ ...(await readStatus(deps.locker, deps.records)), unfinishedAtStart: deps.unfinishedAtStart() });
+      res.set('Cache-Control', 'no-store').json({ ...(await readStatus(deps.locker, deps.records)), unfinishedAtStart: deps.unfinishedAtStart(), answers: answers() });
     });
   });
   app.post('/start/counter', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startCounter()));
@@ -47,9 +48,14 @@ export function createApp(deps: AppDeps): Express {
   // token or App Engine's queue header) before it touches the store.
   app.use(deps.chains.router);
 
-  // Re-delivers stalled steps. For Cloud Scheduler (POST, authenticated like a task request); the
-  // local set-up sweeps in-process instead, and takes a sweep by hand at POST /local/sweep.
+  // Re-delivers stalled steps: the library's sweep route. For Cloud Scheduler a POST, authenticated
+  // like a task request; the local set-up sweeps in-process instead, and takes a sweep by hand at
+  // POST /local/sweep.
   app.post('/sweep', deps.locker.sweepHandler());
+  // App Engine cron (cron.yaml) sends a GET with `X-Appengine-Cron: true`, a header App Engine
+  // strips from outside requests. Anywhere else the header proves nothing, so the route exists
+  // only on App Engine.
+  if (deps.appEngine) app.get('/sweep', deps.locker.sweepHandler({ authenticate: appEngineCronAuthenticator() }));
   app.post('/local/sweep', operatorsOnly, async (_req, res) => {
     if (!deps.localSweep) {
       res.status(404).type('text').send('a sweep by hand runs only with the local dispatcher; deployed, Cloud Scheduler calls POST /sweep');
@@ -59,17 +65,6 @@ export function createApp(deps: AppDeps): Express {
       const result = await deps.locker.sweep();
       deps.say(`sweep by hand: ${JSON.stringify(result)}`);
       res.json(result);
-    });
-  });
-  // App Engine cron sends GET requests with `X-Appengine-Cron: true`, a header App Engine strips
-  // from outside requests; anywhere else the header proves nothing, so the route is off.
-  app.get('/cron/sweep', async (req, res) => {
-    if (!deps.appEngine || req.get('x-appengine-cron') !== 'true') {
-      res.status(403).type('text').send('only App Engine cron may call this route');
-      return;
-    }
-    await answer(res, deps, async () => {
-      res.json(await deps.locker.sweep());
     });
   });
   // The status page: the library's router, at the root (it answers only its own routes).

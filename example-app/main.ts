@@ -92,22 +92,25 @@ function ownUrl(host: string, port: number): string {
   return host.includes(':') ? `http://[${host}]:${port}` : `http://${host}:${port}`;
 }
 
-/** Stops taking requests, stops the queue and the Locker, then exits. */
+/**
+ * On SIGTERM (Cloud Run and App Engine send it about 10 s before SIGKILL): shuts the Locker down
+ * first, while the server still answers (a task that arrives meanwhile is refused with 503 and
+ * retried elsewhere), then the queue and the clients, then closes the HTTP server and exits.
+ */
 async function stop(server: Server, parts: Parts, signal: string): Promise<void> {
   say(`${signal} received: shutting down`);
   setTimeout(() => {
     console.error(`shutdown took longer than ${SHUTDOWN_LIMIT_MS} ms; exiting anyway`);
     process.exit(EXIT_FAILURE);
   }, SHUTDOWN_LIMIT_MS).unref();
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
   try {
     await parts.shutdown();
   } catch (error) {
     console.error(`shutdown failed: ${error instanceof Error ? error.message : String(error)}`);
     process.exitCode = EXIT_FAILURE;
   }
-  server.closeAllConnections();
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
   await closed;
   say('datastore-locker example stopped');
   process.exit();

@@ -4,7 +4,7 @@
  * step. Served as JSON at /status.json; the page at / is the library's status router, with the
  * side effects as an extra column ({@link sideEffectsColumn}).
  */
-import { type InspectState, type Locker, type StatusColumn, type StepSummary } from '../src/index';
+import { type AnswerReason, type InspectState, type Locker, type StatusColumn, type StepSummary } from '../src/index';
 import type { Records, StepRecord } from './records';
 
 /** The kinds of the example's chain entities. */
@@ -53,6 +53,27 @@ export interface ChainStatus {
 
 export interface Status {
   chains: ChainStatus[];
+}
+
+/**
+ * The task routes' non-2xx answers since the app started, by why and by status (the Locker's
+ * `retryLater` event): each is a delivery Cloud Tasks makes again, and 429 and 5xx slow the queue.
+ */
+export interface AnswerCounts {
+  total: number;
+  byReason: Partial<Record<AnswerReason, number>>;
+  byStatus: Record<string, number>;
+}
+
+/** Counts the Locker's non-2xx answers from now on; call the result to read the counts. */
+export function countAnswers(locker: Locker): () => AnswerCounts {
+  const counts: AnswerCounts = { total: 0, byReason: {}, byStatus: {} };
+  locker.on('retryLater', ({ status, reason }) => {
+    counts.total += 1;
+    counts.byReason[reason] = (counts.byReason[reason] ?? 0) + 1;
+    counts.byStatus[status] = (counts.byStatus[status] ?? 0) + 1;
+  });
+  return () => ({ total: counts.total, byReason: { ...counts.byReason }, byStatus: { ...counts.byStatus } });
 }
 
 /** Chains listed per kind and state: enough for a demo; the status page pages through any number. */

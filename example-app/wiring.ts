@@ -22,7 +22,10 @@ export interface Parts {
   namespace: string | undefined;
   /** Says in one line what the app runs on, e.g. `in-memory store, local dispatcher`. */
   description: string;
-  /** Stops the queue, the Locker and the alerter; closes clients. */
+  /**
+   * Stops the Locker first (it lets running steps finish and store their outcome; their next
+   * tasks still need the queue), then the queue, the alerter and the store's clients.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -45,8 +48,8 @@ export function buildParts(config: ExampleConfig, baseUrl: () => string): Parts 
     store, queue, locker, keys, namespace,
     description: `${storeName}, ${queueName}${alerter ? ', email alerts' : ''}`,
     async shutdown() {
-      await queue.shutdown?.();
       await locker.shutdown();
+      await queue.shutdown?.();
       for (const close of closers) await close();
       await store.shutdown?.();
     },

@@ -32,7 +32,7 @@ export async function failAttempt(core: Core, a: Arrival, lease: Lease, error: u
   if (outcome.verdict === 'release') {
     core.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
     core.config.logger.warn('handler failed; the step will be retried', fields);
-    return { status: 500, message: `step ${a.seq} failed (attempt ${outcome.tries} of ${core.config.maxRetries}); retry` };
+    return { status: 500, message: `step ${a.seq} failed (attempt ${outcome.tries} of ${core.config.maxRetries}); retry`, reason: 'handler-failed' };
   }
   // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
   core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });

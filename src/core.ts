@@ -4,6 +4,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { LockerEvents } from './events';
+import type { Drain } from './drain';
 import type { ConfigErrorLog } from './faults';
 import type { Config } from './options';
 import type { SeenSteps } from './seen-steps';
@@ -18,6 +19,8 @@ export interface Core {
   readonly seen: SeenSteps;
   /** OpenTelemetry spans and counters (see `telemetry/telemetry.ts`); inert without the API. */
   readonly telemetry: Telemetry;
+  /** The attempts in flight, and whether new ones are taken (`shutdown()`). */
+  readonly drain: Drain;
   /** Runs a read-check-write in a transaction, re-running it whole when it aborts on contention. */
   transact<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   emit<K extends keyof LockerEvents>(name: K, ...args: LockerEvents[K]): boolean;

@@ -94,6 +94,28 @@ export class LeaseTimeoutError extends LockerError {
   readonly status = 503;
 }
 
+/**
+ * The reason `ctx.signal` aborts with when `locker.shutdown()` ran out of time and stops the
+ * attempts still running. A handler that rejects with it (or with an error whose `cause` is it)
+ * shows it stopped: its lease is handed back silently, without counting a failed attempt. See
+ * docs/concepts/shutdown-and-time-limits.md.
+ */
+export class ShutdownError extends LockerError {
+  readonly code = 'SHUTDOWN';
+  readonly status = 503;
+}
+
+/**
+ * The reason `ctx.signal` aborts with when an attempt nears the platform's request timeout
+ * (`requestTimeout`, less a margin). A handler that rejects with it (or with an error whose `cause`
+ * is it) has its lease released for a retry, counted as a failed attempt, and the task is answered
+ * 503 before the platform cuts the request. See docs/concepts/shutdown-and-time-limits.md.
+ */
+export class RequestTimeoutError extends LockerError {
+  readonly code = 'REQUEST_TIMEOUT';
+  readonly status = 503;
+}
+
 /** A kickoff found the chain busy: a step is scheduled or running. */
 export class ChainBusyError extends LockerError {
   readonly code = 'CHAIN_BUSY';

@@ -4,6 +4,41 @@
 import type { Key } from '@google-cloud/datastore';
 import type { DropReason } from './decision';
 
+/**
+ * Why a task request was answered with a non-2xx status (the `retryLater` event). Cloud Tasks
+ * delivers every such task again, and takes 429 and 5xx (an App Engine target: 503) as a sign of
+ * overload that slows the whole queue: count these to see what a run cost.
+ */
+export const AnswerReason = {
+  /** Another attempt holds a fresh lease on the step (`lockFailedStatus`, 503 by default). */
+  held: 'held',
+  /** The Locker is shutting down (`locker.shutdown()`): the task was not taken; 503 without touching the store. */
+  draining: 'draining',
+  /** The attempt was stopped by `locker.shutdown()` and its lease handed back (see `handedBack`); 503. */
+  shutdown: 'shutdown',
+  /** The attempt was stopped near `requestTimeout` and its lease handed back; 503. */
+  timeLimit: 'time-limit',
+  /** The store was unreachable or overloaded; nothing changed; 503. */
+  storeUnavailable: 'store-unavailable',
+  /** The store is set up wrongly (permissions, database, index); 503 until an operator fixes it. */
+  storeConfig: 'store-config',
+  /** The store refused the request for good; 500. */
+  storeRejected: 'store-rejected',
+  /** The attempt lost its lease while it ran; nothing it did after was saved; 503. */
+  leaseLost: 'lease-lost',
+  /** The handler threw and attempts are left: the lease was released for a retry; 500. */
+  handlerFailed: 'handler-failed',
+  /** The request is malformed (lock headers, payload, a kind the route does not serve); 400. */
+  badRequest: 'bad-request',
+  /** The authenticator refused the request (401 or 403). */
+  unauthenticated: 'unauthenticated',
+  /** The request is not a POST; 405. */
+  method: 'method',
+  /** An error nobody expected; 500 or 503, logged. */
+  internal: 'internal',
+} as const;
+export type AnswerReason = (typeof AnswerReason)[keyof typeof AnswerReason];
+
 /** Fields every event has. */
 export interface StepEvent {
   /** The entity's key. */
@@ -60,6 +95,36 @@ export interface LockerEvents {
     retries: number;
     /** The last error. */
     error: unknown;
+  }];
+  /**
+   * A stopped attempt handed its lease back (`locker.shutdown()` ran out of time, or the request
+   * neared `requestTimeout`) and its task was answered 503. `silent` when the handler stopped on
+   * `ctx.signal` (or never ran): the next delivery takes the free lease. Otherwise the handler was
+   * still running: the lease was written stale, and the next delivery overwrites it (`overwritten`,
+   * a failed attempt counted and an overwrite alert naming this attempt).
+   */
+  handedBack: [StepEvent & {
+    /** Why the attempt was stopped. */
+    reason: 'shutdown' | 'time-limit';
+    /** Whether the hand-back went without a failed attempt counted and without an alert. */
+    silent: boolean;
+  }];
+  /**
+   * A task request on a `handle()` route was answered with a non-2xx status: Cloud Tasks delivers
+   * it again later. Every such answer emits it once, with its status and why, so a listener can
+   * count them (`refused`, `released` and the others say more about some of them).
+   */
+  retryLater: [{
+    /** The HTTP status answered. */
+    status: number;
+    /** Why. */
+    reason: AnswerReason;
+    /** The request's path. */
+    path: string;
+    /** The entity's key, when the request named a valid one. */
+    key?: Key;
+    /** The step's sequence number, when the request named a valid one. */
+    seq?: number;
   }];
   /** A step finished; `next` is the step it scheduled, if any. */
   completed: [StepEvent & {

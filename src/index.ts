@@ -16,6 +16,7 @@ export type { EntityFactory, ScheduleOptions, ScheduledStep, SelfStoring, TaskCo
 // Events, for logs and counters.
 export type { LockerEvents, StepEvent } from './events';
 export { DropReason } from './decision';
+export { AnswerReason } from './events';
 export type { SweepResult } from './sweep';
 
 // Errors: test with instanceof; each carries a stable code and the HTTP status it maps to.
@@ -41,6 +42,8 @@ export { verifyLocalSignature, type LocalSecret } from './queue/local-signature'
 // Authenticators for task requests.
 export { oidcAuthenticator, type OidcAuthenticatorOptions, type OidcTokenVerifier } from './auth/oidc';
 export { appEngineAuthenticator, type AppEngineAuthenticatorOptions } from './auth/app-engine';
+// App Engine cron's requests, for the sweep route that cron.yaml calls.
+export { appEngineCronAuthenticator } from './auth/app-engine-cron';
 export { anyOf } from './auth/any-of';
 // People behind Identity-Aware Proxy, e.g. for the status router.
 export { iapAuthenticator, IAP_HEADER, type IapAuthenticatorOptions, type IapTokenVerifier } from './auth/iap';

@@ -11,12 +11,13 @@
 import type { Key } from '@google-cloud/datastore';
 import type { Core } from './core';
 import { holds } from './decision';
-import { ContentionError, LeaseLostError, LeaseTimeoutError } from './errors';
+import type { Interruptible } from './drain';
+import { ContentionError, LeaseLostError, LeaseTimeoutError, RequestTimeoutError, ShutdownError } from './errors';
 import { classify, FaultClass } from './faults';
 import { keyPath } from './key-codec';
 import { readLock, writeLock, type Lock } from './lock-fields';
 import { withContentionRetry } from './store/retry';
-import { renew as renewLease } from './transitions';
+import { abandon, handBack, renew as renewLease } from './transitions';
 import type { Properties, Snapshot, StoreTransaction } from './types';
 
 /** What pause() hands back when no renewal is in flight. */
@@ -35,11 +36,21 @@ export function proofWindow(leaseDuration: number): number {
   return leaseDuration - Math.ceil(leaseDuration / 6);
 }
 
-export class Lease {
+/** Why an attempt is stopped for a hand-back: the Locker shuts down, or the request nears its time limit. */
+export type Interruption = ShutdownError | RequestTimeoutError;
+
+export class Lease implements Interruptible {
   /** Made when the signal is first asked for (most handlers never do): an AbortController costs microseconds. */
   private controller: AbortController | undefined;
   /** Why the lease ended early, once it did (`lose`). */
   private abortReason: LeaseLostError | LeaseTimeoutError | undefined;
+  /** Why the attempt is being stopped for a hand-back, once it is (`interrupt`). */
+  private interruption: Interruption | undefined;
+  /** Set once the lease is given up while the handler may still run: no write of the attempt goes through after. */
+  private givenUp = false;
+  /** Called when a stopped handler is still running at the end of its grace (set by `race`). */
+  private ranOn: (() => void) | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
   private proofTimer: NodeJS.Timeout | undefined;
@@ -61,14 +72,71 @@ export class Lease {
 
   /**
    * Aborts with `LeaseLostError` when the lease is lost (overwritten, or no renewal succeeded for
-   * too long) and with `LeaseTimeoutError` when the attempt runs past `leaseTimeout`.
+   * too long), with `LeaseTimeoutError` when the attempt runs past `leaseTimeout`, with
+   * `RequestTimeoutError` when it nears `requestTimeout`, and with `ShutdownError` when
+   * `locker.shutdown()` ran out of time.
    */
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.abortReason) this.controller.abort(this.abortReason);
+      const reason = this.abortReason ?? this.interruption;
+      if (reason) this.controller.abort(reason);
     }
     return this.controller.signal;
+  }
+
+  /** Why the attempt was stopped for a hand-back, if it was (a method: it changes while the handler runs). */
+  interrupted(): Interruption | undefined {
+    return this.interruption;
+  }
+
+  /**
+   * Stops the handler for a hand-back: aborts the signal with a `ShutdownError` (`kind` shutdown)
+   * or a `RequestTimeoutError` (time-limit). A handler still running `graceMs` later is given up
+   * (`race` resolves true). Renewal goes on meanwhile: the handler may still finish and store its step.
+   */
+  interrupt(kind: 'shutdown' | 'time-limit', graceMs: number): void {
+    if (this.interruption || this.closed) return;
+    const where = `attempt ${this.attempt} on ${keyPath(this.key)} step ${this.seq}`;
+    this.interruption = kind === 'shutdown'
+      ? new ShutdownError(`${where} was stopped: the Locker is shutting down`)
+      : new RequestTimeoutError(`${where} was stopped: it neared requestTimeout (${this.core.config.requestTimeout} ms)`);
+    if (!this.abortReason) this.controller?.abort(this.interruption);
+    this.core.config.logger.warn(kind === 'shutdown' ? 'handler stopped: shutting down' : 'handler stopped: it neared the request timeout', {
+      key: keyPath(this.key), seq: this.seq, attempt: this.attempt, graceMs,
+    });
+    this.graceTimer = setTimeout(() => this.ranOn?.(), graceMs);
+    this.graceTimer.unref();
+  }
+
+  /**
+   * Waits for the handler's run: resolves false once it settles (rejects with what it threw), or
+   * true when it was stopped (`interrupt`) and is still running at the end of its grace.
+   */
+  race(run: Promise<unknown>): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.ranOn = () => resolve(true);
+      run.then(() => resolve(false), reject);
+    });
+  }
+
+  /**
+   * Hands the lease back after a stop: silently (`handBack`: free at once, no failed attempt
+   * counted) when the handler stopped on the signal, or, when it may still run (`ranOn`), written
+   * as already stale (`abandon`) so the next delivery overwrites it at once, counted and alerted,
+   * and no later write of this attempt goes through. Throws `LeaseLostError` when the lease was no
+   * longer held.
+   */
+  async handBack(ranOn: boolean): Promise<void> {
+    if (ranOn) this.givenUp = true;
+    await this.pause();
+    const now = new Date(this.core.config.clock());
+    const { leaseDuration } = this.core.config;
+    let intended: Lock | undefined;
+    await this.settle(ranOn ? 'abandon' : 'hand back', () => this.write((props, lock) => {
+      intended = ranOn ? abandon(lock, { now, leaseDuration }) : handBack(lock, { now });
+      return writeLock(props, intended);
+    }, (lock) => (intended && lock.req === intended.req && lock.ts?.getTime() === intended.ts?.getTime() && lock.seq === this.seq ? true : undefined), true));
   }
 
   /** The reason the lease was lost, once it was: every later write is refused with it. */
@@ -94,11 +162,14 @@ export class Lease {
 
   /** Renewal and the `leaseTimeout` clock back on, after a pause (unless the lease is closed or aborted). */
   resume(): void {
-    if (this.closed || this.abortReason || this.renewals) return;
+    if (this.closed || this.abortReason || this.givenUp || this.renewals) return;
     this.renewals = true;
     this.scheduleRenewal();
-    const left = Math.max(0, this.core.config.leaseTimeout - (performance.now() - this.startedAt));
-    this.timeoutTimer = setTimeout(() => this.lose('timeout'), left);
+    // One timer for both limits: the request's time limit when it comes first, else leaseTimeout.
+    const { leaseTimeout, stepLimit } = this.core.config;
+    const byRequest = stepLimit < leaseTimeout;
+    const left = Math.max(0, (byRequest ? stepLimit : leaseTimeout) - (performance.now() - this.startedAt));
+    this.timeoutTimer = setTimeout(() => (byRequest ? this.interrupt('time-limit', this.core.config.stepGrace) : this.lose('timeout')), left);
     this.timeoutTimer.unref();
   }
 
@@ -106,6 +177,7 @@ export class Lease {
   close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.proofTimer);
+    clearTimeout(this.graceTimer);
     return this.pause();
   }
 
@@ -142,11 +214,17 @@ export class Lease {
    * there is this attempt's own earlier write (`recognise`), it resolves without writing.
    */
   update(change: (props: Properties, lock: Lock) => Properties, recognise?: Recognise<true>): Promise<void> {
+    if (this.givenUp) return Promise.reject(this.lostError());
+    return this.write(change, recognise);
+  }
+
+  /** `update`; with `own`, also after the lease was given up (the hand-back's own write). */
+  private write(change: (props: Properties, lock: Lock) => Properties, recognise?: Recognise<true>, own = false): Promise<void> {
     const { store } = this.core.config;
     return withContentionRetry(async () => {
       const lock = readLock(this.snapshot.properties);
       if (recognise?.(lock)) return;
-      this.refuseIfLost(lock);
+      this.refuseIfLost(lock, own);
       const written = await this.core.replace(this.key, this.snapshot, change(this.snapshot.properties, lock));
       if (written) {
         this.snapshot = written;
@@ -166,6 +244,7 @@ export class Lease {
    * attempt's own earlier write (`recognise`), resolves to what that gives, writing nothing.
    */
   async fenced<T>(write: (tx: StoreTransaction, props: Properties, lock: Lock) => T, recognise?: Recognise<T>): Promise<T> {
+    if (this.givenUp) throw this.lostError();
     const result = await this.core.transact(async (tx) => {
       const props = await tx.get(this.key);
       const lock = props ? readLock(props) : undefined;
@@ -179,9 +258,11 @@ export class Lease {
     return result;
   }
 
-  private refuseIfLost(lock: Lock): void {
+  /** Throws unless this attempt still holds the lease; after a give-up (`handBack`), only the hand-back's own write (`own`) may go on. */
+  private refuseIfLost(lock: Lock, own = false): void {
     const lost = this.lost;
     if (lost) throw lost;
+    if (this.givenUp && !own) throw this.lostError();
     if (!holds(lock, this.attempt, this.seq)) throw this.lostError();
   }
 

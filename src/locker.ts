@@ -9,6 +9,7 @@ import type { RequestHandler, Router } from 'express';
 import { sendAlert } from './alerts';
 import { entityProperties, type EntityFactory, type ScheduleOptions, type ScheduledStep, type TaskHandler } from './context';
 import type { Core } from './core';
+import { Drain } from './drain';
 import { ChainBusyError, ConfigError } from './errors';
 import type { LockerEvents } from './events';
 import { checkDeliverable, decodeKey, encodeKey, keyPath } from './key-codec';
@@ -44,6 +45,8 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   readonly telemetry: Telemetry;
   /** @internal */
   readonly configErrors = new ConfigErrorLog();
+  /** @internal The attempts in flight, and the shutdown gate. */
+  readonly drain = new Drain();
   /** @internal Resolves once the store's project id is known, or could not be (keys are encoded with it). */
   readonly ready: Promise<void>;
   private readonly excludes: readonly string[];
@@ -52,6 +55,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private stopSweeping: () => void = () => undefined;
+  private stopping: Promise<void> | undefined;
 
   /** Throws `ConfigError` with a sentence saying what is wrong when an option is invalid. */
   constructor(options: LockerOptions) {
@@ -211,8 +215,37 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     tick();
   }
 
-  /** Stops the sweeper and waits for the sweep in flight, alerts still being sent and ledger records still being removed. */
-  async shutdown(): Promise<void> {
+  /**
+   * Stops this Locker for good, within `timeoutMs` (default 8 000: Cloud Run kills an instance
+   * 10 s after SIGTERM, and the HTTP server still has to close). At once, every `handle()` route
+   * answers 503 without touching the store (Cloud Tasks delivers the task again, elsewhere). Running
+   * attempts may finish and store their outcome; when the time is nearly up, those still running are
+   * stopped through `ctx.signal` (`ShutdownError`) and their leases handed back: silently when the
+   * handler rejects with the signal's reason, written stale (the next delivery overwrites it with an
+   * alert naming the attempt) when it keeps running. Then the sweeper stops, and the sweep in flight,
+   * alerts still being sent and ledger records still being removed are waited for. Calling it again
+   * returns the same promise. See docs/concepts/shutdown-and-time-limits.md.
+   */
+  shutdown(options: { timeoutMs?: number } = {}): Promise<void> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
+      return Promise.reject(new ConfigError(`shutdown({ timeoutMs }): a positive whole number of ms; got ${String(timeoutMs)}`));
+    }
+    this.drain.stopping = true; // at once, before any await: the next task is answered 503
+    this.stopping ??= this.stop(timeoutMs);
+    return this.stopping;
+  }
+
+  private async stop(timeoutMs: number): Promise<void> {
+    // The last quarter (at most 2 s) is for stopping: half to let handlers return, half to write the hand-backs.
+    const stopping = Math.min(2_000, Math.floor(timeoutMs / 4));
+    if (!(await this.drain.settled(timeoutMs - stopping))) {
+      this.config.logger.warn('shutdown: stopping the handlers still running and handing their leases back', { running: this.drain.inFlight });
+      this.drain.interruptAll(Math.floor(stopping / 2));
+      if (!(await this.drain.settled(stopping))) {
+        this.config.logger.error('shutdown: attempts still unanswered at the deadline; their leases are taken over once stale', { running: this.drain.inFlight });
+      }
+    }
     this.stopSweeping();
     await this.sweeping;
     await Promise.all([...this.alerts, ...this.retiring]);
@@ -261,6 +294,9 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     return sending;
   }
 }
+
+/** `shutdown()`'s default time, ms: inside Cloud Run's 10 s between SIGTERM and SIGKILL, with time left to close the server. */
+const DEFAULT_SHUTDOWN_TIMEOUT = 8_000;
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';

@@ -47,12 +47,14 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
   const kinds = options.kinds ? new Set(options.kinds) : undefined;
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
   return (req, res) => {
-    void (async () => {
+    // The shutdown gate: one check per request. A stopping Locker takes no new step and touches no store.
+    if (core.drain.stopping) return answerTask(core, req, res, DRAINING);
+    core.drain.track((async () => {
       // Neither admission nor the payload is awaited when it is at hand (no authenticator, a body
       // already read or empty): the store's read goes out without a turn of the event loop.
       let answer = admit(core, req, options.authenticate);
       if (answer instanceof Promise) answer = await answer;
-      if (answer) return send(res, answer);
+      if (answer) return answerTask(core, req, res, answer);
       let arrival;
       try {
         const { key, seq, chain, resent } = parseLockHeaders(req);
@@ -61,21 +63,48 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
         if (payload instanceof Promise) payload = await payload;
         arrival = new TaskArrival(key, seq, chain, resent, payload, req);
       } catch (error) {
-        return send(res, rejected(core, req, error));
+        return answerTask(core, req, res, rejected(core, req, error));
       }
-      send(res, await runAttempt(core, arrival, handler, factory));
+      answerTask(core, req, res, await runAttempt(core, arrival, handler, factory), arrival);
     })().catch((error: unknown) => {
       core.config.logger.error('task request failed unexpectedly', { error: String(error) });
-      if (!res.headersSent) send(res, { status: 500, message: 'internal error' });
-    });
+      if (!res.headersSent) answerTask(core, req, res, { status: 500, message: 'internal error', reason: 'internal' });
+    }));
   };
 }
 
+/** The answer of a stopping Locker: Cloud Tasks delivers the task again, to another instance. */
+const DRAINING: Answer = { status: 503, message: 'shutting down; retry', retryAfter: 1, reason: 'draining' };
+
+/** Sends a task route's answer; a non-2xx one is reported (`retryLater`) with its status and why. */
+function answerTask(core: Core, req: Request, res: Response, answer: Answer, arrival?: { key: Key; seq: number }): void {
+  send(res, answer);
+  if (answer.status >= 300) {
+    core.emit('retryLater', {
+      status: answer.status, reason: answer.reason ?? (answer.outcome === 'refused' ? 'held' : 'internal'), path: req.path,
+      ...(arrival ? { key: arrival.key, seq: arrival.seq } : {}),
+    });
+  }
+}
+
+/**
+ * The sweep route: POST (Cloud Scheduler) or GET (App Engine cron, which only sends GETs).
+ *
+ * A GET that changes state is safe here for two reasons. The sweep is idempotent: it re-sends only
+ * the steps whose ledger record is due and pushes each record's due time forward, so a repeated or
+ * early call does what the next scheduled sweep would have done, never a step twice (a step's task
+ * is deduplicated by the Locker as any duplicate is). And a GET is accepted only when an
+ * authenticator is in effect: the task authenticators read headers that a link, a prefetch, a
+ * crawler or a cross-site page cannot make a browser send (a bearer token, `X-Appengine-*`, the
+ * local dispatcher's signature). With `authenticate: false` the route takes POSTs only. (Behind
+ * Identity-Aware Proxy, `iapAuthenticator` is satisfied by a signed-in browser: a page its user
+ * visits could start a sweep, which still does no more than the next scheduled one.)
+ */
 export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'authenticate'>): RequestHandler {
   rejectUnknownOptions('sweepHandler()', options, SWEEP_OPTION_NAMES);
   return (req, res) => {
     void (async () => {
-      let answer = admit(core, req, options.authenticate);
+      let answer = admitSweep(core, req, options.authenticate);
       if (answer instanceof Promise) answer = await answer;
       if (answer) return send(res, answer);
       try {
@@ -88,9 +117,18 @@ export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'aut
   };
 }
 
+/** Admits a sweep request: POST, or GET when an authenticator is in effect (see `sweepMiddleware`). */
+function admitSweep(core: Core, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
+  const authenticate = routeAuth ?? core.config.authenticate;
+  if (req.method === 'GET' && authenticate === false) return { status: 405, message: 'a sweep without an authenticator takes POSTs only' };
+  if (req.method !== 'POST' && req.method !== 'GET') return { status: 405, message: 'a sweep is a POST (Cloud Scheduler) or a GET (App Engine cron)' };
+  if (authenticate === false) return undefined;
+  return authenticated(core, req, authenticate);
+}
+
 /** Authenticates a request; returns the refusal, or undefined to go on (a promise of it when an authenticator runs). */
 function admit(core: Core, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
-  if (req.method !== 'POST') return { status: 405, message: 'task requests are POSTs' };
+  if (req.method !== 'POST') return { status: 405, message: 'task requests are POSTs', reason: 'method' };
   const authenticate = routeAuth ?? core.config.authenticate;
   if (authenticate === false) return undefined;
   return authenticated(core, req, authenticate);
@@ -102,10 +140,10 @@ async function authenticated(core: Core, req: Request, authenticate: Authenticat
     const verdict = await authenticate({ method: req.method, url: req.originalUrl ?? req.url, headers: req.headers });
     if (verdict.ok) return undefined;
     core.config.logger.warn('task request refused', { status: verdict.status, reason: verdict.reason, path: req.path });
-    return { status: verdict.status, message: verdict.status === 401 ? 'unauthenticated' : 'forbidden' };
+    return { status: verdict.status, message: verdict.status === 401 ? 'unauthenticated' : 'forbidden', reason: 'unauthenticated' };
   } catch (error) {
     core.config.logger.warn('task request refused: the authenticator failed', { error: String(error), path: req.path });
-    return { status: 401, message: 'unauthenticated' };
+    return { status: 401, message: 'unauthenticated', reason: 'unauthenticated' };
   }
 }
 
@@ -140,10 +178,10 @@ function single(value: string | string[] | undefined): string | undefined {
 function rejected(core: Core, req: Request, error: unknown): Answer {
   if (error instanceof BadRequestError) {
     core.config.logger.warn('task request rejected', { reason: error.message, path: req.path });
-    return { status: 400, message: error.message };
+    return { status: 400, message: error.message, reason: 'bad-request' };
   }
   core.config.logger.error('task request could not be read', { error: String(error), path: req.path });
-  return { status: 500, message: 'internal error' };
+  return { status: 500, message: 'internal error', reason: 'internal' };
 }
 
 function send(res: Response, answer: Answer): void {

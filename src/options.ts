@@ -8,6 +8,7 @@ import { ConfigError } from './errors';
 import { rejectUnknownOptions, type OptionNames } from './option-names';
 import { CONTENTION_RETRY_DEFAULTS } from './store/retry';
 import { LOG_FORMATS, platformLogger, type LogFormat } from './log/platform-logger';
+import { checkTimeLimits, DEFAULT_REQUEST_TIMEOUT, stepTimes } from './time-limits';
 import type { Alerter, Authenticator, Logger, Queue, Store } from './types';
 
 /** Options of `new Locker(options)`. Only `store` is required. */
@@ -31,9 +32,19 @@ export interface LockerOptions {
   leaseDuration?: number;
   /**
    * The longest an attempt may run, ms: then its signal aborts and its lease is no longer renewed.
-   * Defaults to 630 000 (10 min 30 s), above Cloud Tasks' default dispatch deadline of 10 min.
+   * Defaults to 630 000 (10 min 30 s), above Cloud Tasks' default dispatch deadline of 10 min, or
+   * `requestTimeout` when that is longer.
    */
   leaseTimeout?: number;
+  /**
+   * The platform's request timeout for this service, ms (Cloud Run's `--timeout`: 5 min by
+   * default, up to 60 min; App Engine standard: 10 min). A handler still running a margin before it
+   * (a tenth, at least 1 s, at most 30 s) is stopped through `ctx.signal` (`RequestTimeoutError`)
+   * and its lease handed back, and the task answered 503 before the platform cuts the request.
+   * Checked against `leaseTimeout` and the queue's dispatch deadline (see
+   * docs/concepts/shutdown-and-time-limits.md). Defaults to 300 000 (Cloud Run's default).
+   */
+  requestTimeout?: number;
   /**
    * How long a lease held by the Go library lasts, ms (a lock with `lock_req` set and no
    * `lock_state`). Go never renews its leases and judges them by its own lease timeout, so during
@@ -135,6 +146,11 @@ export interface Config {
   readonly alertTimeout: number;
   readonly leaseDuration: number;
   readonly leaseTimeout: number;
+  readonly requestTimeout: number;
+  /** When a running handler is stopped for the request's time limit, ms after its lease was taken (`stepTimes`). */
+  readonly stepLimit: number;
+  /** How long a handler stopped for the time limit has to return before its lease is given up, ms. */
+  readonly stepGrace: number;
   readonly goLeaseTimeout: number;
   readonly maxRetries: number;
   readonly lockFailedStatus: number;
@@ -155,7 +171,7 @@ export interface Config {
 /** Every option name of {@link LockerOptions}: any other key is a misspelling. */
 const LOCKER_OPTION_NAMES: OptionNames<LockerOptions> = {
   store: true, queue: true, alerter: true, alertOnOverwrite: true, alertOnFailure: true, alertTimeout: true,
-  leaseDuration: true, leaseTimeout: true, goLeaseTimeout: true, maxRetries: true, lockFailedStatus: true, authenticate: true, logger: true,
+  leaseDuration: true, leaseTimeout: true, requestTimeout: true, goLeaseTimeout: true, maxRetries: true, lockFailedStatus: true, authenticate: true, logger: true,
   logFormat: true, clock: true, contention: true, keyAppId: true, excludeFromIndexes: true, stallAfter: true,
   statusUrl: true, project: true, service: true, duplicateCache: true, telemetry: true,
 };
@@ -170,6 +186,8 @@ export const DEFAULTS = Object.freeze({
   leaseDuration: 60_000,
   /** {@link LockerOptions.leaseTimeout}, ms (10 min 30 s). */
   leaseTimeout: 630_000,
+  /** {@link LockerOptions.requestTimeout}, ms (5 min, Cloud Run's default). */
+  requestTimeout: DEFAULT_REQUEST_TIMEOUT,
   /** {@link LockerOptions.goLeaseTimeout}, ms (10 min 30 s, the Go library's default LeaseTimeout). */
   goLeaseTimeout: 630_000,
   /** {@link LockerOptions.maxRetries}. */
@@ -216,7 +234,8 @@ export function parseOptions(options: LockerOptions): Config {
   }
 
   const leaseDuration = positiveInteger('leaseDuration', o.leaseDuration ?? DEFAULTS.leaseDuration, 'ms');
-  const leaseTimeout = positiveInteger('leaseTimeout', o.leaseTimeout ?? DEFAULTS.leaseTimeout, 'ms');
+  const requestTimeout = positiveInteger('requestTimeout', o.requestTimeout ?? DEFAULTS.requestTimeout, 'ms');
+  const leaseTimeout = positiveInteger('leaseTimeout', o.leaseTimeout ?? Math.max(DEFAULTS.leaseTimeout, requestTimeout), 'ms');
   if (leaseTimeout < leaseDuration) {
     throw new ConfigError(`leaseTimeout (${leaseTimeout} ms) must not be shorter than leaseDuration (${leaseDuration} ms).`);
   }
@@ -226,6 +245,8 @@ export function parseOptions(options: LockerOptions): Config {
     throw new ConfigError(`lockFailedStatus must be a 4xx or 5xx status so Cloud Tasks retries the task; got ${String(lockFailedStatus)}.`);
   }
   const authenticate = resolveAuthenticator(o.authenticate, o.queue);
+  const logger = o.logger ?? platformLogger({ format: o.logFormat ?? 'auto' });
+  checkTimeLimits({ requestTimeout, leaseTimeout, leaseTimeoutGiven: o.leaseTimeout !== undefined, dispatchDeadline: o.queue?.dispatchDeadlineMs }, logger);
   const c = { ...DEFAULTS.contention, ...dropUndefined(o.contention ?? {}) };
   positiveInteger('contention.attempts', c.attempts, '');
   positiveInteger('contention.baseDelayMs', c.baseDelayMs, 'ms');
@@ -247,11 +268,13 @@ export function parseOptions(options: LockerOptions): Config {
     alertTimeout: positiveInteger('alertTimeout', o.alertTimeout ?? DEFAULTS.alertTimeout, 'ms'),
     leaseDuration,
     leaseTimeout,
+    requestTimeout,
+    ...stepTimes(requestTimeout),
     goLeaseTimeout: positiveInteger('goLeaseTimeout', o.goLeaseTimeout ?? DEFAULTS.goLeaseTimeout, 'ms'),
     maxRetries,
     lockFailedStatus,
     authenticate,
-    logger: o.logger ?? platformLogger({ format: o.logFormat ?? 'auto' }),
+    logger,
     clock: o.clock ?? Date.now,
     contention: Object.freeze(c),
     // Read when used: a store whose project id is looked up after the Locker is built (see

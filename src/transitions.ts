@@ -5,7 +5,8 @@
  * builds a lock: the transitions table of docs/concepts/life-of-a-step.md is tested against them row by row.
  *
  * Every transition writes `ts` (`lock_ts`) with the event's time except `resend`, which writes
- * nothing (the lease's age stays, so a stale lease stays stale). The ones a caller may ask for at the wrong moment
+ * nothing (the lease's age stays, so a stale lease stays stale), and `abandon`, which writes a time a
+ * lease ago (so the lease is stale at once). The ones a caller may ask for at the wrong moment
  * (kickoff, retry, cancel, resend) check the lock first and throw a typed error.
  */
 import { ChainBusyError, TransitionError } from './errors';
@@ -111,8 +112,26 @@ export function resend(lock: Lock, _e: At): Lock {
   return { ...lock };
 }
 
+/**
+ * The holder hands its lease back (the Locker is shutting down, and its handler stopped on
+ * `ctx.signal`): the lease is free for the next delivery at once, and no failed attempt is counted.
+ */
+export function handBack(lock: Lock, e: At): Lock {
+  return { ...lock, ts: e.now, req: '' };
+}
+
+/**
+ * The holder gives its lease up while its handler may still be running (it did not stop on
+ * `ctx.signal` in time): the lease is written as already stale (`lock_ts` a `leaseDuration` ago), its
+ * holder kept, so the next delivery overwrites it at once through `overwrite`, counting the
+ * interrupted attempt and alerting with its name.
+ */
+export function abandon(lock: Lock, e: At & { leaseDuration: number }): Lock {
+  return { ...lock, ts: new Date(e.now.getTime() - e.leaseDuration) };
+}
+
 /** Every transition, by the event's name (the README's life-cycle table lists the same names). */
-export const transitions = { take, overwrite, expire, renew, release, fail, finish, schedule, kickoff, retry, cancel, resend } as const;
+export const transitions = { take, overwrite, expire, renew, release, fail, finish, schedule, kickoff, retry, cancel, resend, handBack, abandon } as const;
 
 /** The name of a lock event. */
 export type LockEventName = keyof typeof transitions;

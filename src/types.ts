@@ -259,6 +259,8 @@ export interface Queue {
   init?(): Promise<void>;
   /** Optional clean-up (e.g. `LocalQueue` stops dispatching); the Locker does not call it, the queue's owner does. */
   shutdown?(): Promise<void>;
+  /** How long the queue waits for a task's answer, ms, when it knows: the Locker checks it against `requestTimeout`. */
+  readonly dispatchDeadlineMs?: number | undefined;
 }
 
 /** Cloud Tasks' metadata about the delivery, from `X-CloudTasks-*` or `X-AppEngine-*` headers. */

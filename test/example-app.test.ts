@@ -14,7 +14,7 @@ import { builtinModules } from 'node:module';
 import { ConfigError } from '../src/errors';
 import { readConfig, type Env } from '../example-app/config';
 import { COUNTER_STEPS, FORGED_STEP } from '../example-app/chains';
-import type { ChainStatus } from '../example-app/status';
+import type { AnswerCounts, ChainStatus } from '../example-app/status';
 import { exampleEnv, fetchStatus, ROOT, runExample, startExample, waitFor, type ExampleProcess } from './support/example-process';
 
 /** The autostarted counter and order chains, once both are complete and the forged duplicate was dropped. */
@@ -135,9 +135,12 @@ describe('example app, run as a child process (embedded store and dispatcher)', 
     assert.equal(forged.status, 401);
     const sweep = await fetch(`${app.url}/sweep`, { method: 'POST' });
     assert.equal(sweep.status, 401);
-    const cron = await fetch(`${app.url}/cron/sweep`, { headers: { 'x-appengine-cron': 'true' } });
-    assert.equal(cron.status, 403, 'outside App Engine the cron header proves nothing');
-    assert.deepEqual(await fetchStatus(app.url), before);
+    const cron = await fetch(`${app.url}/sweep`, { headers: { 'x-appengine-cron': 'true' } });
+    assert.equal(cron.status, 404, 'outside App Engine the cron header proves nothing: there is no GET /sweep');
+    const after = await fetchStatus(app.url);
+    assert.deepEqual(after.chains, before.chains);
+    assert.equal(answers(after).byReason.unauthenticated ?? 0, (answers(before).byReason.unauthenticated ?? 0) + 1, 'the refused task request is counted, and why');
+    assert.equal(answers(after).total, answers(before).total + 1, 'the sweep route is not a task route');
   });
 
   it('answers 405 to anything but a POST on a task route, as the life-of-a-step table says', async () => {
@@ -176,11 +179,33 @@ describe('example app deployed without EXAMPLE_IAP_AUDIENCE (K_SERVICE set)', ()
   });
 });
 
+describe('example app on App Engine (GAE_APPLICATION set): the cron sweep', () => {
+  it('answers cron.yaml’s GET with the library’s sweep route, only with X-Appengine-Cron: true', async () => {
+    const cron = readFileSync(path.join(ROOT, 'cron.yaml'), 'utf8');
+    const url = /^\s+url: (\S+)$/m.exec(cron)?.[1];
+    assert.equal(url, '/sweep');
+    const app = await startExample({ GAE_APPLICATION: 'e~demo', GAE_SERVICE: 'default', EXAMPLE_AUTOSTART: '0' });
+    try {
+      const swept = await fetch(`${app.url}${url}`, { headers: { 'x-appengine-cron': 'true' } });
+      assert.equal(swept.status, 200);
+      assert.deepEqual(Object.keys((await swept.json()) as object).sort(), ['alerted', 'cleared', 'failed', 'malformed', 'resent', 'waiting']);
+      const forged = await fetch(`${app.url}${url}`);
+      assert.equal(forged.status, 401, 'a GET without the cron header is refused');
+      const task = await fetch(`${app.url}${url}`, { headers: { 'x-appengine-queuename': 'locker' } });
+      assert.equal(task.status, 401, 'a task queue’s header does not open the cron route');
+      const post = await fetch(`${app.url}${url}`, { method: 'POST', headers: { 'x-appengine-cron': 'true' } });
+      assert.equal(post.status, 401, 'the POST route keeps the task authenticator (Cloud Scheduler’s)');
+    } finally {
+      assert.equal(await app.stop(), 0);
+    }
+  });
+});
+
 describe('example app with EXAMPLE_AUTOSTART=0', () => {
   it('starts no chain', async () => {
     const app = await startExample({ EXAMPLE_AUTOSTART: '0' });
     try {
-      assert.deepEqual(await fetchStatus(app.url), { chains: [], unfinishedAtStart: [] });
+      assert.deepEqual(await fetchStatus(app.url), { chains: [], unfinishedAtStart: [], answers: { total: 0, byReason: {}, byStatus: {} } });
       const html = await (await fetch(`${app.url}/`)).text();
       assert.match(html, /<p class="empty">No steps to show.<\/p>/);
     } finally {
@@ -380,4 +405,9 @@ describe('example app on the Datastore emulator', { skip: process.env.DATASTORE_
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** The task routes' non-2xx answers counted in /status.json. */
+function answers(status: object): AnswerCounts {
+  return (status as { answers: AnswerCounts }).answers;
 }

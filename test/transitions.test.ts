@@ -53,7 +53,7 @@ function before(event: string): Lock {
   return base;
 }
 
-const EVENT = { now: NOW, attempt: 'A', chain: 'c2', task: 't2', error: 'boom', alerts: CLAIMED };
+const EVENT = { now: NOW, attempt: 'A', chain: 'c2', task: 't2', error: 'boom', alerts: CLAIMED, leaseDuration: 60_000 };
 
 function apply(event: LockEventName, lock: Lock, e: object): Lock {
   return (transitions[event] as (l: Lock, e: object) => Lock)(lock, e);
@@ -66,6 +66,7 @@ function check(cell: string, field: keyof Lock, was: Lock, now: Lock, event: str
   switch (cell) {
     case 'kept': return assert.deepEqual(value, was[field], at);
     case 'now': return assert.deepEqual(value, NOW, at);
+    case 'now − lease': return assert.deepEqual(value, new Date(NOW.getTime() - EVENT.leaseDuration), at);
     case 'attempt': return assert.equal(value, EVENT.attempt, at);
     case 'empty': return assert.equal(value, '', at);
     case '+1': return assert.equal(value, (was[field] as number) + 1, at);

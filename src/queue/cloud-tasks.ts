@@ -9,6 +9,7 @@ import { ConfigError, QueueError } from '../errors';
 import { describeGrpcError, grpcCode } from '../grpc-status';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import type { Queue, TaskRequest } from '../types';
+import { DEFAULT_DISPATCH_DEADLINE } from '../time-limits';
 
 type ITask = protos.google.cloud.tasks.v2.ITask;
 
@@ -118,7 +119,9 @@ export class CloudTasksQueue implements Queue {
   private readonly client: Pick<CloudTasksClient, 'createTask' | 'queuePath'>;
   private readonly target: CloudTasksTarget;
   private readonly queuePath: string;
-  private readonly dispatchDeadlineMs?: number;
+  /** How long Cloud Tasks waits for an answer, ms: the option given, else Cloud Tasks' default (10 min). */
+  readonly dispatchDeadlineMs: number;
+  private readonly givenDispatchDeadlineMs: number | undefined;
   private readonly callTimeoutMs: number;
   private readonly createAttempts: number;
 
@@ -127,7 +130,8 @@ export class CloudTasksQueue implements Queue {
     this.client = options.client;
     this.target = options.target;
     this.queuePath = options.client.queuePath(options.project, options.location, options.queue);
-    this.dispatchDeadlineMs = options.dispatchDeadlineMs;
+    this.givenDispatchDeadlineMs = options.dispatchDeadlineMs;
+    this.dispatchDeadlineMs = options.dispatchDeadlineMs ?? DEFAULT_DISPATCH_DEADLINE;
     this.callTimeoutMs = options.callTimeoutMs ?? DEFAULTS.callTimeoutMs;
     this.createAttempts = options.createAttempts ?? DEFAULTS.createAttempts;
   }
@@ -166,7 +170,7 @@ export class CloudTasksQueue implements Queue {
       };
     }
     if (task.scheduleTime) built.scheduleTime = toTimestamp(task.scheduleTime);
-    if (this.dispatchDeadlineMs !== undefined) built.dispatchDeadline = toDuration(this.dispatchDeadlineMs);
+    if (this.givenDispatchDeadlineMs !== undefined) built.dispatchDeadline = toDuration(this.givenDispatchDeadlineMs);
     return built;
   }
 

@@ -43,8 +43,8 @@ export function exampleEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv 
   return { ...clean, PORT: '0', HOST: '127.0.0.1', ...env };
 }
 
-function spawnExample(env: NodeJS.ProcessEnv, entry: string[]): { child: ChildProcess; out: string[]; err: string[] } {
-  const child = spawn(process.execPath, entry, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+function spawnExample(env: NodeJS.ProcessEnv, entry: string[], cwd = ROOT): { child: ChildProcess; out: string[]; err: string[] } {
+  const child = spawn(process.execPath, entry, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const out: string[] = [];
   const err: string[] = [];
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => out.push(chunk));
@@ -54,9 +54,9 @@ function spawnExample(env: NodeJS.ProcessEnv, entry: string[]): { child: ChildPr
 
 const TSX_ENTRY = ['--import', 'tsx', 'example-app/main.ts'];
 
-/** Starts the app and resolves once it printed its URL; rejects with its output if it exits first. */
-export async function startExample(env: Record<string, string> = {}, entry: string[] = TSX_ENTRY, childEnv: NodeJS.ProcessEnv = exampleEnv(env)): Promise<ExampleProcess> {
-  const { child, out, err } = spawnExample(childEnv, entry);
+/** Starts the app (in `cwd`, the repository by default) and resolves once it printed its URL; rejects with its output if it exits first. */
+export async function startExample(env: Record<string, string> = {}, entry: string[] = TSX_ENTRY, childEnv: NodeJS.ProcessEnv = exampleEnv(env), cwd = ROOT): Promise<ExampleProcess> {
+  const { child, out, err } = spawnExample(childEnv, entry, cwd);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => fail(`the example printed no URL within ${START_LIMIT_MS} ms`), START_LIMIT_MS);

@@ -1,0 +1,73 @@
+// The deployment guides and the throttling page are part of the documentation's contract: every
+// TypeScript block in them type-checks against the library, every relative link reaches a file,
+// and the Cloud Run guide's timeout, the example's cron URL and route agree with what the code does.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+const ROOT = path.join(__dirname, '..');
+const PAGES = ['docs/guides/deploy-cloud-run.md', 'docs/guides/deploy-app-engine.md', 'docs/concepts/throttling.md'];
+const DIR = path.join(ROOT, 'test', '.guide-main', 'blocks');
+
+function read(page: string): string {
+  return readFileSync(path.join(ROOT, page), 'utf8');
+}
+
+function tsBlocks(text: string): string[] {
+  return [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+describe('deployment guides and the throttling page', () => {
+  const files: string[] = [];
+  before(() => {
+    mkdirSync(DIR, { recursive: true });
+    for (const page of PAGES) {
+      tsBlocks(read(page)).forEach((block, i) => {
+        const file = path.join(DIR, `${path.basename(page, '.md')}-${i}.ts`);
+        writeFileSync(file, `${block.replace(/from 'datastore-locker'/g, "from '../../../src/index'")}\nexport {};\n`);
+        files.push(file);
+      });
+    }
+  });
+  after(() => rmSync(DIR, { recursive: true, force: true }));
+
+  it('has TypeScript blocks on every page that shows code', () => {
+    assert.deepEqual(PAGES.map((page) => tsBlocks(read(page)).length > 0), [true, true, true]);
+  });
+
+  it('type-checks every TypeScript block against the library', () => {
+    const config = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
+    assert.ok(config);
+    const program = ts.createProgram(files, { ...config.options, noEmit: true, noUnusedLocals: false });
+    const problems = files.flatMap((f) => ts.getPreEmitDiagnostics(program, program.getSourceFile(f)))
+      .map((d) => `${d.file ? path.basename(d.file.fileName) : ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    assert.deepEqual(problems, []);
+  });
+
+  it('links only to files that exist', () => {
+    for (const page of PAGES) {
+      for (const [, target] of read(page).matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue;
+        assert.ok(existsSync(path.join(ROOT, path.dirname(page), target!)), `${page} links to ${target}, which does not exist`);
+      }
+    }
+  });
+
+  it('deploys Cloud Run with the timeout its main.ts reads, and the Scheduler job with the audience it checks', () => {
+    const guide = read('docs/guides/deploy-cloud-run.md');
+    const timeout = /--timeout=(\d+)/.exec(guide)?.[1];
+    assert.ok(timeout);
+    assert.match(guide, new RegExp(`REQUEST_TIMEOUT_SECONDS=${timeout}\\b`), 'the variable repeats --timeout');
+    assert.match(guide, /--uri=\$URL\/sweep --http-method=POST \\\n\s+--oidc-service-account-email=\$TASKS_SA --oidc-token-audience=\$URL\n/);
+    assert.match(guide, /SERVICE_URL=\$URL,/);
+  });
+
+  it('tells App Engine users the cron URL the example mounts', () => {
+    const cron = /url: (\S+)/.exec(readFileSync(path.join(ROOT, 'cron.yaml'), 'utf8'))?.[1];
+    assert.equal(cron, '/sweep');
+    assert.match(read('docs/guides/deploy-app-engine.md'), /url: \/sweep\n/);
+    assert.match(readFileSync(path.join(ROOT, 'example-app', 'app.ts'), 'utf8'), /app\.get\('\/sweep', deps\.locker\.sweepHandler\(\{ authenticate: appEngineCronAuthenticator\(\) \}\)\)/);
+  });
+});
