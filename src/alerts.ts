@@ -1,11 +1,11 @@
 /**
  * The Locker's side of alerting. Every overwrite of a lease is alerted, and a step's failure for
  * good once: the alert is claimed on the entity in the same write that records the event (a
- * marker in `lock_alerts`), then sent. Each alert has a stable `id` (the same event always gets
- * the same id), so an alert sent twice is recognisably one: the attempt that takes over a lease
- * re-sends the overwrite alerts its holder (and the attempts that held it just before, each taken
- * over in turn) claimed, which they may have died before sending.
- * Sending is bounded in time and never changes a task's outcome.
+ * marker in `lock_alerts`), then sent, then marked sent (`:sent`) once the alerter took it. Each
+ * alert has a stable `id` (the same event always gets the same id), so an alert sent twice is
+ * recognisably one. A claim still unmarked is sent again: an overwrite's by the next attempt that
+ * takes the lease or by the sweep (`overwrite-alert.ts`), a failure's by the sweep
+ * (`failure-alert.ts`). Sending is bounded in time and never changes a task's outcome.
  */
 import { createHash } from 'node:crypto';
 import { errorMessage } from './error-text';
@@ -28,7 +28,8 @@ export interface Takeover {
  * that failed, or whose lease expired) on step `lock.seq`: returns the lock's new alert list when
  * this event should be alerted (record it with the event), or undefined when alerts of that reason
  * are off or (a failure) it was alerted before. Every overwrite is its own alert, named by who was
- * overwritten and who took over. Markers of earlier steps are dropped, so the list stays short.
+ * overwritten and who took over. Markers of earlier steps are dropped, so the list stays short,
+ * except overwrite alerts not yet marked sent: they are kept until someone sends them.
  */
 export function claimAlert(config: Config, lock: Lock, who: Takeover | { failed: string }): string[] | undefined {
   const failure = 'failed' in who;
@@ -37,7 +38,7 @@ export function claimAlert(config: Config, lock: Lock, who: Takeover | { failed:
   if (failure && lock.alerts.some((a) => a === prefix.slice(0, -1) || a.startsWith(prefix))) return undefined;
   const marker = failure ? `${prefix}${who.failed}` : `overwrite:${lock.seq}:${who.previous}:${who.next}`;
   if (lock.alerts.includes(marker)) return undefined;
-  return [...lock.alerts.filter((a) => markerSeq(a) === lock.seq), marker];
+  return [...lock.alerts.filter((a) => markerSeq(a) === lock.seq || isUnsentOverwrite(a)), marker];
 }
 
 /** The start of every failure marker of step `seq` after the bare one older versions wrote (`failure:<seq>`). */
@@ -50,7 +51,7 @@ const SENT = ':sent';
 
 /**
  * The failure alert of step `lock.seq` that was claimed but is not known to be sent: the attempt
- * that failed, or undefined. Its sender marks it sent once the alerter took it (`markedSent`); one
+ * that failed, or undefined. Its sender marks it sent once the alerter took it (`markAlertsSent`); one
  * still unmarked (the process died in between, or the alerter failed) is sent again by the sweep.
  */
 export function unsentFailure(lock: Lock): string | undefined {
@@ -60,38 +61,62 @@ export function unsentFailure(lock: Lock): string | undefined {
   return marker.slice(prefix.length);
 }
 
-/** The lock's alerts with the failure alert of its step marked sent (unchanged when there is none to mark). */
-export function markedSent(lock: Lock): string[] {
-  const prefix = failurePrefix(lock.seq);
-  return lock.alerts.map((a) => (a.startsWith(prefix) && !a.endsWith(SENT) ? `${a}${SENT}` : a));
+/** An overwrite alert claimed on an entity: the step, who was overwritten and who took over, and its marker. */
+export interface OverwriteClaim extends Takeover {
+  seq: number;
+  marker: string;
+}
+
+/** The overwrite claim a marker (`overwrite:<seq>:<previous>:<next>`) is, or undefined when it is none or is marked sent. */
+export function unsentOverwrite(marker: string): OverwriteClaim | undefined {
+  if (!marker.startsWith('overwrite:') || marker.endsWith(SENT)) return undefined;
+  const [, seqText, ...rest] = marker.split(':');
+  // `next` is this library's attempt id (a UUID, no colon); `previous` may be anyone's, Go's too.
+  const joined = rest.join(':');
+  const cut = joined.lastIndexOf(':');
+  const seq = Number(seqText);
+  if (!Number.isSafeInteger(seq) || cut <= 0 || cut >= joined.length - 1) return undefined;
+  return { seq, previous: joined.slice(0, cut), next: joined.slice(cut + 1), marker };
+}
+
+function isUnsentOverwrite(marker: string): boolean {
+  return unsentOverwrite(marker) !== undefined;
 }
 
 /**
- * The overwrite alerts the lease's current holder may have been the last to be able to send: the
- * one it claimed when it took the lease over, and, when the attempt it took the lease from had
- * itself taken it over, that one's, and so on back along the run of consecutive takeovers (each
- * of those attempts lost its lease, so each may have died before sending). Whoever takes the lease
- * from the holder sends them again, with their ids: an alerter may see an alert twice, never none.
- * Newest first.
+ * The overwrite alerts claimed on the lock and not marked sent, of its step and of earlier ones
+ * (a finishing write keeps those: `carriedAlerts`). Whoever sends them marks them (`markAlertsSent`).
  */
-export function holderTakeovers(lock: Lock): Takeover[] {
-  const prefix = `overwrite:${lock.seq}:`;
-  const takeovers = new Map<string, string>(); // next → previous
+export function unsentOverwrites(lock: Lock): OverwriteClaim[] {
+  const out: OverwriteClaim[] = [];
   for (const marker of lock.alerts) {
-    if (!marker.startsWith(prefix)) continue;
-    // `next` is this library's attempt id (a UUID, no colon); `previous` may be anyone's, Go's too.
-    const rest = marker.slice(prefix.length);
-    const cut = rest.lastIndexOf(':');
-    if (cut > 0 && cut < rest.length - 1) takeovers.set(rest.slice(cut + 1), rest.slice(0, cut));
+    const claim = unsentOverwrite(marker);
+    if (claim) out.push(claim);
   }
-  const run: Takeover[] = [];
-  for (let holder = lock.req; holder !== '' && run.length < takeovers.size;) {
-    const previous = takeovers.get(holder);
-    if (previous === undefined) break;
-    run.push({ previous, next: holder });
-    holder = previous;
+  return out;
+}
+
+/**
+ * The alert list with the markers in `sent` marked sent: a marker of step `seq` gets `:sent` (it
+ * stays, so the step's page shows it and it is never claimed twice), one of an earlier step is
+ * dropped (only its being unsent kept it).
+ */
+export function markAlertsSent(alerts: readonly string[], seq: number, sent: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const a of alerts) {
+    if (!sent.includes(a) || a.endsWith(SENT)) out.push(a);
+    else if (markerSeq(a) === seq) out.push(`${a}${SENT}`);
   }
-  return run;
+  return out;
+}
+
+/**
+ * What a write that ends the step (`finish`, `schedule`, a kickoff) keeps of the lock's alerts:
+ * the overwrite alerts not yet marked sent, less those in `sent` (the writer's own sends, which the
+ * alerter took). Empty in the usual case: the step ends with no alert owed.
+ */
+export function carriedAlerts(lock: Lock, sent: readonly string[]): string[] {
+  return unsentOverwrites(lock).map((c) => c.marker).filter((m) => !sent.includes(m));
 }
 
 /** The step a marker (`reason:seq[:…]`) belongs to. */

@@ -3,7 +3,8 @@
  * failed for good (200, alerted). The handler's changes are left out; the error is kept in
  * `lock_err`, shorter when the store refuses it whole.
  */
-import { alertEvent, claimAlert } from './alerts';
+import { alertEvent, claimAlert, markAlertsSent } from './alerts';
+import { NO_ALERTS, sentByAttempt } from './overwrite-alert';
 import { sendFailureAlert } from './failure-alert';
 import type { Answer, Arrival } from './attempt';
 import type { Core } from './core';
@@ -12,7 +13,7 @@ import { PermanentError, StoreRejectedError } from './errors';
 import { keyPath } from './key-codec';
 import type { Lease } from './lease';
 import { describeError, sameLock, writeLock, type Lock } from './lock-fields';
-import { fail as failStep, release } from './transitions';
+import { alerted, fail as failStep, release } from './transitions';
 import { AlertReason, type Properties } from './types';
 
 /**
@@ -21,12 +22,14 @@ import { AlertReason, type Properties } from './types';
  */
 export async function failAttempt(core: Core, a: Arrival, lease: Lease, error: unknown): Promise<Answer> {
   let outcome: FailOutcome;
+  const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran: this write marks them
+  const sent = alerting ? await alerting : NO_ALERTS;
   try {
-    outcome = await writeFailure(core, lease, error, describeError(error));
+    outcome = await writeFailure(core, lease, error, describeError(error), sent);
   } catch (writeError) {
     if (!(writeError instanceof StoreRejectedError)) throw writeError;
     // The entity as stored, with this error beside it, is more than the store takes: store less of the error.
-    outcome = await writeFailure(core, lease, error, shortError(error));
+    outcome = await writeFailure(core, lease, error, shortError(error), sent);
   }
   const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: error instanceof Error ? error.message : String(error) };
   if (outcome.verdict === 'release') {
@@ -49,7 +52,7 @@ export async function failAttempt(core: Core, a: Arrival, lease: Lease, error: u
 interface FailOutcome { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties; at: Date }
 
 /** Writes a failed attempt (`release`, or `fail` for good) on the stored entity, the handler's changes left out; settled under the lease. */
-async function writeFailure(core: Core, lease: Lease, error: unknown, err: string): Promise<FailOutcome> {
+async function writeFailure(core: Core, lease: Lease, error: unknown, err: string, sent: readonly string[]): Promise<FailOutcome> {
   const now = new Date(core.config.clock());
   let decided: FailOutcome | undefined;
   let intended: Lock | undefined;
@@ -57,6 +60,7 @@ async function writeFailure(core: Core, lease: Lease, error: unknown, err: strin
     const verdict = afterFailure(lock, core.config.maxRetries, error instanceof PermanentError);
     const alerts = verdict === 'fail' ? claimAlert(core.config, lock, { failed: lease.attempt }) : undefined;
     intended = verdict === 'fail' ? failStep(lock, { now, error: err, alerts }) : release(lock, { now, error: err });
+    if (sent.length > 0) intended = alerted(intended, { alerts: markAlertsSent(intended.alerts, intended.seq, sent) });
     decided = { verdict, tries: intended.tries, alerts, props, at: now };
     return writeLock(props, intended);
   }, (lock) => (intended && sameLock(lock, intended) ? true : undefined)));

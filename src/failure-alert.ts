@@ -4,18 +4,22 @@
  * marks the claim sent. A claim still unmarked a while later (the process died in between, or the
  * alerter failed) is sent again by the sweep, under the same id, and marked then.
  */
-import { alertEvent, markedSent, unsentFailure } from './alerts';
+import { markSentOnEntity } from './alert-marks';
+import { alertEvent, unsentFailure } from './alerts';
 import type { Core } from './core';
-import { ContentionError } from './errors';
 import { keyPath } from './key-codec';
-import { readLock, writeLock, type Lock } from './lock-fields';
+import type { Lock } from './lock-fields';
 import { recordsFailedStep } from './stall';
-import { withContentionRetry } from './store/retry';
-import { AlertReason, StepState, type AlertEvent, type LedgerRecord, type Properties } from './types';
+import { AlertReason, type AlertEvent, type LedgerRecord, type Properties } from './types';
 
 /** Sends a failure's alert, then marks its claim on the entity sent; never throws. */
 export async function sendFailureAlert(core: Core, event: AlertEvent): Promise<void> {
-  if (await core.alert(event)) await markFailureAlertSent(core, event);
+  if (await core.alert(event)) await markSentOnEntity(core, event.key, [failureMarker(event.seq, event.previousAttempt ?? '')]);
+}
+
+/** The marker a failure's claim wrote (`claimAlert`): step `seq`, the attempt that failed. */
+export function failureMarker(seq: number, failed: string): string {
+  return `failure:${seq}:${failed}`;
 }
 
 /**
@@ -29,7 +33,7 @@ export function failureAlertGrace(core: Core): number {
 /**
  * The sweep's part: when the record's step failed for good and its alert is claimed but not marked
  * sent, sends it again (once the grace passed) and marks it. Resolves to `'sent'`, to the time to
- * look again (the grace has not passed), or to undefined (nothing to send).
+ * look again (the grace has not passed, or the alerter failed again), or to undefined (nothing to send).
  */
 export async function resendUnsentFailure(
   core: Core, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
@@ -45,28 +49,9 @@ export async function resendUnsentFailure(
     properties: props, at: lock.ts ?? new Date(now),
   });
   core.config.logger.warn('failure alert sent again: it was claimed but never marked sent', { key: keyPath(record.key), seq: record.seq, attempt: failed });
-  if (!(await core.alert(event))) return undefined;
-  await markFailureAlertSent(core, event);
+  if (!(await core.alert(event))) return now + failureAlertGrace(core); // not after the failed record's 30 days: soon
+  await markSentOnEntity(core, record.key, [failureMarker(record.seq, failed)]);
   return 'sent';
-}
-
-/** Marks the step's failure alert sent (a compare-and-swap; the lock's time and everything else are kept). */
-async function markFailureAlertSent(core: Core, event: AlertEvent): Promise<void> {
-  const { store } = core.config;
-  try {
-    await withContentionRetry(async () => {
-      const snapshot = await store.read(event.key);
-      if (!snapshot) return;
-      const lock = readLock(snapshot.properties);
-      if (lock.seq !== event.seq || lock.state !== StepState.failed || unsentFailure(lock) === undefined) return;
-      const written = await core.replace(event.key, snapshot, writeLock(snapshot.properties, { ...lock, alerts: markedSent(lock) }));
-      if (!written) throw new ContentionError(`${keyPath(event.key)} changed while its failure alert was marked sent`);
-    }, core.config.contention);
-  } catch (error) {
-    core.config.logger.warn('failure alert sent but not marked sent; the sweep may send it again (same id)', {
-      key: keyPath(event.key), seq: event.seq, error: error instanceof Error ? error.message : String(error),
-    });
-  }
 }
 
 /** The stored error of a failed step, as the alert shows it: the stored text is its message (and stack). */

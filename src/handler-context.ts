@@ -14,6 +14,7 @@ import { checkStep, scheduledStep } from './outbox';
 import { newChainId } from './task-name';
 import { Attr } from './telemetry/telemetry';
 import { finish as finishStep } from './transitions';
+import { endStepAlerts, keepRecordForAlerts, NO_ALERTS, sentByAttempt } from './overwrite-alert';
 
 /**
  * What the attempt learns from the handler's own `schedule()`/`complete()`: whether the step was
@@ -48,11 +49,13 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
       finishOnce();
       const next = checkStep(core, path, payload, options);
       const own = entityProperties(entity);
+      const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran (none in the usual case)
+      const alertsSent = alerting ? await alerting : NO_ALERTS;
       const now = new Date(core.config.clock());
       let planned: ReturnType<typeof scheduledStep> | undefined;
       const record = await remember(step, core.telemetry.span('finish', a, () => lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
         const chainId = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
-        planned = scheduledStep(a.key, lock, chainId, next, now);
+        planned = endStepAlerts(core, scheduledStep(a.key, lock, chainId, next, now), lock, alertsSent, now);
         core.write(tx, a.key, writeLock({ ...props, ...own }, planned.lock));
         if (lock.task !== undefined) tx.deleteLedger(a.key, lock.task); // this step moved on: its record goes in the same commit
         tx.putLedger(planned.record);
@@ -91,15 +94,19 @@ async function remember<T>(step: StepProgress, settling: Promise<T>): Promise<T>
  */
 export async function completeStep(core: Core, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
   const own = entityProperties(entity);
+  const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran (none in the usual case)
+  const alertsSent = alerting ? await alerting : NO_ALERTS;
   const now = new Date(core.config.clock());
   let intended: Lock | undefined;
   let record: string | undefined;
   await core.telemetry.span('finish', a, () => lease.settle('finish', () => lease.update((props, lock) => {
     record = lock.task;
-    intended = finishStep(lock, { now });
+    intended = endStepAlerts(core, { lock: finishStep(lock, { now }) }, lock, alertsSent, now).lock;
     return writeLock({ ...props, ...own }, intended);
   }, (lock) => (intended && sameLock(lock, intended) ? true : undefined))));
   core.telemetry.count('finish', a.key, { [Attr.outcome]: 'complete' });
-  core.retire(a.key, record);
+  // The record goes, unless the chain ended with overwrite alerts unsent: then the sweep needs it to find them.
+  if (intended!.alerts.length === 0) core.retire(a.key, record);
+  else await keepRecordForAlerts(core, a.key, record, now);
   core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
 }

@@ -18,6 +18,7 @@ import { describeError, readLock, UNINDEXED_LOCK_FIELDS, writeLock } from './loc
 import { handleMiddleware, sweepMiddleware, type HandleOptions } from './middleware';
 import { lookUpProjectId, parseOptions, type Config, type LockerOptions } from './options';
 import { checkStep, scheduledStep } from './outbox';
+import { endStepAlerts, NO_ALERTS } from './overwrite-alert';
 import { sweep, type SweepResult } from './sweep';
 import { withContentionRetry } from './store/retry';
 import { newChainId } from './task-name';
@@ -119,7 +120,8 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
       const lock = readLock(props);
       let planned;
       try {
-        planned = scheduledStep(key, lock, chain, step, now, 'kickoff');
+        // An earlier chain's overwrite alerts still unsent stay on the lock until someone sends them.
+        planned = endStepAlerts(this, scheduledStep(key, lock, chain, step, now, 'kickoff'), lock, NO_ALERTS, now);
       } catch (error) {
         if (error instanceof ChainBusyError) throw new ChainBusyError(`${keyPath(key)}: ${error.message}`);
         throw error;

@@ -8,6 +8,7 @@
  */
 import type { Core } from './core';
 import { resendUnsentFailure } from './failure-alert';
+import { resendUnsentOverwrites } from './overwrite-alert';
 import { keyPath } from './key-codec';
 import { resendName, taskRequest } from './ledger';
 import { readLock, type Lock } from './lock-fields';
@@ -26,7 +27,11 @@ export interface SweepResult {
   failed: number;
   /** Records that are not valid ledger records: skipped and logged. */
   malformed: number;
-  /** Failure alerts sent again: claimed when their step failed, but never marked sent (the process died, or the alerter failed). */
+  /**
+   * Alerts sent again, failure and overwrite alerts alike: claimed on the entity but never marked
+   * sent (the process died or was frozen after its answer, or the alerter failed). Each under the
+   * id of its first send.
+   */
   alerted: number;
 }
 
@@ -68,20 +73,21 @@ async function sweepOne(core: Core, record: LedgerRecord, result: SweepResult): 
   const props = await store.get(record.key);
   const lock = props ? readLock(props) : undefined;
   const now = clock();
-  const alert = await resendUnsentFailure(core, record, props, lock, now);
-  if (alert === 'sent') result.alerted++;
-  else if (typeof alert === 'number') {
-    await updateRecord(core, record, (r) => ({ ...r, due: new Date(alert) }));
-    return 'waiting';
-  }
+  const failure = await resendUnsentFailure(core, record, props, lock, now);
+  if (failure === 'sent') result.alerted++;
+  const overwrites = await resendUnsentOverwrites(core, record, props, lock, now);
+  result.alerted += overwrites?.sent ?? 0;
+  // Alerts still owed keep the record (also that of a step no longer live) and bring it back by then.
+  const alertsDue = Math.min(typeof failure === 'number' ? failure : Infinity, overwrites?.due ?? Infinity);
   const verdict = stallVerdict(lock, record, { now, stallAfter, leaseDuration });
-  if (verdict.action === 'clear') {
+  if (verdict.action === 'clear' && alertsDue === Infinity) {
     await store.deleteLedger(record.key, record.id);
     core.config.logger.info('ledger record cleared', { ...where(record), why: verdict.why });
     return 'cleared';
   }
-  if (verdict.action === 'wait') {
-    await updateRecord(core, record, (r) => ({ ...r, due: new Date(verdict.due) }));
+  if (verdict.action !== 'resend') {
+    const due = Math.min(verdict.action === 'wait' ? verdict.due : Infinity, alertsDue);
+    await updateRecord(core, record, (r) => ({ ...r, due: new Date(due) }));
     return 'waiting';
   }
   return resend(core, record, lock!, now);

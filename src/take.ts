@@ -3,8 +3,10 @@
  * there), then a compare-and-swap on the version read writes the lock `take`, `overwrite` or
  * `expire` makes. A task that does not run is answered here.
  */
-import { alertEvent, claimAlert, holderTakeovers } from './alerts';
-import { sendFailureAlert } from './failure-alert';
+import { markSentOnEntity } from './alert-marks';
+import { alertEvent, claimAlert } from './alerts';
+import { failureMarker } from './failure-alert';
+import { sendAll, startAlerts, unsentOverwriteAlerts, type ClaimedAlert } from './overwrite-alert';
 import type { Answer, Arrival } from './attempt';
 import type { Core } from './core';
 import { decide, type Decision } from './decision';
@@ -34,26 +36,28 @@ export async function take(core: Core, a: Arrival): Promise<{ answer: Answer } |
     if (!snapshot || !lock || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
       // What was read is remembered for the next copies of this task; a write remembers what it wrote instead.
       core.seen.observe(a.key, snapshot?.properties, readAt, leaseDuration);
-      return { decision, snapshot: undefined, alerts: undefined };
+      return { decision, snapshot: undefined, alerts: undefined, lock: undefined };
     }
     const next = takeover(core, a, decision, lock, now);
     const written = await core.replace(a.key, snapshot, writeLock(snapshot.properties, next.lock));
-    if (written) return { decision, snapshot: written, read: snapshot, alerts: next.alerts };
+    if (written) return { decision, snapshot: written, read: snapshot, alerts: next.alerts, lock: next.lock };
     snapshot = await store.read(a.key);
     readAt = core.config.clock();
     throw new ContentionError(`${keyPath(a.key)} changed while attempt ${a.attempt} took its lease`);
   }, core.config.contention);
 
   const d = taken.decision;
-  if (!taken.snapshot || !taken.read) return { answer: answerFor(core, a, d) };
+  if (!taken.snapshot || !taken.read || !taken.lock) return { answer: answerFor(core, a, d) };
   if (d.action === 'overwrite' || d.action === 'expire') {
-    await reportTakeover(core, a, d, taken.read.properties, taken.alerts !== undefined, now);
+    await reportTakeover(core, a, d, taken.read.properties, taken.lock, taken.alerts !== undefined, now);
     if (d.action === 'expire') {
       // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
       return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left`, outcome: 'expired' } };
     }
   } else {
     core.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
+    // Overwrite alerts an earlier holder left unmarked: this attempt sends them too (none in the usual case: no work at all).
+    if (taken.lock.alerts.length > 0) startAlerts(core, a, unsentOverwriteAlerts(core, a.key, taken.lock, taken.read.properties, a.task, now));
   }
   core.telemetry.count('take', a.key);
   return { snapshot: taken.snapshot, props: taken.read.properties };
@@ -74,13 +78,14 @@ function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): {
 }
 
 /**
- * Reports a stale lease taken over (`overwrite`) or ended (`expire`): event, log line and, when
- * this transaction claimed it, the alert. An overwrite's alert is not awaited: the handler runs.
- * When the holder had itself taken the lease over, its overwrite alert is sent again (same id), and
- * so are those of the consecutive takeovers before it: each of them may have died before sending.
+ * Reports a stale lease taken over (`overwrite`) or ended (`expire`): event, log line and the
+ * alerts. An overwrite's alert, this takeover's and any other of the lock still unmarked (an
+ * earlier holder may have died before sending its own), is sent while the handler runs; the
+ * step's last write waits for it and marks it sent (`overwrite-alert.ts`). An expiry answers at
+ * once, so its alerts are sent and marked before the answer.
  */
 async function reportTakeover(
-  core: Core, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, alert: boolean, now: Date,
+  core: Core, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, written: Lock, claimed: boolean, now: Date,
 ): Promise<void> {
   const lock = readLock(props);
   const retries = lock.tries + 1;
@@ -94,26 +99,18 @@ async function reportTakeover(
     core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error });
     core.config.logger.error('step failed: its lease expired too often', { ...where, retries });
   }
-  resendHolderAlerts(core, a, props, lock, now);
-  if (!alert) return;
-  const event = alertEvent({
-    reason: d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure,
-    key: a.key, seq: a.seq, retries, previousAttempt: d.previous, newAttempt: d.action === 'overwrite' ? a.attempt : undefined,
-    leaseAgeMs: d.leaseAgeMs, task: a.task, properties: props, at: now, error,
-  });
-  if (d.action === 'expire') await sendFailureAlert(core, event);
-  else void core.alert(event);
-}
-
-/** Sends again the overwrite alerts the lease's holder may have been the last to be able to send (`holderTakeovers`), if alerts are on. */
-function resendHolderAlerts(core: Core, a: Arrival, props: Properties, lock: Lock, now: Date): void {
-  if (!core.config.alerter || !core.config.alertOnOverwrite) return;
-  for (const t of holderTakeovers(lock)) {
-    void core.alert(alertEvent({
-      reason: AlertReason.overwrite, key: a.key, seq: a.seq, retries: lock.tries, previousAttempt: t.previous, newAttempt: t.next,
-      task: a.task, properties: props, at: now,
-    }));
+  const own = d.action === 'overwrite' ? `overwrite:${written.seq}:${d.previous}:${a.attempt}` : failureMarker(written.seq, d.previous);
+  const alerts: ClaimedAlert[] = [];
+  if (claimed) {
+    alerts.push({ marker: own, event: alertEvent({
+      reason: d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure,
+      key: a.key, seq: a.seq, retries, previousAttempt: d.previous, newAttempt: d.action === 'overwrite' ? a.attempt : undefined,
+      leaseAgeMs: d.leaseAgeMs, task: a.task, properties: props, at: now, error,
+    }) });
   }
+  alerts.push(...unsentOverwriteAlerts(core, a.key, written, props, a.task, now, own));
+  if (d.action === 'overwrite') startAlerts(core, a, alerts);
+  else await markSentOnEntity(core, a.key, await sendAll(core, alerts));
 }
 
 function arrivalDecision(core: Core, a: Arrival, lock: Lock | undefined): Decision {

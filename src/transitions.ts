@@ -5,8 +5,9 @@
  * builds a lock: the transitions table of docs/concepts/life-of-a-step.md is tested against them row by row.
  *
  * Every transition writes `ts` (`lock_ts`) with the event's time except `resend`, which writes
- * nothing (the lease's age stays, so a stale lease stays stale), and `abandon`, which writes a time a
- * lease ago (so the lease is stale at once). The ones a caller may ask for at the wrong moment
+ * nothing, `alerted`, which writes only `lock_alerts` (the lease's age stays, so a stale lease
+ * stays stale), and `abandon`, which writes a time a lease ago (so the lease is stale at once).
+ * The ones a caller may ask for at the wrong moment
  * (kickoff, retry, cancel, resend) check the lock first and throw a typed error.
  */
 import { ChainBusyError, TransitionError } from './errors';
@@ -130,8 +131,19 @@ export function abandon(lock: Lock, e: At & { leaseDuration: number }): Lock {
   return { ...lock, ts: new Date(e.now.getTime() - e.leaseDuration) };
 }
 
+/**
+ * Alerts marked sent, or kept past the end of their step: `lock_alerts` becomes the list given
+ * (built by `markAlertsSent`/`carriedAlerts`), nothing else changes, time included (a lease's age
+ * stays what it was). Applied alone by whoever marks alerts sent on a lock nobody holds, or after
+ * `finish`/`schedule`/`kickoff`/`release`/`fail` in the same write, which then ends the step with
+ * its unsent overwrite alerts kept and its sent ones marked.
+ */
+export function alerted(lock: Lock, e: Claimed): Lock {
+  return { ...lock, alerts: e.alerts ?? lock.alerts };
+}
+
 /** Every transition, by the event's name (the README's life-cycle table lists the same names). */
-export const transitions = { take, overwrite, expire, renew, release, fail, finish, schedule, kickoff, retry, cancel, resend, handBack, abandon } as const;
+export const transitions = { take, overwrite, expire, renew, release, fail, finish, schedule, kickoff, retry, cancel, resend, alerted, handBack, abandon } as const;
 
 /** The name of a lock event. */
 export type LockEventName = keyof typeof transitions;

@@ -96,7 +96,7 @@ describe('alerts from the Locker', () => {
   it('alerts every overwrite of a step, each under its own id, also across two instances', async () => {
     // instance A takes over the stale lease; its handler fails
     const { before, a, b, key, attemptA, current } = await overwrittenByA();
-    assert.deepEqual(current.lock_alerts, [`overwrite:1:crashed-attempt:${attemptA}`], 'the overwrite is recorded on the entity, naming both attempts');
+    assert.deepEqual(current.lock_alerts, [`overwrite:1:crashed-attempt:${attemptA}:sent`], 'the overwrite is recorded on the entity, naming both attempts, and marked sent by the release');
     // then another attempt holds the lease and dies without releasing it: B takes it over
     await seed(storeA, key, { ...current, lock_req: 'a-died', lock_ts: new Date(Date.now() - 10 * 60_000) });
     const res = await b.send(key, 1);
@@ -112,27 +112,30 @@ describe('alerts from the Locker', () => {
     assert.ok(overwrites.some((m) => m.text.includes('a-died') && m.text.includes(b.runs[0]!.attempt)));
   });
 
-  it('re-sends, under the same id, the overwrite alert of a holder that may have died before sending it', async () => {
+  it('sends, under its own id, every overwrite alert a holder left unmarked (it may have died before sending), and never one marked sent', async () => {
     const { before, a, b, key, attemptA, current } = await overwrittenByA();
-    // A sent its alert; now it is as if A had died holding the lease it took over (its marker names it the holder)
+    // A sent its alert and marked it; now it is as if A had died holding the lease it took over
     await seed(storeA, key, { ...current, lock_req: attemptA, lock_ts: new Date(Date.now() - 10 * 60_000) });
     // and an attempt X that took a lease over from Y and died before it could send anything, after Y
-    // had taken it from P:Q (a Go request id may hold a colon) and died too
+    // had taken it from P:Q (a Go request id may hold a colon) and died too, and V's overwrite by U was never marked either
     const other = newKey();
-    await seed(storeA, other, stale({ lock_req: 'X', lock_try: 3, lock_alerts: ['overwrite:1:V:U', 'overwrite:1:P:Q:Y', 'overwrite:1:Y:X'] }));
+    await seed(storeA, other, stale({ lock_req: 'X', lock_try: 3, lock_alerts: ['overwrite:1:V:U', 'overwrite:1:P:Q:Y', 'overwrite:1:Y:X', 'overwrite:1:S:T:sent'] }));
     assert.equal((await b.send(key, 1)).status, 200);
     assert.equal((await b.send(other, 1)).status, 200);
     await Promise.all([a.locker.shutdown(), b.locker.shutdown()]);
     const ids = smtp.messages.slice(before).filter((m) => /overwritten/i.test(m.subject)).map((m) => messageIdOf(m.raw));
-    const first = alertId(AlertReason.overwrite, key, 1, 'crashed-attempt');
-    assert.equal(ids.filter((id) => id === first).length, 2, 'A\'s alert, sent by A and again by B, is one message id');
-    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, key, 1, attemptA)).length, 1, 'B\'s own overwrite of A');
-    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'Y')).length, 1, 'X\'s unsent alert (Y by X), sent by B');
-    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'P:Q')).length, 1, 'the takeover before it (P:Q by Y), sent by B');
-    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'V')).length, 0, 'not a takeover outside the run that ends at the holder');
-    assert.equal(ids.filter((id) => id === alertId(AlertReason.overwrite, other, 1, 'X')).length, 1, 'B\'s own overwrite of X');
+    const count = (k: typeof key, previous: string): number => ids.filter((id) => id === alertId(AlertReason.overwrite, k, 1, previous)).length;
+    assert.equal(count(key, 'crashed-attempt'), 1, 'A\'s alert, marked sent by A, is not sent again');
+    assert.equal(count(key, attemptA), 1, 'B\'s own overwrite of A');
+    assert.equal(count(other, 'Y'), 1, 'X\'s unsent alert (Y by X), sent by B');
+    assert.equal(count(other, 'P:Q'), 1, 'the takeover before it (P:Q by Y), sent by B');
+    assert.equal(count(other, 'V'), 1, 'any other unmarked overwrite of the step, sent by B');
+    assert.equal(count(other, 'S'), 0, 'not one marked sent');
+    assert.equal(count(other, 'X'), 1, 'B\'s own overwrite of X');
     assert.equal(ids.length, 6);
-    assert.equal((await storeA.get(other))!.lock_seq, 2, 'the step ran and finished');
+    const finished = (await storeA.get(other))!;
+    assert.equal(finished.lock_seq, 2, 'the step ran and finished');
+    assert.equal(finished.lock_alerts, undefined, 'its finishing write owes no alert: every one was sent before it');
   });
 
   it('sends one alert when two instances race to overwrite the same stale lease', async () => {

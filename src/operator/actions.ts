@@ -12,6 +12,7 @@ import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import { readLock, writeLock, type Lock } from '../lock-fields';
 import { resendName, taskRequest } from '../ledger';
 import { cancel, resend, retry } from '../transitions';
+import { endStepAlerts, NO_ALERTS } from '../overwrite-alert';
 import type { LedgerRecord, StoreTransaction } from '../types';
 
 /** What an action may be told about the step the operator saw. */
@@ -67,7 +68,8 @@ export async function retryStep(core: Core, key: Key, options: ActionOptions = {
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
     const found = await ledgerOf(tx, key, lock);
-    const next = retry(lock, { now: new Date(now) }); // lock_task keeps naming the record (found.id)
+    // lock_task keeps naming the record (found.id); overwrite alerts still unsent stay until someone sends them.
+    const next = endStepAlerts(core, { lock: retry(lock, { now: new Date(now) }) }, lock, NO_ALERTS, new Date(now)).lock;
     const send = found.sends + 1;
     const claimed: LedgerRecord = {
       ...found, task: resendName(found, send), sends: send, sentAt: new Date(now), failures: 0,
