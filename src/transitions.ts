@@ -142,7 +142,7 @@ export function alerted(lock: Lock, e: Claimed): Lock {
   return { ...lock, alerts: e.alerts ?? lock.alerts };
 }
 
-/** Every transition, by the event's name (the README's life-cycle table lists the same names). */
+/** Every transition, by its name (the transitions table of docs/concepts/life-of-a-step.md lists the same names). */
 export const transitions = { take, overwrite, expire, renew, release, fail, finish, schedule, kickoff, retry, cancel, resend, alerted, handBack, abandon } as const;
 
 /** The name of a lock event. */
