@@ -13,6 +13,7 @@ import type { ThroughputSamples } from './throughput';
 import type { Settings } from './settings';
 import type { SimultaneousReport } from './simultaneous';
 import type { TelemetryReport } from './telemetry';
+import { kickoffJson, kickoffLines, type KickoffReport } from './kickoff';
 
 /** The targets, as medians on the legacy emulator. */
 export const TARGETS = Object.freeze({ stepToFloor: 1.4, duplicateToFloor: 0.35, throughput16ToFloor: 0.6 });
@@ -33,6 +34,8 @@ export interface Results {
   stampedes: StampedeReport[];
   /** The same step with and without the OpenTelemetry hooks, no SDK registered. */
   telemetry?: TelemetryReport;
+  /** Kickoffs of new chains: the schedule() loop, scheduleMany() and the raw batched upsert. */
+  kickoffs?: KickoffReport;
 }
 
 /** The medians and ratios both outputs are made of. */
@@ -111,6 +114,7 @@ export function summaryJson(r: Results): Record<string, unknown> {
     limitTargetsMet: f.stepToLimit <= LIMIT_TARGETS.stepToLimit && f.duplicateFirstToLimit <= LIMIT_TARGETS.duplicateFirstToLimit,
     ...simultaneousJson(r.simultaneous),
     ...telemetryJson(r.telemetry),
+    ...(r.kickoffs && kickoffJson(r.kickoffs)),
   };
 }
 
@@ -185,6 +189,7 @@ export function table(r: Results): string {
   if (r.stampedes.length > 0) lines.push('', ...r.stampedes.map(describeStampede));
   for (const leak of r.leaks) lines.push('', ...leakLines(leak, s.concurrency));
   if (r.telemetry) lines.push('', ...telemetryLines(r.telemetry));
+  if (r.kickoffs) lines.push('', ...kickoffLines(r.kickoffs));
   return lines.join('\n');
 }
 

@@ -6,6 +6,9 @@
  * heap and timer growth over 10,000 steps; and what the OpenTelemetry hooks cost with no SDK
  * registered (`telemetry.ts`). Prints a table, then one JSON line, last.
  *
+ * Then kickoffs of 1,000 new chains through the `schedule()` loop, `scheduleMany()` and the raw
+ * batched upsert (`kickoff.ts`); `BENCH_ONLY=kickoff` (`npm run bench:kickoff`) runs that part alone.
+ *
  * `BENCH_QUICK=1` makes a short run (see `settings.ts` for single sizes). `BENCH_LEAK_STORE`
  * chooses the store of the memory check: `datastore` (the emulator, default), `memory` (the
  * in-memory store: the library alone, faster) or `both`. The memory check forces full GCs: with
@@ -27,6 +30,7 @@ import { readSettings } from './settings';
 import { measureSimultaneous } from './simultaneous';
 import { measureStampede } from './stampede';
 import { measureTelemetry } from './telemetry';
+import { kickoffJson, kickoffLines, measureKickoffs } from './kickoff';
 import { measureThroughput } from './throughput';
 import { warmUp } from './warmup';
 
@@ -34,6 +38,7 @@ const RPC_SAMPLE = 20;
 
 async function main(): Promise<void> {
   const settings = readSettings();
+  if (settings.only === 'kickoff') return kickoffsAlone(settings);
   const leakStores = leakStoreChoice(process.env.BENCH_LEAK_STORE);
   const datastore = legacyDatastore();
   const keys = new KeySource(datastore, `bench-${process.pid}-${Date.now().toString(36)}`);
@@ -64,13 +69,26 @@ async function main(): Promise<void> {
     const stampedes = [await measureStampede('Firestore emulator', firestoreDatastore())];
     progress(`OpenTelemetry hooks without an SDK: ${settings.warmup} + ${settings.rounds} interleaved steps on in-memory stores, with and without the hooks`);
     const telemetry = await measureTelemetry(keys, settings.rounds, settings.warmup);
-    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry };
+    progress(`kickoffs of ${settings.kickoffChains} new chains: the schedule() loop, scheduleMany() and the raw batched upsert, ${settings.kickoffRounds} rounds`);
+    const kickoffs = await measureKickoffs(datastore, keys, settings.kickoffChains, settings.kickoffRounds);
+    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry, kickoffs };
   } finally {
     await server.close();
     await spy.close();
   }
   console.log(table(results));
   console.log(JSON.stringify(summaryJson(results)));
+}
+
+/** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`): the kickoff part alone, its lines, then its JSON line. */
+async function kickoffsAlone(settings: ReturnType<typeof readSettings>): Promise<void> {
+  const datastore = legacyDatastore();
+  const keys = new KeySource(datastore, `bench-${process.pid}-${Date.now().toString(36)}`);
+  process.stderr.write(`bench: kickoffs of ${settings.kickoffChains} new chains, ${settings.kickoffRounds} rounds\n`);
+  const report = await measureKickoffs(datastore, keys, settings.kickoffChains, settings.kickoffRounds);
+  console.log(`datastore-locker kickoff benchmark on the legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})\n`);
+  console.log(kickoffLines(report).join('\n'));
+  console.log(JSON.stringify({ bench: 'datastore-locker kickoff', ...kickoffJson(report) }));
 }
 
 /** RPCs each kind of operation sends, counted in an untimed pass. */

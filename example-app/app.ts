@@ -5,7 +5,7 @@
  */
 import express, { type Express, type Request, type Response } from 'express';
 import { appEngineCronAuthenticator, type Locker } from '../src/index';
-import type { Chains } from './chains';
+import { MANY_COUNTERS, type Chains } from './chains';
 import type { OperatorConfig } from './config';
 import { operatorAuthenticator, operatorOnly } from './operator';
 import { REFRESH_SECONDS, renderIntro } from './page';
@@ -43,6 +43,8 @@ export function createApp(deps: AppDeps): Express {
   });
   app.post('/start/counter', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startCounter()));
   app.post('/start/order', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startOrder()));
+  // 1,000 counter chains with one locker.scheduleMany() call (`?count=` from 1 to 1,000).
+  app.post('/start/counters', operatorsOnly, (req, res) => startMany(req, res, deps));
 
   // Task handlers: each authenticates the request (the local dispatcher's signature, an OIDC
   // token or App Engine's queue header) before it touches the store.
@@ -86,6 +88,21 @@ async function start(req: Request, res: Response, deps: AppDeps, run: () => Prom
   await answer(res, deps, async () => {
     const ref = await run();
     if (req.accepts(['html', 'json']) === 'json') res.status(201).json(ref);
+    else res.redirect(303, '/');
+  });
+}
+
+/** Starts many counter chains; answers a form with a redirect to the page, anything else with the counts as JSON. */
+async function startMany(req: Request, res: Response, deps: AppDeps): Promise<void> {
+  const raw = req.query.count;
+  const count = raw === undefined ? MANY_COUNTERS : Number(raw);
+  if (!Number.isSafeInteger(count) || count < 1 || count > MANY_COUNTERS) {
+    res.status(400).type('text').send(`count must be a whole number from 1 to ${MANY_COUNTERS}`);
+    return;
+  }
+  await answer(res, deps, async () => {
+    const started = await deps.chains.startCounters(count);
+    if (req.accepts(['html', 'json']) === 'json') res.status(201).json(started);
     else res.redirect(303, '/');
   });
 }

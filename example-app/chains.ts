@@ -29,6 +29,17 @@ export const PATHS = Object.freeze({
   archive: '/tasks/order/archive',
 });
 
+/** Counter chains the "start many" button starts with one `scheduleMany()` call. */
+export const MANY_COUNTERS = 1_000;
+
+/** What one `scheduleMany()` of counter chains did. */
+export interface ManyStarted {
+  kickoffId: string;
+  started: number;
+  busy: number;
+  failed: number;
+}
+
 /** What the app calls each kind of chain, in logs and on the status page. */
 export const CHAIN_LABELS: Readonly<Record<string, string>> = Object.freeze({ Counter: 'counter', Order: 'order' });
 
@@ -78,6 +89,8 @@ export interface Chains {
   readonly router: Router;
   startCounter(): Promise<ChainRef>;
   startOrder(): Promise<ChainRef>;
+  /** Starts `count` new counter chains with one `locker.scheduleMany()` call. */
+  startCounters(count: number): Promise<ManyStarted>;
 }
 
 /** Builds the handlers and listens to the Locker's events for the forged duplicate and drops. */
@@ -104,6 +117,7 @@ export function createChains(deps: ChainDeps): Chains {
     router,
     startCounter: () => start(deps, 'Counter', new Counter({ count: 0 }), PATHS.counter),
     startOrder: () => start(deps, 'Order', new Order({ item: 'datastore-locker T-shirt', amountCents: 2_500, email: 'customer@example.com' }), PATHS.charge),
+    startCounters: (count) => startMany(deps, count),
   };
 }
 
@@ -114,6 +128,19 @@ async function start(deps: ChainDeps, kind: string, entity: Counter | Order, pat
   await deps.locker.schedule(key, entity, path);
   deps.say(`${CHAIN_LABELS[kind]} ${keyPath(key)} started`);
   return ref;
+}
+
+/** Kicks off `count` new counter chains in one `scheduleMany()` call, and says how it went. */
+async function startMany(deps: ChainDeps, count: number): Promise<ManyStarted> {
+  const kickoffId = `counters-${randomBytes(4).toString('hex')}`;
+  const items = Array.from({ length: count }, (_, i) => ({
+    key: deps.records.chainKey({ kind: 'Counter', name: `${kickoffId}-${i + 1}` }),
+    entity: new Counter({ count: 0 }),
+    path: PATHS.counter,
+  }));
+  const result = await deps.locker.scheduleMany(items, { kickoffId });
+  deps.say(`${count} counter chains kicked off at once (${kickoffId}): ${result.started} started, ${result.busy} busy, ${result.failed} failed`);
+  return { kickoffId, started: result.started, busy: result.busy, failed: result.failed };
 }
 
 async function countStep(deps: ChainDeps, ctx: TaskContext<Counter>): Promise<void> {

@@ -17,6 +17,7 @@ order's first charge fails (the step is retried).</p>
 <div class="start">
   <form method="post" action="/start/counter"><button type="submit">Start a counter chain</button></form>
   <form method="post" action="/start/order"><button type="submit">Start an order chain</button></form>
+  <form method="post" action="/start/counters"><button type="submit">Start 1,000 counter chains at once</button></form>
 </div>
 <p class="help">The same data as JSON: <a href="/status.json">/status.json</a>. <code>POST /sweep</code> re-delivers
 stalled steps (for Cloud Scheduler); locally the app sweeps every few seconds, and <code>POST /local/sweep</code> runs one by hand.</p>

@@ -13,6 +13,9 @@ export { taskBodyRecovery } from './payload';
 // What a handler receives and returns, and how entities are built from stored properties.
 export type { EntityFactory, ScheduleOptions, ScheduledStep, SelfStoring, TaskContext, TaskHandler } from './context';
 
+// Many kickoffs at once: locker.scheduleMany(items, options) and what it answers.
+export { SCHEDULE_MANY_DEFAULTS, type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult } from './schedule-many-types';
+
 // Events, for logs and counters.
 export type { LockerEvents, StepEvent } from './events';
 export { DropReason } from './decision';

@@ -20,6 +20,8 @@ import { lookUpProjectId, parseOptions, type Config, type LockerOptions } from '
 import { checkStep, scheduledStep } from './outbox';
 import { endStepAlerts, NO_ALERTS } from './overwrite-alert';
 import { sweep, type SweepResult } from './sweep';
+import { scheduleMany } from './schedule-many';
+import type { KickoffItem, ScheduleManyOptions, ScheduleManyResult } from './schedule-many-types';
 import { withContentionRetry } from './store/retry';
 import { newChainId } from './task-name';
 import { SeenSteps } from './seen-steps';
@@ -135,6 +137,18 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     this.emit('scheduled', { key, seq: record.seq, attempt: '', task: record.task, path: record.path });
     const sent = await dispatch(this, record);
     return { seq: record.seq, task: record.task, sent };
+  }
+
+  /**
+   * Starts a chain on each item's entity, as `schedule()` does one, in batches: lookups of up to
+   * 1,000 keys, commits that keep each entity's compare-and-swap, then the tasks with bounded
+   * concurrency. Answers one result per item (`started`, `busy` or `failed`) and never throws for
+   * one bad item; a key given twice throws a `TypeError` before anything is written. With a
+   * `kickoffId`, a call made again (after a crash) never starts a chain twice. See
+   * docs/guides/bulk-kickoff.md.
+   */
+  scheduleMany(items: readonly KickoffItem[], options?: ScheduleManyOptions): Promise<ScheduleManyResult> {
+    return scheduleMany(this, items, options);
   }
 
   /**

@@ -135,6 +135,45 @@ export interface Snapshot {
   readonly version: unknown;
 }
 
+/** An entity as a batched read found it, or found it absent, with the version it was read at. */
+export interface VersionedRead {
+  /** The key read. */
+  readonly key: Key;
+  /** The entity's stored properties; undefined when it does not exist. */
+  readonly properties: Properties | undefined;
+  /** The version read, in the store's own form (absent entities included): hand it back to `replaceMany`. */
+  readonly version: unknown;
+}
+
+/** One write of `Store.replaceMany`: an entity at the version it was read at, and its ledger record. */
+export interface ConditionalWrite {
+  /** The read the write depends on (its key is the entity's). */
+  read: VersionedRead;
+  /** The properties to store. */
+  properties: Properties;
+  /** Properties kept out of indexes. */
+  excludeFromIndexes: readonly string[];
+  /** The ledger record of the step the write schedules. */
+  record: LedgerRecord;
+}
+
+/** What `Store.replaceMany` did with one write. */
+export type ConditionalOutcome =
+  | {
+    /** Written: the entity is at the new version and its ledger record is stored. */
+    outcome: 'written';
+  }
+  | {
+    /** Not written: the entity changed (or was created or deleted) since it was read. */
+    outcome: 'conflict';
+  }
+  | {
+    /** Not written: the store refused it or could not be reached (`StoreRejectedError`, `StoreUnavailableError`, ...). */
+    outcome: 'error';
+    /** Why. */
+    error: Error;
+  };
+
 /**
  * Transactional persistence of entities. A store only reads and writes: every lease rule lives
  * above it. Errors it raises: `ContentionError` when a transaction aborts on contention (retried
@@ -174,6 +213,22 @@ export interface Store {
    * `locker.inspect()` and the status router only.
    */
   queryLocks?(query: LockQuery): Promise<LockPage>;
+  /**
+   * Reads many entities at once (`scheduleMany()` asks for at most 1,000 keys a call), strongly
+   * consistent, each with the version a conditional write compares: a missing entity is read too,
+   * as absent at its own version. One answer per key, in the keys' order. Optional: without it,
+   * `scheduleMany()` starts each chain with its own transaction, as `schedule()` does.
+   */
+  readMany?(keys: readonly Key[]): Promise<VersionedRead[]>;
+  /**
+   * Conditional writes of many entities, each with its ledger record: each entity is written only
+   * if it is still at the version it was read at (still absent, if it was read absent), and its
+   * record is stored once it is written (a record may also stay behind for a write that conflicted:
+   * the caller removes it, or the sweep does). Entities are independent: one that changed meanwhile
+   * is reported `conflict`, one the store refuses is reported with its error, and neither stops
+   * the others. One outcome per write, in order. Optional, with `readMany`.
+   */
+  replaceMany?(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]>;
   /** The project id keys are encoded with (the `app` of a legacy url-safe key), if known. */
   readonly projectId?: string;
   /**

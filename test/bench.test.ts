@@ -22,6 +22,8 @@ const TINY = {
   BENCH_LEAK_STEPS: '64',
   BENCH_LEAK_STORE: 'both',
   BENCH_SIMULTANEOUS_ROUNDS: '2',
+  BENCH_KICKOFF_CHAINS: '50',
+  BENCH_KICKOFF_ROUNDS: '1',
 };
 
 function runBench(): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -81,6 +83,18 @@ describe('npm run bench', () => {
     assert.ok(table.includes('simultaneous deliveries of one step on the Firestore emulator'), 'the table shows the stampede on the Firestore emulator');
     const stampedes = result.stampedes as Array<Record<string, unknown>>;
     assert.deepEqual(stampedes.map((x) => [x.emulator, x.runs]), [['Firestore emulator', 1]]);
+
+    // Kickoffs of new chains: the schedule() loop, scheduleMany() and the raw batched upsert, with RPCs counted.
+    assert.ok(table.includes('Kickoffs of 50 new chains'), 'the table shows the kickoff part');
+    for (const row of ['raw batched upsert (500 mutations)', 'schedule() loop at concurrency 16', 'scheduleMany()']) assert.ok(table.includes(row), `the table shows "${row}"`);
+    assert.equal(result.kickoffChains, 50);
+    for (const name of ['kickoffFloorPerSec', 'kickoffLoopPerSec', 'kickoffBulkPerSec', 'kickoffBulkToLoop', 'kickoffBulkToFloor']) {
+      const value = result[name];
+      assert.ok(typeof value === 'number' && Number.isFinite(value) && value > 0, `${name} is a positive number, got ${String(value)}`);
+    }
+    assert.equal(typeof result.kickoffTargetsMet, 'boolean');
+    assert.equal(result.kickoffLoopRpcsPer1000, 2_000, 'a kickoff through schedule() is a lookup and a commit');
+    assert.equal(result.kickoffBulkRpcsPer1000, 60, '50 chains in one batch: one lookup and two commits');
 
     const leaks = result.leaks as Array<Record<string, unknown>>;
     assert.deepEqual(leaks.map((l) => l.store), ['legacy Datastore emulator', 'in-memory store']);

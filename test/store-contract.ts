@@ -9,6 +9,7 @@ import { ContentionError, LeaseLostError, StoreRejectedError } from '../src/erro
 import type { LedgerRecord, Properties, Store, StoreTransaction } from '../src/types';
 import { withContentionRetry } from '../src/store/retry';
 import { rawProperties } from './support/emulator';
+import { batchContract } from './store-batch-contract';
 
 /** A store under test, and how to look behind it. */
 export interface ContractSubject {
@@ -611,6 +612,8 @@ export function storeContract(name: string, make: MakeSubject): void {
         assert.equal(second.properties.long, long);
       });
     });
+
+    batchContract(make);
 
     describe('the ledger', () => {
       it('commits a record with the entity, in the same transaction, and reads it back whole', async () => {

@@ -4,8 +4,9 @@
  * before the first compare-and-swap or transaction, instead of trusting documentation:
  *
  * - conditional writes: the store writes a scratch entity of its own kind (`LockerProbe`, a random
- *   name, default namespace), replaces it at the version written (must apply), replaces it again
- *   at that now stale version (must report `conflictDetected`), and deletes it. A backend that
+ *   name, default namespace) at `baseVersion` 0, the version of an absent entity (must apply: a
+ *   batched kickoff writes new entities so), replaces it at the version written (must apply),
+ *   replaces it again at that now stale version (must report `conflictDetected`), and deletes it. A backend that
  *   applies the stale write, or reports no versions, ignores `Mutation.base_version`: fencing would
  *   silently not hold, so compare-and-swaps run as transactions there.
  * - begin-with-first-read: a transaction begun by a lookup (`ReadOptions.newTransaction`) of a
@@ -23,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { Key, type Datastore, type DatastoreClient } from '@google-cloud/datastore';
 import { ContentionError } from '../errors';
 import type { Logger } from '../types';
-import { commitUpsert, rollBack } from './datastore-commit';
+import { ABSENT_VERSION, commitUpsert, rollBack } from './datastore-commit';
 import { BEGIN_TRANSACTION, lookup } from './datastore-lookup';
 import { keyToProto, type RawEntity } from './datastore-protos';
 import type { DatastoreRpc } from './datastore-rpc';
@@ -97,14 +98,15 @@ function backendId(target: ProbeTarget): string {
 async function checkConditionalWrites({ rpc, logger }: ProbeTarget): Promise<boolean> {
   const key = scratchKey('base-version');
   const entity = (step: number): RawEntity => ({ key: keyToProto(key), properties: { step: { integerValue: String(step) } } });
-  const created = await commitUpsert(rpc, entity(0), undefined);
+  const created = await commitUpsert(rpc, entity(0), ABSENT_VERSION);
   try {
-    const fresh = created.version === undefined ? undefined : await commitUpsert(rpc, entity(1), created.version);
-    const stale = created.version === undefined ? undefined : await commitUpsert(rpc, entity(2), created.version);
+    const applied = !created.conflictDetected && created.version !== undefined;
+    const fresh = applied ? await commitUpsert(rpc, entity(1), created.version) : undefined;
+    const stale = applied ? await commitUpsert(rpc, entity(2), created.version) : undefined;
     const honoured = fresh?.conflictDetected === false && stale?.conflictDetected === true;
     if (!honoured) {
       logger.warn(
-        'DatastoreStore: this Datastore does not refuse a write at a stale version (Mutation.base_version), ' +
+        `DatastoreStore: this Datastore ${applied ? 'does not refuse a write at a stale version' : 'refuses a write at version 0 (absent) to a new entity'} (Mutation.base_version), ` +
           'so compare-and-swaps run as transactions (two round trips instead of one). ' +
           'Set conditionalWrites to skip this check.',
         { reported: describe(created, fresh, stale) },

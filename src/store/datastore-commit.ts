@@ -5,6 +5,9 @@
 import type { RawEntity } from './datastore-protos';
 import type { DatastoreRpc } from './datastore-rpc';
 
+/** The `baseVersion` of a write that must find no entity: Datastore's version of "absent". */
+export const ABSENT_VERSION = '0';
+
 /** What the server did with a mutation. */
 export interface MutationOutcome {
   /** The entity's version after the mutation (an int64 in decimal), if the server said. */

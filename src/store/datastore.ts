@@ -37,6 +37,10 @@
  * compare-and-swap, or `beginTransaction`, and logs once why. `conditionalWrites` and
  * `beginWithFirstRead` override the check.
  *
+ * Many at once. `readMany` and `replaceMany` serve `locker.scheduleMany()`: one lookup of up to
+ * 1,000 keys, then commits of up to 500 mutations that keep each entity's compare-and-swap
+ * (`datastore-batch.ts`).
+ *
  * Ledger. Records are entities of kind `ledgerKind` in the namespace of the entity whose step they
  * carry, so the user's entity and its record commit in one transaction. `listDue` therefore
  * looks in every namespace: by default it asks the `__namespace__` metadata query (the legacy
@@ -48,8 +52,9 @@ import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 import { ConfigError } from '../errors';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
 import { platformLogger } from '../log/platform-logger';
-import type { DueLedger, Logger, Properties, Snapshot, Store, StoreTransaction } from '../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, Logger, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
 import { backendOf, type Backend, type ProbeTarget } from './datastore-backend';
+import { readMany, replaceMany } from './datastore-batch';
 import { entityProto } from './datastore-encode';
 import { grpcCode } from './datastore-errors';
 import { lookup } from './datastore-lookup';
@@ -217,6 +222,23 @@ export class DatastoreStore implements Store {
     const backend = await this.backend();
     const outcome = await replaceAtVersion({ rpc: this.rpc, gate: this.gate, ...backend }, key, entity, base.version);
     return outcome.conflictDetected ? undefined : snapshotOf(entity, outcome.version, 'commit');
+  }
+
+  /** Reads up to 1,000 entities in one lookup, absent ones included (see `datastore-batch.ts`). */
+  readMany(keys: readonly Key[]): Promise<VersionedRead[]> {
+    return readMany(this.rpc, keys);
+  }
+
+  /**
+   * Writes each entity still at its read's version, with its ledger record: records first, then
+   * the entities in NON_TRANSACTIONAL commits with a `baseVersion` each, or, where the backend
+   * ignores `baseVersion`, in transactions of 150 (see `datastore-batch.ts`).
+   */
+  async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
+    const { conditionalWrites } = await this.backend();
+    return replaceMany({
+      rpc: this.rpc, ledgerKind: this.ledgerKind, conditionalWrites, onOutboxNamespace: (namespace) => this.writtenNamespaces.add(namespace),
+    }, writes);
   }
 
   async listDue(now: Date, limit: number): Promise<DueLedger> {

@@ -19,7 +19,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreUnavailableError } from '../errors';
 import { rejectUnknownOptions, type OptionNames } from '../option-names';
-import type { DueLedger, LedgerRecord, Properties, Snapshot, Store, StoreTransaction } from '../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRecord, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
 import { copyKey, keyString } from './keys';
 import { keyPath } from '../key-path';
 import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from './ledger-entity';
@@ -35,6 +35,8 @@ export type MemoryStoreOperation =
   | 'get'
   | 'read'
   | 'replace'
+  | 'readMany'
+  | 'replaceMany'
   | 'listDue'
   | 'deleteLedger'
   | 'queryLocks';
@@ -147,6 +149,42 @@ export class MemoryStore implements Store {
     const version = ++this.clock;
     this.entities.set(id, { key: copyKey(key), properties: copy, version });
     return snapshotOf(copy, version);
+  }
+
+  /** Reads every key at once; a missing entity is absent at its version (0 if never written). */
+  async readMany(keys: readonly Key[]): Promise<VersionedRead[]> {
+    const ids = keys.map((key) => keyString(key));
+    this.check('readMany');
+    return ids.map((id, i) => {
+      const stored = this.entities.get(id);
+      return { key: copyKey(keys[i]!), properties: readOut(stored?.properties), version: stored?.version ?? 0 };
+    });
+  }
+
+  /**
+   * Writes each entity still at the version it was read at, with its ledger record, as one commit
+   * of its own; a changed entity is a conflict, a value the store cannot hold an error. An
+   * injected `replaceMany` fault fails the whole call and writes nothing.
+   */
+  async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
+    this.check('replaceMany');
+    return writes.map((write) => {
+      try {
+        const id = keyString(write.read.key);
+        const base = write.read.version;
+        if (typeof base !== 'number' || !Number.isInteger(base) || base < 0) throw new TypeError('replaceMany needs reads that a MemoryStore made');
+        const properties = copyProperties(write.properties);
+        const ledger = ledgerKey(LEDGER_KIND, write.record.key.namespace, write.record.id);
+        const record = copyProperties(ledgerProperties(write.record));
+        if ((this.entities.get(id)?.version ?? 0) !== base) return { outcome: 'conflict' };
+        const version = ++this.clock;
+        this.entities.set(id, { key: copyKey(write.read.key), properties, version });
+        this.entities.set(keyString(ledger), { key: ledger, properties: record, version });
+        return { outcome: 'written' };
+      } catch (error) {
+        return { outcome: 'error', error: error instanceof Error ? error : new Error(String(error)) };
+      }
+    });
   }
 
   /**

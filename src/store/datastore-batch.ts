@@ -1,0 +1,210 @@
+/**
+ * Many kickoffs at once on Datastore (DESIGN section 5, "Many kickoffs at once"): `readMany` is
+ * one lookup of up to 1,000 keys; `replaceMany` writes each entity at the version it was read at,
+ * with its ledger record, in one of two ways, as the backend check found:
+ *
+ * - conditional (Datastore, the legacy emulator): the ledger records first, in NON_TRANSACTIONAL
+ *   commits, then the entities in NON_TRANSACTIONAL commits whose upserts each carry their own
+ *   `baseVersion` (`0` for an entity read absent): the server applies those still at their
+ *   version and reports `conflictDetected` on the others. A non-transactional commit is not
+ *   atomic, so the record goes first: an entity is never written without its record, and a record
+ *   left by a conflict or a crash names a step its entity does not run, which the sweep clears.
+ * - in transactions (the Firestore emulator, which ignores `baseVersion`): a transaction per
+ *   {@link TRANSACTION_WRITES} entities reads them all in one lookup, compares their versions and
+ *   commits the unchanged ones with their records; one that aborts on contention is run again,
+ *   and when it keeps aborting it is split in halves, so a contended entity fails alone.
+ *
+ * Commits stay within Datastore's 500 mutations and its request size. A commit the store refuses
+ * (`StoreRejectedError`: an entity too large, a value Datastore cannot hold) is split in halves
+ * until the refused write is alone, so it is reported on that write only.
+ */
+import type { Key } from '@google-cloud/datastore';
+import { ContentionError, StoreRejectedError, StoreUnavailableError } from '../errors';
+import type { ConditionalOutcome, ConditionalWrite, VersionedRead } from '../types';
+import { ABSENT_VERSION as ABSENT, rollBack } from './datastore-commit';
+import { entityProto } from './datastore-encode';
+import { lookupMany } from './datastore-lookup';
+import { decodeEntity, type RawEntity, type RawValue } from './datastore-protos';
+import type { DatastoreRpc, Mutation } from './datastore-rpc';
+import { EntityVersion } from './datastore-snapshot';
+import { writeArgs } from './datastore-values';
+import { keyString } from './keys';
+import { LEDGER_UNINDEXED, ledgerKey, ledgerProperties } from './ledger-entity';
+import { withContentionRetry } from './retry';
+
+/** Datastore's most mutations in one commit. */
+export const MAX_MUTATIONS = 500;
+/** Entities per transaction where compare-and-swaps run as transactions (each with its record: two mutations). */
+export const TRANSACTION_WRITES = 150;
+/** The largest commit request sent, bytes (Datastore takes 10 MiB). */
+const MAX_COMMIT_BYTES = 8 * 1024 * 1024;
+
+/** What the batch operations need from their store. */
+export interface BatchConfig {
+  rpc: DatastoreRpc;
+  ledgerKind: string;
+  conditionalWrites: boolean;
+  /** Told the namespace of every outbox record written. */
+  onOutboxNamespace(namespace: string): void;
+}
+
+/** Reads `keys` in one lookup (at most 1,000), absent ones included. */
+export async function readMany(rpc: DatastoreRpc, keys: readonly Key[]): Promise<VersionedRead[]> {
+  for (const key of keys) keyString(key);
+  const found = await lookupMany(rpc, keys);
+  return found.map(({ entity, version }, i) => {
+    const key = keys[i]!;
+    if (!entity) return { key, properties: undefined, version: new EntityVersion(ABSENT, emptyShape()) };
+    if (version === undefined || version === '') throw new StoreUnavailableError('Datastore lookup returned no entity version');
+    const { properties, ...shape } = decodeEntity(entity);
+    return { key, properties, version: new EntityVersion(version, shape) };
+  });
+}
+
+/** One write, encoded: the entity, its record, and the version it was read at. */
+interface Encoded {
+  index: number;
+  key: Key;
+  entity: RawEntity;
+  record: RawEntity;
+  base: string;
+  bytes: number;
+}
+
+/** Writes each entity still at its read's version, with its record (see the file's comment). */
+export async function replaceMany(config: BatchConfig, writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
+  const outcomes: ConditionalOutcome[] = new Array<ConditionalOutcome>(writes.length);
+  const encoded: Encoded[] = [];
+  writes.forEach((write, index) => {
+    try {
+      encoded.push(encode(config, write, index));
+    } catch (error) {
+      outcomes[index] = failed(error);
+    }
+  });
+  if (config.conditionalWrites) await conditional(config, encoded, outcomes);
+  else await inTransactions(config, encoded, outcomes);
+  return outcomes;
+}
+
+function encode(config: BatchConfig, write: ConditionalWrite, index: number): Encoded {
+  const version: unknown = write.read.version;
+  if (!(version instanceof EntityVersion)) throw new TypeError('replaceMany needs reads that a DatastoreStore made');
+  const key = write.read.key;
+  keyString(key);
+  const entity = entityProto(writeArgs(key, write.properties, write.excludeFromIndexes, version.shape));
+  const recordKey = ledgerKey(config.ledgerKind, write.record.key.namespace, write.record.id);
+  const record = entityProto(writeArgs(recordKey, ledgerProperties(write.record), LEDGER_UNINDEXED));
+  return { index, key, entity, record, base: version.version, bytes: approxBytes(entity) + approxBytes(record) };
+}
+
+/** Records first, then the entities at their versions, each in commits of at most {@link MAX_MUTATIONS}. */
+async function conditional(config: BatchConfig, writes: Encoded[], outcomes: ConditionalOutcome[]): Promise<void> {
+  const recorded: Encoded[] = [];
+  for (const chunk of chunks(writes, MAX_MUTATIONS, (w) => approxBytes(w.record))) {
+    await splitting(chunk, outcomes, async (part) => {
+      for (const w of part) config.onOutboxNamespace(w.key.namespace ?? '');
+      await config.rpc.commit(part.map((w) => ({ upsert: w.record })));
+      recorded.push(...part);
+    });
+  }
+  recorded.sort((a, b) => a.index - b.index);
+  for (const chunk of chunks(recorded, MAX_MUTATIONS, (w) => approxBytes(w.entity))) {
+    await splitting(chunk, outcomes, async (part) => {
+      const response = await config.rpc.commit(part.map((w) => ({ upsert: w.entity, baseVersion: w.base })));
+      part.forEach((w, i) => {
+        const result = response.mutationResults?.[i];
+        outcomes[w.index] = result?.conflictDetected === true ? { outcome: 'conflict' } : { outcome: 'written' };
+      });
+    });
+  }
+}
+
+/** A transaction per chunk; a chunk that keeps meeting contention is split, down to one entity. */
+async function inTransactions(config: BatchConfig, writes: Encoded[], outcomes: ConditionalOutcome[]): Promise<void> {
+  for (const chunk of chunks(writes, TRANSACTION_WRITES, (w) => w.bytes)) {
+    await splitting(chunk, outcomes, async (part) => {
+      for (const w of part) config.onOutboxNamespace(w.key.namespace ?? '');
+      const written = await withContentionRetry(() => transactionOnce(config.rpc, part));
+      part.forEach((w, i) => (outcomes[w.index] = written[i] ? { outcome: 'written' } : { outcome: 'conflict' }));
+    }, true);
+  }
+}
+
+/** One transaction: reads every entity, writes those still at their version; says which were written. */
+async function transactionOnce(rpc: DatastoreRpc, part: Encoded[]): Promise<boolean[]> {
+  const transaction = await rpc.beginTransaction();
+  try {
+    const found = await lookupMany(rpc, part.map((w) => w.key), { transaction });
+    const unchanged = part.map((w, i) => (found[i]!.entity ? found[i]!.version === w.base : w.base === ABSENT));
+    const mutations: Mutation[] = part.flatMap((w, i) => (unchanged[i] ? [{ upsert: w.record }, { upsert: w.entity }] : []));
+    if (mutations.length === 0) await rollBack(rpc, transaction);
+    else await rpc.commit(mutations, transaction);
+    return unchanged;
+  } catch (error) {
+    await rollBack(rpc, transaction);
+    throw error;
+  }
+}
+
+/**
+ * Runs `commit` on `part`; when the store refuses it (or, with `onContention`, it keeps aborting on
+ * contention), runs it again on each half, so only the write at fault fails. Any other error fails
+ * the part's writes with it.
+ */
+async function splitting(part: Encoded[], outcomes: ConditionalOutcome[], commit: (part: Encoded[]) => Promise<void>, onContention = false): Promise<void> {
+  try {
+    await commit(part);
+  } catch (error) {
+    const contended = onContention && (error instanceof ContentionError || (error instanceof StoreUnavailableError && error.cause instanceof ContentionError));
+    if (part.length > 1 && (error instanceof StoreRejectedError || contended)) {
+      const half = Math.ceil(part.length / 2);
+      await splitting(part.slice(0, half), outcomes, commit, onContention);
+      await splitting(part.slice(half), outcomes, commit, onContention);
+      return;
+    }
+    for (const w of part) outcomes[w.index] = failed(error);
+  }
+}
+
+/** Consecutive runs of at most `count` items and {@link MAX_COMMIT_BYTES}. */
+function chunks(items: Encoded[], count: number, bytes: (item: Encoded) => number): Encoded[][] {
+  const out: Encoded[][] = [];
+  let current: Encoded[] = [];
+  let size = 0;
+  for (const item of items) {
+    const b = bytes(item);
+    if (current.length > 0 && (current.length >= count || size + b > MAX_COMMIT_BYTES)) {
+      out.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(item);
+    size += b;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+/** About how many bytes an entity takes in a request (names and values; an upper bound's rough guess). */
+function approxBytes(entity: RawEntity): number {
+  let total = 64;
+  for (const [name, value] of Object.entries(entity.properties ?? {})) total += name.length + valueBytes(value);
+  return total;
+}
+
+function valueBytes(value: RawValue): number {
+  if (value.stringValue) return Buffer.byteLength(value.stringValue);
+  if (value.blobValue) return value.blobValue.length;
+  if (value.arrayValue?.values) return value.arrayValue.values.reduce((sum, v) => sum + valueBytes(v), 8);
+  if (value.entityValue) return approxBytes(value.entityValue);
+  return 16;
+}
+
+function failed(error: unknown): ConditionalOutcome {
+  return { outcome: 'error', error: error instanceof Error ? error : new Error(String(error)) };
+}
+
+function emptyShape(): { integralDoubles: Set<string>; unindexed: Set<string> } {
+  return { integralDoubles: new Set(), unindexed: new Set() };
+}

@@ -1,0 +1,76 @@
+// locker.scheduleMany() on the legacy Datastore emulator (conditional commits with baseVersion) and
+// on the Firestore emulator in Datastore mode (which ignores baseVersion: batches in transactions),
+// each with a store built with no option but the namespace it sweeps.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { scheduleManySuite } from './schedule-many-suite';
+import { spyClient } from './support/datastore-spy';
+import { RecordingQueue } from './support/recording-queue';
+import { keys } from './support/task-app';
+import { Locker } from '../src/locker';
+import { StoreRejectedError } from '../src/errors';
+import { BATCH } from '../src/schedule-many';
+import { DatastoreStore } from '../src/store/datastore';
+import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
+
+const open = (datastore: () => ReturnType<typeof legacyDatastore>) => async () => {
+  const namespace = uniqueNamespace('bulk');
+  const store = new DatastoreStore(datastore(), { namespaces: [namespace] });
+  return { store, namespace, close: () => store.shutdown() };
+};
+
+scheduleManySuite('the Datastore emulator', open(legacyDatastore));
+scheduleManySuite('the Firestore emulator in Datastore mode', open(firestoreDatastore));
+
+describe('locker.scheduleMany() on Datastore: what it sends', () => {
+  it('on the legacy emulator: a lookup and two NON_TRANSACTIONAL commits per batch of new chains, each entity upsert with its own baseVersion', async () => {
+    const spy = spyClient(legacyDatastore());
+    const namespace = uniqueNamespace('bulk-rpc');
+    const store = new DatastoreStore(legacyDatastore(), { namespaces: [namespace], client: spy.client, conditionalWrites: true, beginWithFirstRead: true }); // no backend check: only the call's RPCs are counted
+    const queue = new RecordingQueue();
+    const locker = new Locker({ store, queue, authenticate: false });
+    try {
+      const items = Array.from({ length: 1_000 }, (_, i) => ({ key: keys.key({ namespace, path: ['Invoice', `rpc-${i}`] }), entity: { i }, path: '/step' }));
+      const result = await locker.scheduleMany(items);
+      assert.equal(result.started, 1_000);
+      const batches = Math.ceil(1_000 / BATCH);
+      assert.deepEqual(spy.calls.filter((m) => m === 'lookup').length, batches, 'one lookup per batch');
+      assert.deepEqual(spy.calls.filter((m) => m === 'commit').length, 2 * batches, 'two commits per batch: the records, then the entities');
+      assert.equal(spy.calls.length, 3 * batches, 'nothing else');
+      const commits = spy.sent.filter((r) => r.method === 'commit');
+      for (const commit of commits) assert.equal(commit.request.mode, 'NON_TRANSACTIONAL');
+      const entityUpserts = commits.flatMap((c) => c.request.mutations ?? []).filter((m) => (m.upsert as { key: { path: { kind: string }[] } }).key.path[0]!.kind === 'Invoice');
+      assert.equal(entityUpserts.length, 1_000);
+      assert.ok(entityUpserts.every((m) => m.baseVersion === '0'), 'every new entity is written only if still absent');
+      assert.equal(queue.tasks.length, 1_000);
+    } finally {
+      await store.shutdown();
+      await spy.close();
+    }
+  });
+
+  it('on the Firestore emulator: an entity the server refuses (too large) fails alone; its batch neighbours start', { timeout: 120_000 }, async () => {
+    const namespace = uniqueNamespace('bulk-large');
+    const store = new DatastoreStore(firestoreDatastore(), { namespaces: [namespace] });
+    const queue = new RecordingQueue();
+    const locker = new Locker({ store, queue, authenticate: false });
+    try {
+      const large = new Set([3, 120, 250]);
+      const items = Array.from({ length: 300 }, (_, i) => ({
+        key: keys.key({ namespace, path: ['Invoice', `large-${i}`] }),
+        entity: large.has(i) ? { text: 'x'.repeat(1_100_000) } : { i },
+        path: '/step',
+      }));
+      const result = await locker.scheduleMany(items);
+      assert.deepEqual([result.started, result.failed], [297, 3]);
+      for (const i of large) {
+        const r = result.results[i]!;
+        assert.ok(r.status === 'failed' && r.error instanceof StoreRejectedError, `item ${i}: ${r.status}`);
+      }
+      const stored = await store.readMany(items.map((item) => item.key));
+      stored.forEach((read, i) => assert.equal(read.properties === undefined, large.has(i), `item ${i} written: ${!large.has(i)}`));
+    } finally {
+      await store.shutdown();
+    }
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * SIGKILL in the middle of a 5,000-item `locker.scheduleMany()`, then the same call again: every
+ * item's chain started exactly once and completed, and no chain is left without a task once the
+ * sweep ran. A child process (`support/bulk-crash-app.ts`) runs the call on the legacy Datastore
+ * emulator and kills itself just before the Nth lookup, commit or task (N random, printed), at the
+ * seams: the store's generated client and the queue.
+ */
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Key } from '@google-cloud/datastore';
+import { DatastoreStore } from '../src/store/datastore';
+import { kickoffChainId } from '../src/kickoff-plan';
+import { keyString } from '../src/store/keys';
+import { StepState } from '../src/types';
+import { legacyDatastore, uniqueNamespace } from './support/emulator';
+import { readAll } from './schedule-many-suite';
+import { BATCH } from '../src/schedule-many';
+
+const ROOT = path.resolve(__dirname, '..');
+const ITEMS = 5_000;
+const datastore = legacyDatastore();
+
+interface Run { child: ChildProcess; out: string[]; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
+
+function run(env: Record<string, string>): Run {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/bulk-crash-app.ts'], {
+    cwd: ROOT, env: { ...process.env, ITEMS: String(ITEMS), STALL_MS: '3000', LEASE_MS: '3000', SWEEP_MS: '300', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out: string[] = [];
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => out.push(c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => out.push(c));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return { child, out, exited };
+}
+
+function stop(app: Run): Promise<unknown> {
+  if (app.child.exitCode === null && app.child.signalCode === null) process.kill(app.child.pid!, 'SIGKILL');
+  return app.exited;
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, app: Run, limitMs = 240_000): Promise<T> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline || app.child.exitCode !== null) throw new Error(`no ${what} (exit ${String(app.child.exitCode)})\n${app.out.join('').slice(-4000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
+/** Where to kill: before the Nth call of a kind, N random in the range where the call is busy with that kind. */
+const POINTS = [
+  { at: 'lookup', range: [2, ITEMS / BATCH] },
+  { at: 'commit', range: [1, (2 * ITEMS) / BATCH] },
+  { at: 'enqueue', range: [1, ITEMS] },
+] as const;
+
+const store = new DatastoreStore(datastore);
+after(() => store.shutdown());
+
+describe('SIGKILL during a 5,000-item scheduleMany(), then the same call again (Datastore emulator)', () => {
+  for (const point of POINTS) {
+    const n = point.range[0] + Math.floor(Math.random() * (point.range[1] - point.range[0] + 1));
+    it(`killed before ${point.at} #${n}: every chain started exactly once and completed`, { timeout: 400_000 }, async () => {
+      const namespace = uniqueNamespace(`bulk-kill-${point.at}`);
+      const kickoffId = `kill-${point.at}-${n}`;
+      const keys: Key[] = Array.from({ length: ITEMS }, (_, i) => datastore.key({ namespace, path: ['BulkInvoice', `invoice-${i}`] }));
+      const chainOf = (key: Key): string => kickoffChainId(kickoffId, keyString(key));
+
+      const first = run({ NAMESPACE: namespace, KICKOFF_ID: kickoffId, KILL_AT: point.at, KILL_AFTER: String(n) });
+      const ended = await Promise.race([first.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 120_000))]);
+      if (!ended) await stop(first);
+      assert.equal(ended?.signal, 'SIGKILL', `the app died at ${point.at} #${n}\n${first.out.join('').slice(-3000)}`);
+      assert.match(first.out.join(''), new RegExp(`killed at ${point.at} #${n}`));
+      const before = await readAll(store, keys);
+      const startedBefore = before.filter((p, i) => p?.lock_chain === chainOf(keys[i]!)).length;
+      assert.ok(startedBefore < ITEMS || point.at === 'enqueue', `the kill cut the call short (${startedBefore} chains started)`);
+
+      const second = run({ NAMESPACE: namespace, KICKOFF_ID: kickoffId });
+      try {
+        const line = await until('result line', async () => /bulk-crash-app result (\{.*\})/.exec(second.out.join(''))?.[1], second);
+        const result = JSON.parse(line) as { started: number; busy: number; failed: number; resumed: number; failures: string[] };
+        assert.deepEqual([result.started, result.busy, result.failed], [ITEMS, 0, 0], `the second call: ${line}`);
+        assert.equal(result.resumed, startedBefore, 'the second call recognised every chain the first had started');
+
+        const done = await until('every chain complete', async () => {
+          const props = await readAll(store, keys);
+          return props.every((p) => p?.lock_state === StepState.complete) ? props : undefined;
+        }, second);
+        done.forEach((p, i) => {
+          assert.equal(p!.lock_chain, chainOf(keys[i]!), `invoice ${i} runs the kickoff's chain`);
+          assert.equal(p!.lock_seq, 2, `invoice ${i}: one chain of one step (started once)`);
+          assert.equal(p!.runs, 1, `invoice ${i}: its step ran once`);
+          assert.equal(p!.customer, `c-${i}`);
+        });
+        // Records left by the kill (a batch's records committed, its entities not) are cleared by the sweep once due.
+        const ledger = new DatastoreStore(datastore, { namespaces: [namespace] });
+        await until('an empty ledger', async () => {
+          const due = await ledger.listDue(new Date(Date.now() + 86_400_000), 10_000);
+          return due.records.some((r) => r.key.namespace === namespace) ? undefined : true;
+        }, second, 60_000).finally(() => ledger.shutdown());
+      } finally {
+        await stop(second);
+      }
+    });
+  }
+});
