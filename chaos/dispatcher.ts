@@ -19,6 +19,10 @@
  * - Delivery goes to a random live worker, with Cloud Tasks' headers (`X-CloudTasks-TaskName`,
  *   `-QueueName`, `-TaskRetryCount`, `-TaskExecutionCount`, `-TaskETA`) and the shared secret.
  * - At most `concurrency` deliveries are in flight; the rest wait their turn.
+ * - Every request to a worker (deliveries, and the scheduler's `POST /sweep` through `call()`)
+ *   tells the worker pool when it is sent and when it ended (`enter`): the pool counts requests in
+ *   flight per worker, which is what gives a worker CPU on Cloud Run. Once the faults stopped,
+ *   requests carry the calm header.
  *
  * Every fault decision is a pure function of the seed and the step (key, seq, and which create of
  * that step it is), so a seed gives the same fault schedule in every run.
@@ -27,6 +31,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { SECRET_HEADER, type CreateTaskBody } from './dispatcher-queue';
 import type { ChaosOptions } from './options';
+import { CALM_HEADER } from './protocol';
 import { chance } from './random';
 
 /** The dispatcher's settings: the run's own (documented in `ChaosOptions`), its secret and its workers. */
@@ -35,6 +40,11 @@ export interface DispatcherOptions extends Pick<ChaosOptions,
   secret: string;
   /** The base URLs of the live workers, asked at each delivery. */
   workers: () => readonly string[];
+  /**
+   * Told, in the same turn as `workers()` was asked, that a request goes to `url`; returns what to
+   * call once it ended, with its status (0: no answer). Defaults to nothing.
+   */
+  enter?: (url: string) => (status: number) => void;
 }
 
 /** One line of a chain's history as the dispatcher saw it. */
@@ -105,6 +115,27 @@ export class Dispatcher {
   /** Stops injecting faults (loss, duplicates, lateness, failed creates); delivery goes on. */
   quiet(): void {
     this.calm = true;
+  }
+
+  /**
+   * Sends `POST path` (with the secret) to a random live worker, as Cloud Scheduler would, outside
+   * the delivery queue; resolves with the status (0: no worker, or no answer within `timeoutMs`).
+   */
+  async call(path: string, timeoutMs: number): Promise<number> {
+    const workers = this.options.workers();
+    const worker = workers.length > 0 ? workers[Math.floor(Math.random() * workers.length)]! : undefined;
+    if (!worker) return 0;
+    const ended = this.options.enter?.(worker);
+    let status = 0;
+    try {
+      const res = await fetch(`${worker}${path}`, { method: 'POST', headers: this.headers(), signal: AbortSignal.timeout(timeoutMs) });
+      await res.arrayBuffer();
+      status = res.status;
+    } catch {
+      // no answer
+    }
+    ended?.(status);
+    return status;
   }
 
   /** Deliveries waiting or in flight. */
@@ -209,7 +240,9 @@ export class Dispatcher {
     const worker = workers.length > 0 ? workers[Math.floor(Math.random() * workers.length)]! : undefined;
     const attempt = duplicate ? task.attempts : task.attempts++;
     const sentAt = Date.now();
+    const ended = worker ? this.options.enter?.(worker) : undefined;
     const { status, retryAfterMs } = worker ? await this.post(worker, task, attempt) : { status: 0, retryAfterMs: 0 };
+    ended?.(status);
     if (status !== 0) this.stats.answerMs.push(Date.now() - sentAt);
     this.stats.deliveries++;
     if (duplicate) this.stats.duplicatesDelivered++;
@@ -237,7 +270,7 @@ export class Dispatcher {
     const headers: Record<string, string> = {
       ...task.body.headers,
       'content-type': 'application/json',
-      [SECRET_HEADER]: this.options.secret,
+      ...this.headers(),
       'x-cloudtasks-taskname': task.body.name,
       'x-cloudtasks-queuename': 'chaos',
       'x-cloudtasks-taskretrycount': String(attempt),
@@ -254,6 +287,11 @@ export class Dispatcher {
     } catch {
       return { status: 0, retryAfterMs: 0 };
     }
+  }
+
+  /** The headers of every request to a worker: the secret, and the calm header once the faults stopped. */
+  private headers(): Record<string, string> {
+    return this.calm ? { [SECRET_HEADER]: this.options.secret, [CALM_HEADER]: '1' } : { [SECRET_HEADER]: this.options.secret };
   }
 
   private note(key: string, event: TaskEvent): void {

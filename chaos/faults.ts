@@ -1,6 +1,6 @@
 /**
- * The run's fault schedule outside the dispatcher and the handlers: SIGKILL of a worker every
- * `killEveryMs`, a store fault every `storeFaultEveryMs` (resets of open connections, or a window
+ * The run's fault schedule outside the dispatcher and the handlers: a worker stopped every
+ * `killEveryMs` (SIGKILL, or with `sigterm` SIGTERM, the grace, then SIGKILL) and started again, a store fault every `storeFaultEveryMs` (resets of open connections, or a window
  * of delayed traffic), and one store outage of `outageMs`. All drawn from the seed, in order.
  */
 import type { Fleet } from './fleet';
@@ -20,6 +20,7 @@ export class FaultSchedule {
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
   private killing: Promise<void> = Promise.resolve();
+  private killInProgress = false;
 
   constructor(
     private readonly options: ChaosOptions,
@@ -51,9 +52,14 @@ export class FaultSchedule {
     await this.killing;
   }
 
+  /** Stops a worker, unless the last stop is still under way (a drain takes up to the grace): stops never queue up. */
   private kill(slot: number): void {
-    this.note('kill', `SIGKILL worker ${slot}`);
-    this.killing = this.killing.then(() => this.fleet.kill(slot));
+    if (this.killInProgress) return;
+    this.note('kill', `${this.options.sigterm ? 'SIGTERM' : 'SIGKILL'} worker ${slot}`);
+    this.killInProgress = true;
+    this.killing = this.fleet.kill(slot).finally(() => {
+      this.killInProgress = false;
+    });
   }
 
   private storeFault(rng: Rng): void {

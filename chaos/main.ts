@@ -2,11 +2,12 @@
  * `npm run chaos [-- --name value ...]`: starts the chosen emulator (`--emulator datastore`, the
  * default, or `firestore`) with scripts/emulators.mjs, runs the chaos run on it, prints a table
  * and one JSON line, last, and exits 1 when an invariant broke (2 on a bad flag). Flags are the
- * fields of `ChaosOptions` in kebab-case: `--seed 7 --chains 200 --steps 5 --kill-every-ms 0`.
+ * fields of `ChaosOptions` in kebab-case: `--seed 7 --chains 200 --steps 5 --kill-every-ms 0`;
+ * `--freeze-idle --sigterm` runs the workers as Cloud Run does; `--help` lists every flag.
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chaosOptions, parseFlags, type ChaosOptions } from './options';
+import { chaosOptions, helpText, parseFlags, type ChaosOptions } from './options';
 import { summary, table } from './report';
 import { runChaos } from './run';
 
@@ -18,6 +19,10 @@ interface Emulators {
 
 async function main(): Promise<number> {
   process.env.METADATA_SERVER_DETECTION = 'none'; // no Google client here looks for a metadata server (workers inherit it)
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    console.log(helpText());
+    return 0;
+  }
   let options: ChaosOptions;
   try {
     options = chaosOptions(parseFlags(process.argv.slice(2)));

@@ -1,6 +1,6 @@
 /**
  * What the orchestrator and its worker processes tell each other, and the records the oracle
- * reads: effects and alerts, one JSON line each, in files of their own per worker.
+ * reads: effects, handler runs and alerts, one JSON line each, in files of their own per worker.
  */
 import { join } from 'node:path';
 import type { EmulatorName } from './options';
@@ -24,6 +24,14 @@ export interface WorkerConfig {
   permanentRate: number;
   hangRate: number;
   hangMs: number;
+  slowRate: number;
+  slowMs: number;
+  /** How long the alerter takes before it records an alert. */
+  alertMs: number;
+  /** The Locker's alertTimeout; 0 for its default. */
+  alertTimeoutMs: number;
+  /** No sweep timer in the worker: sweeps come as `POST /sweep` (a frozen worker's timers do not run). */
+  freezeIdle: boolean;
   /** Added to Date.now() in the Locker's clock. */
   skewMs: number;
   sweepEveryMs: number;
@@ -56,6 +64,27 @@ export interface EffectRecord {
   t: number;
 }
 
+/**
+ * One end of a handler run, recorded (and flushed) by the handler itself: `entered` first thing,
+ * `left` last, just before it returns or rejects. An attempt that entered and never left was cut
+ * off (its process killed); one that left after another attempt of its step entered was running
+ * while its lease was taken or handed back.
+ */
+export interface RunRecord {
+  what: 'entered' | 'left';
+  key: string;
+  seq: number;
+  attempt: string;
+  /** How the handler ended (`left` only): it returned, threw (a PermanentError: `failed`), or rejected with `ctx.signal`'s reason (`aborted`). */
+  outcome?: 'returned' | 'threw' | 'failed' | 'aborted';
+  /** `left` only: `ctx.signal` had fired while it ran (the handler ran on, or stopped on it). */
+  signalled?: boolean;
+  slot: number;
+  incarnation: number;
+  /** Real time (no skew), epoch ms. */
+  t: number;
+}
+
 /** An alert as the alerter received it. */
 export interface AlertRecord {
   /** The alert's stable id (`AlertEvent.id`): the same alert sent twice has the same id. */
@@ -70,8 +99,12 @@ export interface AlertRecord {
 }
 
 export const effectsFile = (dir: string, slot: number): string => join(dir, `effects-${slot}.jsonl`);
+export const runsFile = (dir: string, slot: number): string => join(dir, `runs-${slot}.jsonl`);
 export const alertsFile = (dir: string, slot: number): string => join(dir, `alerts-${slot}.jsonl`);
 export const logFile = (dir: string, slot: number): string => join(dir, `worker-${slot}.log`);
+
+/** The header with which the dispatcher tells a worker, on each request, that the faults stopped (an IPC message waits while the worker is frozen). */
+export const CALM_HEADER = 'x-chaos-calm';
 
 /** The kind of the chain entities. */
 export const CHAIN_KIND = 'ChaosChain';

@@ -22,6 +22,32 @@ export interface ChaosSummary {
   tasksDropped: number;
   /** Workers that died without being killed on purpose. */
   workerDeaths: number;
+  /** Overwrites the run records show (an attempt that lost its lease), and of those, the ones no alert named. */
+  overwritesEvident: number;
+  overwriteAlertsLost: number;
+  /** Chains stored failed whose failure no alert reported. */
+  failureAlertsLost: number;
+  /** Lost alerts in all (overwrite and failure): the invariant is 0. */
+  alertsLost: number;
+  /** `--freeze-idle`: SIGSTOPs after a last answer, SIGCONTs before a request or a SIGTERM, idle workers replaced. */
+  freezes: number;
+  thaws: number;
+  scaleIns: number;
+  /** `--sigterm`: SIGTERMs sent, and workers SIGKILLed at the end of their grace. */
+  sigterms: number;
+  sigkillsAfterGrace: number;
+  /** Step attempts running at a SIGTERM, and what became of them (see `DrainFigures`). */
+  drainInFlight: number;
+  drainFinished: number;
+  drainHandedBackSilently: number;
+  drainHandedBackAlerted: number;
+  drainCutByKill: number;
+  /** Steps running at a SIGTERM whose effect was recorded by more than one attempt. */
+  drainRanTwice: number;
+  /** Step attempts a worker started after its SIGTERM (their request may have come just before it). */
+  drainStartedAfterTerm: number;
+  /** Requests sent to a worker after its SIGTERM, by answer (0: none); a stopping worker should answer 503, or none once closed. */
+  drainAnswersAfterTerm: Record<string, number>;
   violations: number;
   stepP50Ms: number;
   stepP99Ms: number;
@@ -48,6 +74,23 @@ export function summary(r: ChaosResult): ChaosSummary {
     tasksLost: r.dispatcher.tasksLost,
     tasksDropped: r.dispatcher.tasksDropped,
     workerDeaths: r.deaths.length,
+    overwritesEvident: r.verdict.overwritesEvident,
+    overwriteAlertsLost: r.verdict.overwriteAlertsLost,
+    failureAlertsLost: r.verdict.failureAlertsLost,
+    alertsLost: r.verdict.overwriteAlertsLost + r.verdict.failureAlertsLost,
+    freezes: r.fleet.freezes,
+    thaws: r.fleet.thaws,
+    scaleIns: r.fleet.scaleIns,
+    sigterms: r.fleet.terms,
+    sigkillsAfterGrace: r.fleet.termKills,
+    drainInFlight: r.drain.inFlight,
+    drainFinished: r.drain.finished,
+    drainHandedBackSilently: r.drain.handedBackSilently,
+    drainHandedBackAlerted: r.drain.handedBackAlerted,
+    drainCutByKill: r.drain.cutByKill,
+    drainRanTwice: r.drain.ranTwice,
+    drainStartedAfterTerm: r.drain.startedAfterTerm,
+    drainAnswersAfterTerm: r.fleet.answersWhileStopping,
     violations: r.verdict.violations.length,
     stepP50Ms: percentile(sorted, 0.5),
     stepP99Ms: percentile(sorted, 0.99),
@@ -67,17 +110,24 @@ export function table(r: ChaosResult): string {
     ['emulator', `${o.emulator} (${r.emulatorHost})`],
     ['load', `${o.chains} chains × ${o.steps} steps, ${o.workers} workers, bursts of ${o.burst} every ${o.burstEveryMs} ms`],
     ['lease', `${o.leaseMs} ms; maxRetries ${o.maxRetries}; sweep every ${o.sweepEveryMs} ms, stallAfter ${Math.max(o.stallAfterMs, o.leaseMs)} ms`],
+    ['handlers', `${o.slowRate * 100} % slow (~${o.slowMs} ms), alerter takes ${o.alertMs} ms`],
     ['chains complete / failed', `${s.chainsComplete} / ${s.chainsFailed} of ${o.chains}`],
     ['steps run (distinct)', `${s.steps} (effects recorded ${r.verdict.effects})`],
     ['lost steps', String(s.lostSteps)],
     ['steps run again, each extra run alerted as an overwrite', String(r.verdict.effectsDuplicatedAlerted)],
     ['effects duplicated unalerted (steps: no alert / too few alerts)', `${s.effectsDuplicatedUnalerted} (${r.verdict.duplicatedWithoutAlert} / ${r.verdict.duplicatedBeyondAlerts})`],
     ['overwrite alerts / failure alerts (distinct ids; repeats received)', `${s.overwritesAlerted} / ${r.verdict.failuresAlerted} (${r.verdict.alertsRepeated})`],
+    ['lost alerts: overwrites no alert named (of those seen) / failures', `${s.overwriteAlertsLost} (of ${s.overwritesEvident}) / ${s.failureAlertsLost}`],
     ['deliveries (duplicates)', `${s.deliveries} (${s.duplicatesDelivered})`],
-    ['answers', Object.entries(d.statuses).sort().map(([k, v]) => `${k === '0' ? 'none' : k}: ${v}`).join(', ')],
+    ['answers', answers(d.statuses)],
     ['tasks created / already existed / create faults', `${d.creates} / ${d.alreadyExists} / ${d.createFaults}`],
     ['tasks late / lost / dropped after maxAttempts', `${d.lateDeliveries} / ${s.tasksLost} / ${s.tasksDropped}`],
     ['worker kills / unexpected deaths', `${s.workerKills} / ${r.deaths.length}`],
+    ['frozen when idle: freezes / thaws / scale-ins', o.freezeIdle ? `${s.freezes} / ${s.thaws} / ${s.scaleIns} (scale-in after ${o.scaleInAfterMs} ms idle)` : 'off'],
+    ['scheduler sweeps (answers)', `${r.scheduler.sweeps} (${answers(r.scheduler.statuses)})`],
+    ['SIGTERMs / SIGKILLed after the grace', o.sigterm ? `${s.sigterms} / ${s.sigkillsAfterGrace} (grace ${o.graceMs} ms)` : 'off'],
+    ['drains: attempts running at SIGTERM / finished / handed back silently / alerted / cut by SIGKILL', o.sigterm ? `${s.drainInFlight} / ${s.drainFinished} / ${s.drainHandedBackSilently} / ${s.drainHandedBackAlerted} / ${s.drainCutByKill}` : 'off'],
+    ['drains: steps run twice / attempts started after SIGTERM / requests sent after SIGTERM, by answer', o.sigterm ? `${s.drainRanTwice} / ${s.drainStartedAfterTerm} / ${answers(r.fleet.answersWhileStopping) || 'none sent'}` : 'off'],
     ['store faults', `${r.proxy.resets} resets, ${r.proxy.delayWindows} delay windows, ${r.proxy.outages} outage(s) of ${o.outageMs} ms`],
     ['step latency p50 / p99 (created → 2xx)', `${s.stepP50Ms} / ${s.stepP99Ms} ms`],
     ['answer time p50 / p99 (request → answer)', `${percentile([...d.answerMs].sort((a, b) => a - b), 0.5)} / ${percentile([...d.answerMs].sort((a, b) => a - b), 0.99)} ms`],
@@ -96,7 +146,7 @@ export function table(r: ChaosResult): string {
     for (const v of r.verdict.violations.slice(0, 10)) lines.push(`  ${v.chain ?? 'run'}${v.seq !== undefined ? ` step ${v.seq}` : ''}: ${v.rule}: ${v.detail}`);
     if (r.verdict.lostSteps > 0) lines.push(...lostStepCauses(r));
     for (const h of r.histories) lines.push(`History of ${h.chain}:`, ...h.lines.map((l) => `  ${l}`));
-    lines.push(`Files (effects, alerts, worker logs): ${r.dir}`);
+    lines.push(`Files (effects, handler runs, alerts, worker logs, the fleet's SIGTERMs): ${r.dir}`);
   }
   return lines.join('\n');
 }
@@ -110,6 +160,11 @@ function lostStepCauses(r: ChaosResult): string[] {
     '  The sweep re-delivers a step that made no progress for stallAfter (DESIGN section 5): a step still lost',
     '  once the run settled is a step the ledger did not keep alive; its chain\'s history is below.',
   ];
+}
+
+/** Counts by HTTP status, `none` for no answer. */
+function answers(statuses: Record<string, number>): string {
+  return Object.entries(statuses).sort().map(([k, v]) => `${k === '0' ? 'none' : k}: ${v}`).join(', ');
 }
 
 function percentile(sorted: readonly number[], p: number): number {

@@ -1,24 +1,29 @@
 /**
- * One chaos run against an emulator that is already up: proxy, dispatcher, K workers, the load,
- * the fault schedule, then the faults stop, the run settles, the sweep runs, and the oracle judges
- * what the handlers recorded.
+ * One chaos run against an emulator that is already up: proxy, dispatcher, K workers (frozen when
+ * idle and drained on SIGTERM when the modes are on), the scheduler's sweeps, the load, the fault
+ * schedule, then the faults stop, the run settles, the sweep runs until alerts stop arriving, and
+ * the oracle judges what the handlers and the alerter recorded, with the chains' stored state.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Datastore, type Key } from '@google-cloud/datastore';
 import { ChainBusyError, DatastoreStore, Locker, type Properties } from '../src/index';
 import { readLines } from './append-log';
 import { Dispatcher, type TaskEvent } from './dispatcher';
-import { DispatcherQueue, SECRET_HEADER } from './dispatcher-queue';
+import { DispatcherQueue } from './dispatcher-queue';
+import { drainFigures, type DrainFigures } from './drain';
 import { FaultSchedule, type FaultEvent } from './faults';
-import { Fleet, type UnexpectedDeath } from './fleet';
+import { Fleet, type FleetStats, type TermEvent, type UnexpectedDeath } from './fleet';
 import type { ChaosOptions } from './options';
-import { judge, type Verdict } from './oracle';
-import { alertsFile, CHAIN_KIND, effectsFile, logFile, type AlertRecord, type EffectRecord, type WorkerConfig } from './protocol';
+import { judge, type FinalState, type Verdict } from './oracle';
+import {
+  alertsFile, CHAIN_KIND, effectsFile, logFile, runsFile, type AlertRecord, type EffectRecord, type RunRecord, type WorkerConfig,
+} from './protocol';
 import { Progress } from './progress';
 import { Rng } from './random';
+import { Scheduler, type SchedulerStats } from './scheduler';
 import { StoreProxy, type ProxyStats } from './store-proxy';
 import type { DispatcherStats } from './dispatcher';
 
@@ -33,6 +38,13 @@ export interface ChaosResult {
   faults: FaultEvent[];
   workerKills: number;
   deaths: UnexpectedDeath[];
+  /** Freezes, thaws, scale-ins, SIGTERMs and what the fleet saw of them. */
+  fleet: FleetStats;
+  terms: TermEvent[];
+  /** What the SIGTERM drains did, from the handlers' records. */
+  drain: DrainFigures;
+  /** The orchestrator's `POST /sweep` requests (Cloud Scheduler; with `freezeIdle`, and at the end). */
+  scheduler: SchedulerStats;
   /** Warning and error lines of the workers' logs, by message. */
   logCounts: Record<string, number>;
   /** Per broken chain: its history (dispatcher, effects, alerts, stored lock). */
@@ -60,19 +72,21 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
   const proxy = new StoreProxy(emulatorHost);
   const storeHost = await proxy.start();
   let fleet: Fleet | undefined;
-  const dispatcher = new Dispatcher({ ...options, secret, workers: () => fleet?.urls() ?? [] });
+  const dispatcher = new Dispatcher({ ...options, secret, workers: () => fleet?.urls() ?? [], enter: (url) => fleet?.enter(url) ?? (() => undefined) });
   const dispatcherUrl = await dispatcher.start();
+  const scheduler = new Scheduler(dispatcher, options.sweepEveryMs);
   const skews = new Rng(options.seed ^ 0x736b6577);
   const configs: WorkerConfig[] = Array.from({ length: options.workers }, (_, slot) => ({
     ...options, slot, incarnation: 0, projectId: PROJECT_ID, storeHost, dispatcherUrl, secret, dir, calm: false,
     skewMs: Math.round(skews.between(-1, 1) * options.skewFraction * options.leaseMs),
   }));
-  fleet = new Fleet(configs);
+  fleet = new Fleet(configs, options);
   const faults = new FaultSchedule(options, fleet, proxy);
   let faultPhaseMs = 0;
   try {
     await fleet.start();
-    progress(`${options.workers} workers up; kicking off ${options.chains} chains of ${options.steps} steps`);
+    if (options.freezeIdle) scheduler.start(); // a frozen worker's sweep timer would not run
+    progress(`${options.workers} workers up${modes(options)}; kicking off ${options.chains} chains of ${options.steps} steps`);
     const burstsMs = Math.ceil(options.chains / options.burst) * options.burstEveryMs;
     faults.start(burstsMs + 10_000);
     const phaseStart = Date.now();
@@ -81,7 +95,7 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
     const moved = (): number => (seen.update(), seen.records);
     const done = (): boolean => seen.update() === names.length;
     await faultPhase(options, moved, done, () => progress(
-      `${seen.update()}/${names.length} chains ended; ${dispatcher.stats.deliveries} deliveries ${JSON.stringify(dispatcher.stats.statuses)}; ${dispatcher.pending()} pending; ${fleet?.urls().length} workers up`,
+      `${seen.update()}/${names.length} chains ended; ${dispatcher.stats.deliveries} deliveries ${JSON.stringify(dispatcher.stats.statuses)}; ${dispatcher.pending()} pending; ${fleet?.urls().length} workers up; fleet ${JSON.stringify(fleet?.stats)}`,
     ));
     faultPhaseMs = Date.now() - phaseStart;
     progress(`faults stop after ${Math.round(faultPhaseMs / 1000)} s; settling`);
@@ -91,29 +105,74 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
     await settle(options, moved, () => done() && dispatcher.pending() === 0, () => progress(
       `settling: ${seen.update()}/${names.length} chains ended; ${dispatcher.pending()} deliveries pending`,
     ));
-    progress('sweeping once more');
-    await sweepOnce(fleet.urls()[0], secret);
+    progress(`sweeping until nothing arrived for ${options.alertSettleMs / 1000} s`);
+    await sweepWhileMoving(options, scheduler, moved);
     await until(() => dispatcher.pending() === 0, 15_000, 250, () => undefined);
   } finally {
     progress('stopping');
     await faults.stop();
+    await scheduler.stop();
     await fleet.stop();
     await dispatcher.stop();
     await proxy.stop();
   }
+  writeFileSync(join(dir, 'fleet.json'), `${JSON.stringify({ stats: fleet.stats, terms: fleet.terms, deaths: fleet.deaths }, null, 1)}\n`);
   progress('judging');
   const effects = readAll<EffectRecord>(dir, options.workers, effectsFile);
   const alerts = readAll<AlertRecord>(dir, options.workers, alertsFile);
-  const verdict = judge(names, options.steps, effects, alerts);
+  const runs = readAll<RunRecord>(dir, options.workers, runsFile);
+  const finals = await readFinals(datastore, names);
+  const verdict = judge(names, options.steps, effects, alerts, { runs, finals });
   for (const death of fleet.deaths) {
     verdict.violations.push({ rule: 'worker-died', detail: `worker ${death.slot} (incarnation ${death.incarnation}) exited with code ${death.code} signal ${death.signal}: ${death.stderr.slice(-500)}` });
   }
-  const histories = await chainHistories(verdict, datastore, dispatcher.history, effects, alerts);
+  const histories = await chainHistories(verdict, datastore, dispatcher.history, effects, alerts, runs);
   return {
     options, emulatorHost, dir, verdict, dispatcher: dispatcher.stats, proxy: proxy.stats, faults: faults.events,
-    workerKills: fleet.kills, deaths: fleet.deaths, logCounts: logCounts(dir, options.workers), histories,
-    faultPhaseMs, wallMs: Date.now() - started,
+    workerKills: fleet.stats.kills, deaths: fleet.deaths, fleet: fleet.stats, terms: fleet.terms,
+    drain: drainFigures(fleet.terms, runs, effects, alerts), scheduler: scheduler.stats,
+    logCounts: logCounts(dir, options.workers), histories, faultPhaseMs, wallMs: Date.now() - started,
   };
+}
+
+function modes(options: ChaosOptions): string {
+  const on = [
+    options.freezeIdle ? `frozen when idle (scale-in after ${options.scaleInAfterMs} ms)` : '',
+    options.sigterm ? `SIGTERM, ${options.graceMs} ms, SIGKILL` : '',
+  ].filter((m) => m !== '');
+  return on.length > 0 ? ` (${on.join('; ')})` : '';
+}
+
+/** The chains' stored locks at the end, read with the client (not the library). */
+async function readFinals(datastore: Datastore, names: readonly string[]): Promise<Map<string, FinalState>> {
+  const out = new Map<string, FinalState>();
+  for (let i = 0; i < names.length; i += 500) {
+    const [entities] = (await datastore.get(names.slice(i, i + 500).map((name) => datastore.key([CHAIN_KIND, name])))) as [(Properties & { [key: symbol]: Key })[]];
+    for (const entity of entities) {
+      const key = entity[datastore.KEY];
+      out.set(String(key.name), { state: typeof entity.lock_state === 'string' ? entity.lock_state : undefined, seq: typeof entity.lock_seq === 'number' ? entity.lock_seq : Number(entity.lock_seq ?? 0) });
+    }
+  }
+  return out;
+}
+
+/**
+ * The chains settled: sweeps go on, every `sweepEveryMs`, until no effect or alert arrived for
+ * `alertSettleMs` (at most 5 min), so alerts the library leaves to the sweep reach the alerter.
+ */
+async function sweepWhileMoving(options: ChaosOptions, scheduler: Scheduler, moved: () => number): Promise<void> {
+  const deadline = Date.now() + 5 * 60_000;
+  let last = moved();
+  let lastMoveAt = Date.now();
+  while (Date.now() < deadline && Date.now() - lastMoveAt < options.alertSettleMs) {
+    await scheduler.sweep();
+    await sleep(Math.min(options.sweepEveryMs, options.alertSettleMs));
+    const now = moved();
+    if (now !== last) {
+      last = now;
+      lastMoveAt = Date.now();
+    }
+  }
 }
 
 /** Kicks the chains off in bursts, from the orchestrator's own Locker (straight to the emulator). */
@@ -144,16 +203,6 @@ async function kickOne(locker: Locker, key: Key): Promise<void> {
       if (attempt >= 10) throw error;
       await sleep(200 * attempt);
     }
-  }
-}
-
-async function sweepOnce(url: string | undefined, secret: string): Promise<void> {
-  if (!url) return;
-  try {
-    const res = await fetch(`${url}/sweep`, { method: 'POST', headers: { [SECRET_HEADER]: secret }, signal: AbortSignal.timeout(30_000) });
-    await res.arrayBuffer();
-  } catch {
-    // the periodic sweeps ran anyway
   }
 }
 
@@ -210,6 +259,7 @@ function logCounts(dir: string, workers: number): Record<string, number> {
 /** The history of the first broken chains: what the dispatcher did, the effects, the alerts, the stored lock. */
 async function chainHistories(
   verdict: Verdict, datastore: Datastore, dispatched: Map<string, TaskEvent[]>, effects: readonly EffectRecord[], alerts: readonly AlertRecord[],
+  runs: readonly RunRecord[],
 ): Promise<ChainHistory[]> {
   const chains = [...new Set(verdict.violations.flatMap((v) => (v.chain ? [v.chain] : [])))].slice(0, MAX_HISTORIES);
   const encoder = new Locker({ store: new DatastoreStore(datastore), authenticate: false });
@@ -221,6 +271,9 @@ async function chainHistories(
       rows.push({ t: e.t, line: `dispatcher ${e.what} seq ${e.seq} ${e.name}${e.status !== undefined ? ` → ${e.status}` : ''}${e.worker ? ` at ${e.worker}` : ''}${e.attempt !== undefined ? ` attempt ${e.attempt}` : ''}${e.duplicate ? ' (duplicate)' : ''}` });
     }
     for (const e of effects.filter((x) => x.key === chain)) rows.push({ t: e.t, line: `effect seq ${e.seq} by worker ${e.slot}.${e.incarnation} attempt ${e.attempt} retry ${e.retry}` });
+    for (const r of runs.filter((x) => x.key === chain)) {
+      rows.push({ t: r.t, line: `${r.what} seq ${r.seq} attempt ${r.attempt} at worker ${r.slot}.${r.incarnation}${r.outcome ? `: ${r.outcome}` : ''}${r.signalled ? ' (signal fired)' : ''}` });
+    }
     for (const a of alerts.filter((x) => x.key === chain)) rows.push({ t: a.t, line: `alert ${a.reason} seq ${a.seq} (previous ${a.previousAttempt ?? '-'}, new ${a.newAttempt ?? '-'})` });
     rows.sort((a, b) => a.t - b.t);
     const [stored] = (await datastore.get(key)) as [Properties | undefined];

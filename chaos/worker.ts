@@ -3,23 +3,33 @@
  * DatastoreStore, reaching the emulator through the fault proxy and creating tasks on the chaos
  * dispatcher. Its one handler, `/step`, is a chain step with a side effect the oracle checks:
  *
- *   1. maybe throw (`permanentRate`: PermanentError; `throwRate`: a plain error), before the effect;
- *   2. record the effect (key, seq, attempt) in this worker's append-only file, flushed to disk;
- *   3. maybe hang (`hangRate`): block the event loop for `hangMs`, past the lease;
- *   4. schedule the next step, or return after the last one (the chain is complete).
+ *   0. record that it entered (key, seq, attempt) in this worker's runs file, flushed to disk;
+ *   1. maybe work a while (`slowRate`: about `slowMs`), stopping on `ctx.signal` or not (half each);
+ *   2. maybe throw (`permanentRate`: PermanentError; `throwRate`: a plain error), before the effect;
+ *   3. record the effect (key, seq, attempt) in this worker's effects file, flushed to disk;
+ *   4. maybe hang (`hangRate`): block the event loop for `hangMs`, past the lease;
+ *   5. schedule the next step, or return after the last one (the chain is complete);
+ *   6. record that it left, and how (returned, threw, failed, aborted), before it settles.
  *
- * Faults are decided from the seed, the step and the delivery's retry count. Alerts go to a file of
- * their own. The Locker's clock is skewed by `skewMs`. The sweep runs every `sweepEveryMs`, and on
- * `POST /sweep`.
+ * Faults are decided from the seed, the step and the delivery's retry count; a request with the
+ * calm header turns them off for good. Alerts go to a file of their own, each recorded `alertMs`
+ * after the alerter got it (a mail server's answer). The Locker's clock is skewed by `skewMs`. The
+ * sweep runs on `POST /sweep`, and every `sweepEveryMs` from a timer unless the worker is frozen
+ * when idle (its timers would not run). SIGTERM drains: `await locker.shutdown()`, then the server
+ * closes (answers in flight leave) and the process exits 0.
  */
-import { createWriteStream } from 'node:fs';
+import { appendFileSync, createWriteStream } from 'node:fs';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import express from 'express';
+import express, { type RequestHandler } from 'express';
 import { Datastore } from '@google-cloud/datastore';
-import { DatastoreStore, Locker, PermanentError, type AlertEvent, type Logger, type Properties } from '../src/index';
+import { DatastoreStore, Locker, PermanentError, type AlertEvent, type Logger, type Properties, type TaskContext } from '../src/index';
 import { AppendLog } from './append-log';
 import { DispatcherQueue } from './dispatcher-queue';
-import { alertsFile, effectsFile, logFile, type AlertRecord, type EffectRecord, type OrchestratorMessage, type WorkerConfig, type WorkerMessage } from './protocol';
+import {
+  alertsFile, CALM_HEADER, effectsFile, logFile, runsFile,
+  type AlertRecord, type EffectRecord, type OrchestratorMessage, type RunRecord, type WorkerConfig, type WorkerMessage,
+} from './protocol';
 import { chance } from './random';
 
 /** The chain entity: the last step that ran. */
@@ -36,39 +46,119 @@ async function main(): Promise<void> {
     if (message.type === 'calm') calm = true;
   });
   const effects = await AppendLog.open(effectsFile(config.dir, config.slot));
+  const runs = await AppendLog.open(runsFile(config.dir, config.slot));
   const alerts = await AppendLog.open(alertsFile(config.dir, config.slot));
+  const logger = fileLogger(logFile(config.dir, config.slot), config);
   const locker = new Locker({
     store: new DatastoreStore(new Datastore({ projectId: config.projectId, apiEndpoint: config.storeHost })),
     queue: new DispatcherQueue(config.dispatcherUrl, config.secret),
-    alerter: (event: AlertEvent) => alerts.append(alertRecord(event, config.slot)),
+    alerter: async (event: AlertEvent) => {
+      if (config.alertMs > 0) await sleep(config.alertMs);
+      await alerts.append(alertRecord(event, config.slot));
+    },
     leaseDuration: config.leaseMs,
     maxRetries: config.maxRetries,
     clock: () => Date.now() + config.skewMs,
     stallAfter: Math.max(config.stallAfterMs, config.leaseMs), // the sweep re-delivers a step stalled this long
-    logger: fileLogger(logFile(config.dir, config.slot), config),
+    logger,
+    ...(config.alertTimeoutMs > 0 ? { alertTimeout: config.alertTimeoutMs } : {}),
   });
 
-  const app = express();
-  app.post('/step', locker.handle<Chain>(async (ctx) => {
+  const step = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
     const name = String(ctx.key.name);
     const retry = ctx.task.retryCount ?? 0;
     const roll = (what: string): number => chance(config.seed, 'handler', what, name, ctx.seq, retry);
+    if (!calm && roll('slow') < config.slowRate) {
+      await work(Math.round(config.slowMs * (0.5 + roll('slow-for'))), roll('honour') < 0.5 ? ctx.signal : undefined);
+    }
     if (!calm && roll('permanent') < config.permanentRate) throw new PermanentError(`chaos: step ${ctx.seq} fails for good`);
     if (!calm && roll('throw') < config.throwRate) throw new Error(`chaos: step ${ctx.seq} threw`);
     const effect: EffectRecord = { key: name, seq: ctx.seq, attempt: ctx.attempt, retry, slot: config.slot, incarnation: config.incarnation, t: Date.now() };
     await effects.append(effect);
+    progress.effect = true;
     if (!calm && roll('hang') < config.hangRate) blockEventLoop(config.hangMs);
     ctx.entity.done = ctx.seq;
     if (ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
+  };
+
+  const app = express();
+  const stopping = { now: false };
+  // Once stopping, every answer closes its connection: the dispatcher's keep-alive connections
+  // would otherwise carry requests on and keep the closing server open until the SIGKILL.
+  app.use((_req, res, next) => {
+    if (stopping.now) res.setHeader('connection', 'close');
+    next();
+  });
+  const calmOnHeader: RequestHandler = (req, _res, next) => {
+    if (req.headers[CALM_HEADER] !== undefined) calm = true;
+    next();
+  };
+  app.post('/step', calmOnHeader, locker.handle<Chain>(async (ctx) => {
+    const run = { key: String(ctx.key.name), seq: ctx.seq, attempt: ctx.attempt, slot: config.slot, incarnation: config.incarnation };
+    await runs.append({ what: 'entered', ...run, t: Date.now() } satisfies RunRecord);
+    const progress = { effect: false };
+    try {
+      await step(ctx, progress);
+    } catch (error) {
+      const onSignal = ctx.signal.aborted && error === ctx.signal.reason;
+      const outcome = onSignal && !progress.effect ? 'aborted' : error instanceof PermanentError ? 'failed' : 'threw';
+      await runs.append({ what: 'left', ...run, outcome, signalled: ctx.signal.aborted, t: Date.now() } satisfies RunRecord);
+      // Stopped on the signal, but after the side effect (ctx.schedule rejected with the signal's
+      // reason): not a clean stop, so it must not read as one (a clean stop is handed back silently).
+      if (onSignal && progress.effect) throw new Error(`chaos: step ${ctx.seq} interrupted after its side effect`, { cause: error });
+      throw error;
+    }
+    await runs.append({ what: 'left', ...run, outcome: 'returned', signalled: ctx.signal.aborted, t: Date.now() } satisfies RunRecord);
   }, (props: Properties) => ({ done: typeof props.done === 'number' ? props.done : 0 })));
   app.post('/sweep', locker.sweepHandler());
-  locker.startSweeping(config.sweepEveryMs);
+  if (!config.freezeIdle) locker.startSweeping(config.sweepEveryMs);
 
   const server = app.listen(0, '127.0.0.1', () => {
     const message: WorkerMessage = { type: 'ready', port: (server.address() as AddressInfo).port };
     if (!process.connected) process.exit(0);
     process.send?.(message);
   });
+  process.once('SIGTERM', () => {
+    stopping.now = true;
+    void drain(locker, server, (message) => logger.notice(message));
+  });
+}
+
+/** SIGTERM: the Locker drains (its own deadline), then the server closes once the answers in flight left (each closes its connection), then exit 0. */
+async function drain(locker: Locker, server: Server, note: (message: string) => void): Promise<void> {
+  note('SIGTERM: locker.shutdown()');
+  try {
+    await locker.shutdown();
+  } catch (error) {
+    console.error('chaos worker: locker.shutdown() rejected', error);
+    process.exit(1);
+  }
+  note('shutdown() resolved; closing the server');
+  server.close(() => {
+    note('server closed; exit 0');
+    process.exit(0);
+  });
+  server.closeIdleConnections();
+}
+
+/** Work that takes `ms`; with a signal, it stops when the signal fires and rejects with its reason. */
+function work(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** A stuck process: the thread sleeps, timers and renewals included. */
@@ -83,8 +173,8 @@ function alertRecord(event: AlertEvent, slot: number): AlertRecord {
   return record;
 }
 
-/** Warnings and errors go to the worker's log file (info is too chatty for a run of 10,000 steps). */
-function fileLogger(path: string, config: WorkerConfig): Logger {
+/** Warnings and errors go to the worker's log file (info is too chatty for a run of 10,000 steps), and the worker's own notices. */
+function fileLogger(path: string, config: WorkerConfig): Logger & { notice(message: string): void } {
   const out = createWriteStream(path, { flags: 'a' });
   const write = (severity: string, message: string, fields?: Record<string, unknown>): void => {
     out.write(`${JSON.stringify({ t: Date.now(), severity, incarnation: config.incarnation, message, ...fields })}\n`);
@@ -93,6 +183,8 @@ function fileLogger(path: string, config: WorkerConfig): Logger {
     info: () => undefined,
     warn: (message, fields) => write('WARNING', message, fields),
     error: (message, fields) => write('ERROR', message, fields),
+    // Written at once: the process may exit right after (a stream's pending write would be lost).
+    notice: (message) => appendFileSync(path, `${JSON.stringify({ t: Date.now(), severity: 'NOTICE', incarnation: config.incarnation, message: `chaos worker: ${message}` })}\n`),
   };
 }
 

@@ -1,10 +1,12 @@
 /**
  * `npm run chaos` in small: the same harness, the same faults and the same invariants, on 30
- * chains of 4 steps with a fixed seed, in a child process that starts its own Datastore emulator
- * (so no other test's data is swept). The figures the run prints are checked: every chain is
- * accounted for, each kind of fault really happened, no worker died unless killed, and every
- * invariant of the oracle holds: no step ran again unless an overwrite alert names the attempt
- * that lost it, no step was lost, and the run exits 0.
+ * chains of 4 steps with a fixed seed, with the workers run as Cloud Run runs them (frozen when
+ * idle and scaled in; SIGTERM, a grace, then SIGKILL), in a child process that starts its own
+ * Datastore emulator (so no other test's data is swept). The figures the run prints are checked:
+ * every chain is accounted for, each kind of fault and each platform event really happened, no
+ * worker died unless stopped, and every invariant of the oracle holds: no step ran again unless an
+ * overwrite alert names the attempt that lost it, no step was lost, no overwrite or failure went
+ * unalerted, and the run exits 0.
  */
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,6 +22,11 @@ const FLAGS = {
   seed: 20261122, chains: CHAINS, steps: 4, burst: 15, 'burst-every-ms': 1_000, 'lease-ms': 4_000,
   'kill-every-ms': 6_000, 'store-fault-every-ms': 3_000, 'outage-ms': 2_000,
   'hang-rate': 0.03, 'loss-rate': 0.03, 'permanent-rate': 0.02, 'settle-ms': 20_000,
+  // The platform: request-time CPU and scale-in, SIGTERM and the grace; short slow handlers; an
+  // alertTimeout that brings the sweep's re-sends inside the final sweeps, and sweeps more often
+  // (with drains, the run would otherwise take longer than it did without the modes).
+  'freeze-idle': 'on', 'scale-in-after-ms': 3_000, sigterm: 'on', 'slow-rate': 0.05, 'slow-ms': 3_000,
+  'alert-timeout-ms': 2_000, 'alert-settle-ms': 6_000, 'sweep-every-ms': 2_500,
 };
 
 interface Run {
@@ -53,9 +60,15 @@ describe('npm run chaos (a short seeded run)', { timeout: 480_000 }, () => {
     assert.ok(run.code === 0 || run.code === 1, `exit code ${run.code}:\n${run.stderr.slice(-3000)}`);
     assert.match(run.stdout, /Chaos run\n/);
     const s = run.summary;
-    for (const name of ['deliveries', 'chains', 'steps', 'duplicatesDelivered', 'effectsDuplicatedUnalerted', 'overwritesAlerted', 'lostSteps', 'chainsComplete', 'chainsFailed', 'workerKills', 'storeFaults', 'tasksLost', 'stepP50Ms', 'stepP99Ms', 'recoveryMaxMs', 'wallMs', 'seed'] as const) {
+    for (const name of [
+      'deliveries', 'chains', 'steps', 'duplicatesDelivered', 'effectsDuplicatedUnalerted', 'overwritesAlerted', 'lostSteps', 'chainsComplete', 'chainsFailed',
+      'workerKills', 'storeFaults', 'tasksLost', 'overwritesEvident', 'overwriteAlertsLost', 'failureAlertsLost', 'alertsLost', 'freezes', 'thaws', 'scaleIns',
+      'sigterms', 'sigkillsAfterGrace', 'drainInFlight', 'drainFinished', 'drainHandedBackSilently', 'drainHandedBackAlerted', 'drainCutByKill', 'drainRanTwice',
+      'drainStartedAfterTerm', 'stepP50Ms', 'stepP99Ms', 'recoveryMaxMs', 'wallMs', 'seed',
+    ] as const) {
       assert.equal(typeof s[name], 'number', `${name} is a number`);
     }
+    assert.equal(typeof s.drainAnswersAfterTerm, 'object', 'drainAnswersAfterTerm counts answers by status');
     assert.equal(s.seed, FLAGS.seed);
     assert.equal(run.code === 0, s.violations === 0, 'the exit code says whether an invariant broke');
     if (s.violations > 0) assert.match(run.stdout, /History of c\d+:/, 'a broken invariant prints the history of its chain');
@@ -79,6 +92,17 @@ describe('npm run chaos (a short seeded run)', { timeout: 480_000 }, () => {
     assert.match(run.stdout, /answers +.*500: \d+/, 'handlers threw');
   });
 
+  it('ran as the platform runs: workers frozen after their last answer and thawed for the next request, idle ones scaled in, every stop a SIGTERM', () => {
+    const s = run.summary;
+    assert.ok(s.freezes > 0, 'workers were frozen');
+    assert.ok(s.thaws > 0, 'frozen workers were thawed');
+    assert.ok(s.thaws <= s.freezes, `no thaw without a freeze (${s.thaws} thaws, ${s.freezes} freezes)`);
+    assert.ok(s.scaleIns > 0, 'idle workers were scaled in');
+    assert.ok(s.sigterms >= s.workerKills + s.scaleIns, `every stop was a SIGTERM (${s.sigterms} for ${s.workerKills} kills and ${s.scaleIns} scale-ins)`);
+    assert.match(run.stdout, /scheduler sweeps \(answers\) +\d+ \(.*200: \d+/, 'the sweep came as requests, and ran');
+    assert.ok(s.drainInFlight >= s.drainCutByKill && s.drainInFlight >= s.drainHandedBackSilently, 'the drain figures add up');
+  });
+
   it('no worker died except those killed on purpose', () => {
     assert.equal(run.summary.workerDeaths, 0, run.stdout.slice(-3000));
   });
@@ -89,6 +113,11 @@ describe('npm run chaos (a short seeded run)', { timeout: 480_000 }, () => {
 
   it('no step is lost', () => {
     assert.equal(run.summary.lostSteps, 0, run.stdout.slice(-4000));
+  });
+
+  it('no alert is lost: every overwrite the handlers\' records show, and every failure stored, reached the alerter', () => {
+    assert.ok(run.summary.overwritesEvident > 0, 'the run records showed overwrites');
+    assert.equal(run.summary.alertsLost, 0, run.stdout.slice(-4000));
   });
 
   it('every invariant holds (exit code 0)', () => {
