@@ -1,7 +1,11 @@
 /**
  * Every error the library raises. Each has a stable `code` and the HTTP status a task request
- * that meets it is answered with; test with `instanceof`.
+ * that meets it is answered with; test with `instanceof`. Each message ends with a link to the
+ * error's entry in the errors reference (docs/reference/errors.md), which says when it is thrown.
  */
+
+/** Where the errors reference lives; each class has an entry whose anchor is its name in lower case. */
+export const ERRORS_REFERENCE_URL = 'https://github.com/datastore-locker/datastore-locker/blob/main/docs/reference/errors.md';
 
 /** The base of every error the library raises: test with `instanceof`, read `code` and `status`. */
 export abstract class LockerError extends Error {
@@ -9,8 +13,14 @@ export abstract class LockerError extends Error {
   abstract readonly code: string;
   /** The status a task request is answered with when this error ends it. */
   abstract readonly status: number;
+  /**
+   * Whether the message gets a link to the class's entry in the errors reference. Off only for
+   * errors whose message is the user's own ({@link PermanentError}).
+   */
+  protected static readonly linksToReference: boolean = true;
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    const links = (new.target as unknown as { linksToReference: boolean }).linksToReference;
+    super(links ? `${message} (${ERRORS_REFERENCE_URL}#${new.target.name.toLowerCase()})` : message, options);
     this.name = new.target.name;
   }
 }
@@ -136,6 +146,7 @@ export class StepAlreadyFinishedError extends LockerError {
  * with 200 and the failure is alerted.
  */
 export class PermanentError extends LockerError {
+  protected static override readonly linksToReference = false;
   readonly code = 'PERMANENT';
   readonly status = 200;
 }

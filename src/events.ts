@@ -145,7 +145,7 @@ export interface LockerEvents {
     /** The handler path the task is sent to. */
     path: string;
   }];
-  /** The sweep re-delivered a stalled step under a new task name. */
+  /** A step was re-delivered on a new task: by the sweep (it stalled) or by `locker.resend()`. */
   resent: [StepEvent & {
     /** The new task's name. */
     task: string;

@@ -63,6 +63,10 @@ export type { ActionOptions, ActionResult } from './operator/actions';
 export { STATUS_ROUTER_DEFAULTS, type StatusRouterOptions, type StatusColumn } from './status/options';
 export type { LockQuery, LockPage, FoundEntity } from './store/lock-query';
 
+// The index.yaml entries locker.inspect() and the status router need, for your kinds (also the
+// datastore-locker-indexes command).
+export { indexYaml } from './index-yaml';
+
 // Alerts by email.
 export { EmailAlerter, type EmailAlerterOptions } from './alert/email';
 export type { RateLimitOptions } from './alert/rate-limit';

@@ -198,7 +198,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
 
   /**
    * Re-delivers every stalled step, from the ledger records that are due (at most `limit`, oldest
-   * due first), and clears the records of steps no longer live. See the README's "No step is lost".
+   * due first), and clears the records of steps no longer live. See docs/concepts/no-step-is-lost.md.
    */
   sweep(limit = 500): Promise<SweepResult> {
     if (!this.config.queue) return Promise.reject(new ConfigError('sweep() needs a queue: pass `queue` to the Locker.'));

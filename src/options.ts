@@ -61,9 +61,10 @@ export interface LockerOptions {
   lockFailedStatus?: number;
   /**
    * How requests are authenticated before the store is touched. Defaults to the queue's own
-   * authenticator (the local dispatcher's signature; OIDC for Cloud Tasks HTTP targets must be
-   * configured here with `oidcAuthenticator`). `false` accepts every request: only behind a proxy
-   * that already checked it.
+   * authenticator when it has one (`LocalQueue`: its signature); `CloudTasksQueue` has none, so
+   * with it (or no queue) leaving this out throws `ConfigError`: pass `oidcAuthenticator()` for
+   * HTTP targets or `appEngineAuthenticator()` on App Engine. `false` accepts every request: only
+   * behind a proxy that already checked it.
    */
   authenticate?: Authenticator | false;
   /**
@@ -84,7 +85,10 @@ export interface LockerOptions {
     /** Cap of every backoff delay, ms. */
     maxDelayMs?: number;
   };
-  /** The `app` written into encoded keys (`X-Lock-Key`), e.g. `s~my-project`. Defaults to the store's project id. */
+  /**
+   * The `app` written into encoded keys (`X-Lock-Key`), e.g. `s~my-project`. Defaults to the
+   * store's project id, else `datastore-locker` when the store knows none (logged).
+   */
   keyAppId?: string;
   /** Properties of your entities to keep out of indexes when the Locker writes them. Defaults to none. */
   excludeFromIndexes?: readonly string[];
@@ -106,7 +110,7 @@ export interface LockerOptions {
    * How long a live step may go without progress (no task sent, no lease taken, renewed or
    * released) before `sweep()` re-delivers it under a new task name, ms; at least `leaseDuration`,
    * so a running handler's lease is stale by then. Defaults to 300 000 (5 min) or twice
-   * `leaseDuration`, whichever is longer: see the README's "No step is lost" for why.
+   * `leaseDuration`, whichever is longer: see docs/concepts/no-step-is-lost.md for why.
    */
   stallAfter?: number;
   /**
@@ -222,7 +226,9 @@ export function parseOptions(options: LockerOptions): Config {
   if (o.alerter !== undefined && typeof o.alerter !== 'function') requireShape('alerter', o.alerter, ['send']);
   if (o.logger !== undefined) requireShape('logger', o.logger, ['info', 'warn', 'error']);
   if (o.clock !== undefined && typeof o.clock !== 'function') throw new ConfigError('clock must be a function returning epoch milliseconds.');
-  if (o.telemetry !== undefined && typeof o.telemetry !== 'boolean') throw new ConfigError(`telemetry must be true or false; got ${JSON.stringify(o.telemetry)}.`);
+  for (const flag of ['telemetry', 'alertOnOverwrite', 'alertOnFailure'] as const) {
+    if (o[flag] !== undefined && typeof o[flag] !== 'boolean') throw new ConfigError(`${flag} must be true or false; got ${JSON.stringify(o[flag])}.`);
+  }
   if (o.logFormat !== undefined && !LOG_FORMATS.includes(o.logFormat)) {
     throw new ConfigError(`logFormat must be one of ${LOG_FORMATS.join(', ')}; got ${JSON.stringify(o.logFormat)}.`);
   }

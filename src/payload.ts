@@ -7,7 +7,7 @@
  *
  * express.json() in its default strict mode refuses a body that is not an object or an array
  * before any route runs; `taskBodyRecovery()`, mounted right after it, hands such a task's text on
- * to the route instead (see the README, "Mounting").
+ * to the route instead (see docs/guides/getting-started.md, "Mounting").
  */
 import type { ErrorRequestHandler, Request } from 'express';
 import { BadRequestError } from './errors';

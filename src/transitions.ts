@@ -2,7 +2,7 @@
  * What each event writes to an entity's lock, in pure functions `(lock, event) → lock` (DESIGN
  * section 4, "Transitions"). `decide()` says whether an arriving task may act; these say what the
  * lock becomes when it does, and when anything else happens to a step. Nothing else in the library
- * builds a lock: the README's life-cycle table is tested against these functions row by row.
+ * builds a lock: the transitions table of docs/concepts/life-of-a-step.md is tested against them row by row.
  *
  * Every transition writes `ts` (`lock_ts`) with the event's time except `resend`, which writes
  * nothing, `alerted`, which writes only `lock_alerts` (the lease's age stays, so a stale lease
@@ -142,7 +142,7 @@ export function alerted(lock: Lock, e: Claimed): Lock {
   return { ...lock, alerts: e.alerts ?? lock.alerts };
 }
 
-/** Every transition, by the event's name (the README's life-cycle table lists the same names). */
+/** Every transition, by its name (the transitions table of docs/concepts/life-of-a-step.md lists the same names). */
 export const transitions = { take, overwrite, expire, renew, release, fail, finish, schedule, kickoff, retry, cancel, resend, alerted, handBack, abandon } as const;
 
 /** The name of a lock event. */

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { builtinModules } from 'node:module';
-import { ConfigError } from '../src/errors';
+import { ConfigError, ERRORS_REFERENCE_URL } from '../src/errors';
 import { readConfig, type Env } from '../example-app/config';
 import { COUNTER_STEPS, FORGED_STEP } from '../example-app/chains';
 import type { AnswerCounts, ChainStatus } from '../example-app/status';
@@ -238,7 +238,10 @@ describe('example app configuration errors', () => {
 
 describe('example-app/config.ts: the environment in, the configuration out', () => {
   const read = (env: Env) => readConfig(env);
-  const fails = (env: Env, message: RegExp) => assert.throws(() => read(env), (e: unknown) => e instanceof ConfigError && message.test(e.message));
+  // A ConfigError's message ends with its link to the errors reference; the sentence before it is the example's.
+  const link = ` (${ERRORS_REFERENCE_URL}#configerror)`;
+  const fails = (env: Env, message: RegExp) => assert.throws(() => read(env),
+    (e: unknown) => e instanceof ConfigError && e.message.endsWith(link) && message.test(e.message.slice(0, -link.length)));
 
   it('runs embedded by default: in-memory store, local dispatcher, port 8080 on every interface', () => {
     assert.deepEqual(read({}), {

@@ -9,7 +9,7 @@ import { Datastore } from '@google-cloud/datastore';
 import { CloudTasksClient } from '@google-cloud/tasks';
 import express from 'express';
 import request from 'supertest';
-import { ConfigError } from '../src/errors';
+import { ConfigError, ERRORS_REFERENCE_URL } from '../src/errors';
 import { Locker } from '../src/locker';
 import { closest, editDistance } from '../src/option-names';
 import { LocalQueue } from '../src/queue/local';
@@ -62,7 +62,8 @@ describe('unknown options', () => {
     it('lists the known options when nothing is close', () => {
       assert.throws(() => new Locker({ ...noAuth, xyzzyFrobnicate: 1 } as never), (error: unknown) => {
         assert.ok(error instanceof ConfigError);
-        assert.match(error.message, /unknown option `xyzzyFrobnicate`; did you mean `\w+`\? Known options: store, queue, alerter, .*duplicateCache, telemetry\.$/);
+        assert.match(error.message, /unknown option `xyzzyFrobnicate`; did you mean `\w+`\? Known options: store, queue, alerter, .*duplicateCache, telemetry\. \(/);
+        assert.ok(error.message.endsWith(`(${ERRORS_REFERENCE_URL}#configerror)`), 'the message links to the error\'s entry');
         return true;
       });
     });

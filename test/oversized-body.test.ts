@@ -11,6 +11,7 @@ import { keys, testAuth, TEST_TOKEN, MemoryLogger } from './support/task-app';
 import { Locker } from '../src/locker';
 import { MemoryStore } from '../src/store/memory';
 import { StepState } from '../src/types';
+import { ERRORS_REFERENCE_URL } from '../src/errors';
 
 async function oversized(front: express.RequestHandler[]) {
   const store = new MemoryStore();
@@ -33,7 +34,7 @@ describe('oversized bodies', () => {
   it('handle() answers 400 for a body over maxBodyBytes, without running the handler or writing', async () => {
     const { res, runs, unchanged } = await oversized([]);
     assert.equal(res.status, 400);
-    assert.equal(res.text, 'the body is larger than 1000 bytes');
+    assert.equal(res.text, `the body is larger than 1000 bytes (${ERRORS_REFERENCE_URL}#badrequesterror)`);
     assert.equal(runs, 0);
     assert.ok(unchanged);
   });

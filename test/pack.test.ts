@@ -109,6 +109,23 @@ describe('the packed package, installed in a fresh project', { timeout: 240_000 
     assert.equal(readFileSync(join(consumer, 'node_modules', 'datastore-locker', 'LICENSE'), 'utf8'), readFileSync(join(root, 'LICENSE'), 'utf8'));
   });
 
+  it('points the registry\'s page at the repository: package.json names it, and the README links into it with absolute links only', () => {
+    const installed = join(consumer, 'node_modules', 'datastore-locker');
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { repository: { url: string }; homepage: string; bugs: { url: string } };
+    const repository = manifest.repository.url.replace(/^git\+/, '').replace(/\.git$/, '');
+    assert.match(repository, /^https:\/\/github\.com\/[\w-]+\/[\w-]+$/);
+    assert.ok(manifest.homepage.startsWith(repository) && manifest.bugs.url.startsWith(repository));
+    const links = [...readFileSync(join(installed, 'README.md'), 'utf8').replace(/```[\s\S]*?```/g, '').matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
+    assert.ok(links.length > 10, 'the README links to the documentation');
+    assert.deepEqual(links.filter((l) => !l.startsWith(`${repository}/`)), [], 'every link goes to the repository');
+  });
+
+  it('installs the datastore-locker-indexes command', async () => {
+    const { stdout } = await run(join(consumer, 'node_modules', '.bin', 'datastore-locker-indexes'), ['Order'], consumer);
+    assert.equal(stdout.match(/^- kind: "Order"$/gm)?.length, 2, stdout);
+    assert.match(stdout, /^ {4}direction: desc$/m);
+  });
+
   it('ships source maps that carry their sources (src/ is not packed, so a map naming it alone would point nowhere)', () => {
     const maps = packed.files.map((f) => f.path).filter((f) => f.endsWith('.js.map'));
     assert.ok(maps.length > 10, `dist holds the source maps (${maps.length})`);

@@ -164,6 +164,8 @@ describe('DatastoreStore on the Datastore emulator', () => {
     assert.throws(() => new DatastoreStore({} as Datastore), ConfigError);
     assert.throws(() => new DatastoreStore(client, { outboxKind: '' }), ConfigError);
     assert.throws(() => new DatastoreStore(client, { outboxKind: '__kind__' }), ConfigError);
+    assert.throws(() => new DatastoreStore(client, { ledgerKind: '' }), ConfigError);
+    assert.throws(() => new DatastoreStore(client, { ledgerKind: 'A', outboxKind: 'B' }), /ledgerKind or its deprecated name outboxKind/);
     assert.throws(() => new DatastoreStore(client, { namespaces: [] }), ConfigError);
   });
 

@@ -1,4 +1,4 @@
-// The README's life-cycle table ("What each event writes") is the specification of
+// The lock transitions table of docs/concepts/life-of-a-step.md is the specification of
 // src/transitions.ts: this test reads the table and checks every cell against the function of
 // its row, so the table and the code cannot drift apart.
 import { describe, it } from 'node:test';
@@ -11,7 +11,8 @@ import { readLock, writeLock } from '../src/lock-fields';
 import { cancel, kickoff, resend, retry, transitions, type LockEventName } from '../src/transitions';
 import { StepState } from '../src/types';
 
-const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+const page = readFileSync(join(__dirname, '..', 'docs', 'concepts', 'life-of-a-step.md'), 'utf8');
+const HEADING = '## Lock transitions';
 
 /** The column of each lock field in the table, and the `Lock` property it is. */
 const FIELDS = {
@@ -23,9 +24,9 @@ type Column = keyof typeof FIELDS;
 interface Row { event: string; cells: Partial<Record<Column, string>> }
 
 function lifeCycleTable(): { columns: string[]; rows: Row[] } {
-  const start = readme.indexOf('| event | when |', readme.indexOf('### What each event writes'));
-  assert.ok(readme.includes('### What each event writes') && start > 0, 'the README has the life-cycle table');
-  const lines = readme.slice(start).split('\n');
+  const start = page.indexOf('| transition | when |', page.indexOf(HEADING));
+  assert.ok(page.includes(HEADING) && start > 0, 'the life-of-a-step page has the transitions table');
+  const lines = page.slice(start).split('\n');
   const end = lines.findIndex((l) => !l.startsWith('|'));
   const table = lines.slice(0, end).map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
   const columns = table[0]!.map((c) => c.replace(/`/g, ''));
@@ -82,7 +83,7 @@ function check(cell: string, field: keyof Lock, was: Lock, now: Lock, event: str
   }
 }
 
-describe('the README life-cycle table is the transitions, row by row', () => {
+describe('the lock transitions table is the transitions, row by row', () => {
   const { columns, rows } = lifeCycleTable();
 
   it('has a column for every lock field and a row for every transition, once each', () => {

@@ -42,7 +42,7 @@ const MAX_COMMIT_BYTES = 8 * 1024 * 1024;
 /** What the batch operations need from their store. */
 export interface BatchConfig {
   rpc: DatastoreRpc;
-  outboxKind: string;
+  ledgerKind: string;
   conditionalWrites: boolean;
   /** Told the namespace of every outbox record written. */
   onOutboxNamespace(namespace: string): void;
@@ -93,7 +93,7 @@ function encode(config: BatchConfig, write: ConditionalWrite, index: number): En
   const key = write.read.key;
   keyString(key);
   const entity = entityProto(writeArgs(key, write.properties, write.excludeFromIndexes, version.shape));
-  const recordKey = ledgerKey(config.outboxKind, write.record.key.namespace, write.record.id);
+  const recordKey = ledgerKey(config.ledgerKind, write.record.key.namespace, write.record.id);
   const record = entityProto(writeArgs(recordKey, ledgerProperties(write.record), LEDGER_UNINDEXED));
   return { index, key, entity, record, base: version.version, bytes: approxBytes(entity) + approxBytes(record) };
 }

@@ -52,7 +52,7 @@ function missingIndex(query: LockQuery, error: StoreConfigError): StoreConfigErr
   const direction = query.order === 'desc' ? 'lock_ts descending' : 'lock_ts ascending';
   return new StoreConfigError(
     `Datastore has no index for the lock query on kind ${query.kind} (lock_state, ${direction}): ` +
-      'add the kind to index.yaml as the README shows and run `gcloud datastore indexes create index.yaml`',
+      `add its two entries to index.yaml (\`npx datastore-locker-indexes ${query.kind}\` prints them) and run \`gcloud datastore indexes create index.yaml\``,
     { cause: error.cause },
   );
 }

@@ -20,7 +20,7 @@ import { LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from './led
 
 /** What a transaction needs from its store. */
 export interface TransactionConfig {
-  outboxKind: string;
+  ledgerKind: string;
   /** Told the namespace of every outbox record written. */
   onOutboxNamespace(namespace: string): void;
 }
@@ -70,19 +70,19 @@ export class DatastoreTransaction implements StoreTransaction {
   }
 
   async getLedger(key: Key, id: string): Promise<LedgerRecord | undefined> {
-    const props = await this.get(ledgerKey(this.config.outboxKind, key.namespace, id));
+    const props = await this.get(ledgerKey(this.config.ledgerKind, key.namespace, id));
     const record = props && readLedger(id, props);
     return record && !('malformed' in record) ? record : undefined;
   }
 
   putLedger(record: LedgerRecord): void {
     keyString(record.key);
-    this.put(ledgerKey(this.config.outboxKind, record.key.namespace, record.id), ledgerProperties(record), LEDGER_UNINDEXED);
+    this.put(ledgerKey(this.config.ledgerKind, record.key.namespace, record.id), ledgerProperties(record), LEDGER_UNINDEXED);
     this.config.onOutboxNamespace(record.key.namespace ?? '');
   }
 
   deleteLedger(key: Key, id: string): void {
-    this.delete(ledgerKey(this.config.outboxKind, key.namespace, id));
+    this.delete(ledgerKey(this.config.ledgerKind, key.namespace, id));
   }
 
   /** Commits the buffered writes (a transaction that neither read nor wrote sends nothing). */

@@ -41,7 +41,7 @@
  * 1,000 keys, then commits of up to 500 mutations that keep each entity's compare-and-swap
  * (`datastore-batch.ts`).
  *
- * Ledger. Records are entities of kind `outboxKind` in the namespace of the entity whose step they
+ * Ledger. Records are entities of kind `ledgerKind` in the namespace of the entity whose step they
  * carry, so the user's entity and its record commit in one transaction. `listDue` therefore
  * looks in every namespace: by default it asks the `__namespace__` metadata query (the legacy
  * emulator and production support it). The Firestore emulator refuses that query; there the store
@@ -73,7 +73,9 @@ import { dueFirst, ledgerKey } from './ledger-entity';
 
 /** Options of {@link DatastoreStore}. None is needed: the store checks what its backend supports. */
 export interface DatastoreStoreOptions {
-  /** Kind of the outbox records. Defaults to `LockerOutbox`. */
+  /** Kind of the ledger records. Defaults to `LockerOutbox` (the kind's name predates the word "ledger"). */
+  ledgerKind?: string;
+  /** @deprecated The former name of {@link DatastoreStoreOptions.ledgerKind}; give one or the other. */
   outboxKind?: string;
   /**
    * Begin each transaction with its first lookup instead of a separate `beginTransaction` call.
@@ -109,15 +111,15 @@ export interface DatastoreStoreOptions {
 
 /** Every default of {@link DatastoreStoreOptions}. */
 export const DATASTORE_STORE_DEFAULTS = Object.freeze({
-  /** The kind of outbox records. */
-  outboxKind: 'LockerOutbox',
+  /** The kind of ledger records. */
+  ledgerKind: 'LockerOutbox',
   /** How long one call to Datastore may take, ms, retries included. */
   callTimeoutMs: 5_000,
 });
 
 /** Every option name of {@link DatastoreStoreOptions}. */
 const OPTION_NAMES: OptionNames<DatastoreStoreOptions> = {
-  outboxKind: true, beginWithFirstRead: true, conditionalWrites: true, namespaces: true, callTimeoutMs: true, client: true, logger: true,
+  ledgerKind: true, outboxKind: true, beginWithFirstRead: true, conditionalWrites: true, namespaces: true, callTimeoutMs: true, client: true, logger: true,
 };
 
 /** gRPC codes a refused `__namespace__` query answers with (the Firestore emulator's is the first). */
@@ -125,7 +127,7 @@ const UNSUPPORTED = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
 
 /** A {@link Store} on Google Cloud Datastore. */
 export class DatastoreStore implements Store {
-  private readonly outboxKind: string;
+  private readonly ledgerKind: string;
   private readonly namespaces?: readonly string[];
   private readonly rpc: DatastoreRpc;
   private readonly client: DatastoreClient;
@@ -141,9 +143,12 @@ export class DatastoreStore implements Store {
   constructor(datastore: Datastore, options: DatastoreStoreOptions = {}) {
     checkClient(datastore);
     rejectUnknownOptions('DatastoreStore', options, OPTION_NAMES);
-    this.outboxKind = options.outboxKind ?? DATASTORE_STORE_DEFAULTS.outboxKind;
-    if (typeof this.outboxKind !== 'string' || this.outboxKind === '' || this.outboxKind.startsWith('__')) {
-      throw new ConfigError('DatastoreStore: outboxKind must be a non-empty kind name not starting with "__"');
+    if (options.ledgerKind !== undefined && options.outboxKind !== undefined && options.ledgerKind !== options.outboxKind) {
+      throw new ConfigError('DatastoreStore: give ledgerKind or its deprecated name outboxKind, not both');
+    }
+    this.ledgerKind = options.ledgerKind ?? options.outboxKind ?? DATASTORE_STORE_DEFAULTS.ledgerKind;
+    if (typeof this.ledgerKind !== 'string' || this.ledgerKind === '' || this.ledgerKind.startsWith('__')) {
+      throw new ConfigError('DatastoreStore: ledgerKind must be a non-empty kind name not starting with "__"');
     }
     if (options.namespaces !== undefined) this.namespaces = checkNamespaces(options.namespaces);
     const timeout = checkTimeout(options.callTimeoutMs ?? DATASTORE_STORE_DEFAULTS.callTimeoutMs);
@@ -179,7 +184,7 @@ export class DatastoreStore implements Store {
   async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
     const { beginWithFirstRead } = await this.backend();
     const tx = new DatastoreTransaction(this.rpc, {
-      outboxKind: this.outboxKind,
+      ledgerKind: this.ledgerKind,
       onOutboxNamespace: (namespace) => this.writtenNamespaces.add(namespace),
     });
     try {
@@ -232,14 +237,14 @@ export class DatastoreStore implements Store {
   async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
     const { conditionalWrites } = await this.backend();
     return replaceMany({
-      rpc: this.rpc, outboxKind: this.outboxKind, conditionalWrites, onOutboxNamespace: (namespace) => this.writtenNamespaces.add(namespace),
+      rpc: this.rpc, ledgerKind: this.ledgerKind, conditionalWrites, onOutboxNamespace: (namespace) => this.writtenNamespaces.add(namespace),
     }, writes);
   }
 
   async listDue(now: Date, limit: number): Promise<DueLedger> {
     if (limit <= 0) return { records: [], malformed: [] };
     const namespaces = await this.outboxNamespaces();
-    const lists = await Promise.all(namespaces.map((namespace) => queryDue(this.rpc, this.outboxKind, namespace, now, limit)));
+    const lists = await Promise.all(namespaces.map((namespace) => queryDue(this.rpc, this.ledgerKind, namespace, now, limit)));
     return {
       records: lists.flatMap((l) => l.records).sort(dueFirst).slice(0, limit),
       malformed: lists.flatMap((l) => l.malformed),
@@ -252,7 +257,7 @@ export class DatastoreStore implements Store {
   }
 
   async deleteLedger(key: Key, id: string): Promise<void> {
-    await this.rpc.commit([{ delete: keyToProto(ledgerKey(this.outboxKind, key.namespace, id)) }]);
+    await this.rpc.commit([{ delete: keyToProto(ledgerKey(this.ledgerKind, key.namespace, id)) }]);
   }
 
   /** What the backend supports: the overrides, and the check for what they leave open. */
