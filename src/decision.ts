@@ -1,6 +1,6 @@
 /**
  * Every lease rule, in pure functions: given what is stored and what arrived, what to do. The
- * store, the middleware and the sweeper only carry these decisions out (DESIGN section 4).
+ * store, the middleware and the sweeper only carry these decisions out (docs/design.md, section 4).
  */
 import type { Lock } from './lock-fields';
 import { StepState } from './types';

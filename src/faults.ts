@@ -1,5 +1,5 @@
 /**
- * Every failure an attempt meets, classified once (DESIGN section 12): what kind it is, and what
+ * Every failure an attempt meets, classified once (docs/design.md, section 12): what kind it is, and what
  * the attempt does about it. The stores turn transport codes into the typed errors of
  * `errors.ts`; everything above reacts to the class this module gives, never to a message.
  *

@@ -1,5 +1,5 @@
 /**
- * The ledger of live steps (DESIGN section 5). A step's record is committed with the step, names
+ * The ledger of live steps (docs/design.md, section 5). A step's record is committed with the step, names
  * the task that carries it, and stays while the step is live; it is removed lazily once the step
  * finished, failed for good or moved on (a record left behind is cleared by the sweep). From the
  * records that are due, `sweep()` re-delivers every stalled step under a new task name.

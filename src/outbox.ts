@@ -1,5 +1,5 @@
 /**
- * The transactional outbox that replaces App Engine's transactional enqueue (DESIGN section 5): a
+ * The transactional outbox that replaces App Engine's transactional enqueue (docs/design.md, section 5): a
  * step and its ledger record are committed in one transaction; the task is created after the
  * commit (`ledger.ts`); the sweep re-delivers what stalls (`sweep.ts`).
  */

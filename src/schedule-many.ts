@@ -1,5 +1,5 @@
 /**
- * `locker.scheduleMany()`: many kickoffs at once (DESIGN section 5, "Many kickoffs at once").
+ * `locker.scheduleMany()`: many kickoffs at once (docs/design.md, section 5, "Many kickoffs at once").
  *
  * 1. Every item is checked before anything is written: a key given twice throws a `TypeError`;
  *    an invalid item is reported `failed` and skipped.

@@ -1,6 +1,6 @@
 /**
- * What each event writes to an entity's lock, in pure functions `(lock, event) → lock` (DESIGN
- * section 4, "Transitions"). `decide()` says whether an arriving task may act; these say what the
+ * What each event writes to an entity's lock, in pure functions `(lock, event) → lock`
+ * (docs/design.md, section 4, "Transitions"). `decide()` says whether an arriving task may act; these say what the
  * lock becomes when it does, and when anything else happens to a step. Nothing else in the library
  * builds a lock: the transitions table of docs/concepts/life-of-a-step.md is tested against them row by row.
  *

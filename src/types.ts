@@ -59,7 +59,7 @@ export const LOCK_FIELD_PREFIX = 'lock_';
 // Store
 
 /**
- * The ledger of live steps (DESIGN section 5): one record per scheduled step, committed with the
+ * The ledger of live steps (docs/design.md, section 5): one record per scheduled step, committed with the
  * step, kept while the step is live (scheduled or running) and removed lazily once it finished,
  * failed for good or moved on. `sweep()` reads the records that are due and re-delivers every
  * stalled step from them.

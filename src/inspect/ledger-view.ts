@@ -1,5 +1,5 @@
 /**
- * What an operator sees of a live step's ledger record (DESIGN section 5): which task carries the
+ * What an operator sees of a live step's ledger record (docs/design.md, section 5): which task carries the
  * step now, how many were sent, whether creating them failed, when the sweep looks again. Pure:
  * the same record and clock give the same view. The payload itself is left out (it may be large
  * and is the caller's data); its size is shown.

@@ -81,7 +81,7 @@ ${error}
   return layout(`${s.keyPath} · ${ctx.title}`, ctx, body, `${ctx.base}/step.json?key=${encodeURIComponent(s.encodedKey)}`);
 }
 
-/** The ledger record's rows of the detail table (DESIGN section 5); one row saying there is none otherwise. */
+/** The ledger record's rows of the detail table (docs/design.md, section 5); one row saying there is none otherwise. */
 function ledgerRows(ledger: LedgerView | undefined): Array<[string, string]> {
   if (!ledger) return [['Ledger record', 'none: the step is not live, or the Go library scheduled it']];
   const due = ledger.dueInMs >= 0

@@ -1,5 +1,5 @@
 /**
- * Many kickoffs at once on Datastore (DESIGN section 5, "Many kickoffs at once"): `readMany` is
+ * Many kickoffs at once on Datastore (docs/design.md, section 5, "Many kickoffs at once"): `readMany` is
  * one lookup of up to 1,000 keys; `replaceMany` writes each entity at the version it was read at,
  * with its ledger record, in one of two ways, as the backend check found:
  *
