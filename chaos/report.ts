@@ -157,7 +157,7 @@ function lostStepCauses(r: ChaosResult): string[] {
   const known = r.dispatcher.tasksLost + r.dispatcher.tasksDropped;
   return [
     `  ${lost} lost step(s); the dispatcher lost ${r.dispatcher.tasksLost} task(s) on purpose and dropped ${r.dispatcher.tasksDropped} after maxAttempts (${known} in all).`,
-    '  The sweep re-delivers a step that made no progress for stallAfter (DESIGN section 5): a step still lost',
+    '  The sweep re-delivers a step that made no progress for stallAfter (docs/design.md, section 5): a step still lost',
     '  once the run settled is a step the ledger did not keep alive; its chain\'s history is below.',
   ];
 }

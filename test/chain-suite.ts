@@ -1,6 +1,6 @@
 /**
  * Chaining steps against a real store: kickoffs, `ctx.schedule()`, the outbox and the sweeper
- * (DESIGN section 5). Run by chain.*.test.ts against each store.
+ * (docs/design.md, section 5). Run by chain.*.test.ts against each store.
  */
 import { describe, it, before, beforeEach, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * `handle()` under store faults (DESIGN section 12): each error class — transient
+ * `handle()` under store faults (docs/design.md, section 12): each error class — transient
  * (`StoreUnavailableError`), contention past its retries (`ContentionError`), permanent for the
  * write (`StoreRejectedError`), configuration (`StoreConfigError`) — at each write an attempt
  * makes (take, renew, finish, release, fail, schedule) and at the read. Each case asserts the

@@ -1,5 +1,5 @@
 /**
- * `locker.handle()` against a real store: every row of the lease table (DESIGN section 4), run by
+ * `locker.handle()` against a real store: every row of the lease table (docs/design.md, section 4), run by
  * handle.*.test.ts against each store.
  */
 import { describe, it, before, after } from 'node:test';
