@@ -4,10 +4,10 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { LockerEvents } from './events';
-import type { Drain } from './drain';
-import type { ConfigErrorLog } from './faults';
-import type { Config } from './options';
-import type { SeenSteps } from './seen-steps';
+import type { Drain } from './step/drain';
+import type { ConfigErrorLog } from './errors/faults';
+import type { Config } from './config/options';
+import type { SeenSteps } from './step/seen-steps';
 import type { Telemetry } from './telemetry/telemetry';
 import type { AlertEvent, Properties, Snapshot, StoreTransaction } from './types';
 
