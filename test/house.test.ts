@@ -75,6 +75,30 @@ function circles(): string[][] {
   return found;
 }
 
+/** Where lock fields may be written: the transitions, the field codec, and the one lock-writing part. */
+const LOCK_WRITERS = new Set(['rules/transitions.ts', 'rules/lock-fields.ts', 'store/lock-writer.ts']);
+
+/** Every place in `file` that writes a `lock_` property: an object literal's member, or an assignment to one. */
+function lockFieldWrites(file: string): string[] {
+  const source = parsed.get(file)!;
+  const found: string[] = [];
+  const where = (node: ts.Node, what: string): string => `${name(file)}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1} ${what}`;
+  const isLockName = (node: ts.Node | undefined): boolean =>
+    node !== undefined && (ts.isIdentifier(node) || ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) && node.text.startsWith('lock_');
+  const visit = (node: ts.Node): void => {
+    if ((ts.isPropertyAssignment(node) || ts.isShorthandPropertyAssignment(node)) && isLockName(node.name)) found.push(where(node, node.name.getText()));
+    if (ts.isBinaryExpression(node) && node.operatorToken.kind >= ts.SyntaxKind.FirstAssignment && node.operatorToken.kind <= ts.SyntaxKind.LastAssignment) {
+      const target = node.left;
+      if (ts.isPropertyAccessExpression(target) && isLockName(target.name)) found.push(where(node, target.getText()));
+      if (ts.isElementAccessExpression(target) && isLockName(target.argumentExpression)) found.push(where(node, target.getText()));
+    }
+    if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'writeLock') found.push(where(node, 'writeLock()'));
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
 describe('the shape of src/', () => {
   it('has no import circle, type-only imports included', () => {
     assert.deepEqual(circles(), []);
@@ -89,5 +113,13 @@ describe('the shape of src/', () => {
     const locker = join(src, 'locker.ts');
     const importers = files.filter((file) => graph.get(file)!.includes(locker)).map(name);
     assert.deepEqual(importers, ['index.ts']);
+  });
+
+  it('writes lock fields only in the transitions, the field codec and the lock writer (docs/design.md, section 15)', () => {
+    const outside = files.filter((file) => !LOCK_WRITERS.has(name(file))).flatMap(lockFieldWrites);
+    assert.deepEqual(outside, []);
+    // The check sees what it looks for: the codec writes every field, and the lock writer calls it.
+    assert.ok(lockFieldWrites(join(src, 'rules', 'lock-fields.ts')).some((w) => w.includes('lock_seq')), 'lock-fields.ts writes lock_seq');
+    assert.ok(lockFieldWrites(join(src, 'store', 'lock-writer.ts')).some((w) => w.endsWith('writeLock()')), 'lock-writer.ts calls writeLock()');
   });
 });

@@ -6,15 +6,15 @@
  */
 import { markSentOnEntity } from './marks';
 import { alertEvent, unsentFailure } from './alerts';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { keyPath } from '../store/key-codec';
 import type { Lock } from '../rules/lock-fields';
 import { recordsFailedStep } from '../rules/stall';
 import { AlertReason, type AlertEvent, type LedgerRecord, type Properties } from '../types';
 
 /** Sends a failure's alert, then marks its claim on the entity sent; never throws. */
-export async function sendFailureAlert(core: Core, event: AlertEvent): Promise<void> {
-  if (await core.alert(event)) await markSentOnEntity(core, event.key, [failureMarker(event.seq, event.previousAttempt ?? '')]);
+export async function sendFailureAlert(parts: Pick<Parts, 'config' | 'alerts' | 'locks'>, event: AlertEvent): Promise<void> {
+  if (await parts.alerts.send(event)) await markSentOnEntity(parts, event.key, [failureMarker(event.seq, event.previousAttempt ?? '')]);
 }
 
 /** The marker a failure's claim wrote (`claimAlert`): step `seq`, the attempt that failed. */
@@ -26,8 +26,8 @@ export function failureMarker(seq: number, failed: string): string {
  * How long after a step failed the sweep sends again a failure alert still not marked sent: the
  * failing process had two alert timeouts to send it and mark it.
  */
-export function failureAlertGrace(core: Core): number {
-  return 2 * core.config.alertTimeout;
+export function failureAlertGrace(parts: Pick<Parts, 'config'>): number {
+  return 2 * parts.config.alertTimeout;
 }
 
 /**
@@ -36,21 +36,21 @@ export function failureAlertGrace(core: Core): number {
  * look again (the grace has not passed, or the alerter failed again), or to undefined (nothing to send).
  */
 export async function resendUnsentFailure(
-  core: Core, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
+  parts: Pick<Parts, 'config' | 'alerts' | 'locks'>, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
 ): Promise<'sent' | number | undefined> {
-  if (!props || !core.config.alerter || !core.config.alertOnFailure || !recordsFailedStep(lock, record)) return undefined;
+  if (!props || !parts.config.alerter || !parts.config.alertOnFailure || !recordsFailedStep(lock, record)) return undefined;
   const failed = unsentFailure(lock);
   if (failed === undefined) return undefined;
-  const due = (lock.ts?.getTime() ?? 0) + failureAlertGrace(core);
+  const due = (lock.ts?.getTime() ?? 0) + failureAlertGrace(parts);
   if (now < due) return due;
   const event = alertEvent({
     reason: AlertReason.failure, key: record.key, seq: record.seq, retries: lock.tries, previousAttempt: failed,
     error: lock.err !== undefined ? new RecoveredError(lock.err) : undefined, task: { source: 'none', name: record.task },
     properties: props, at: lock.ts ?? new Date(now),
   });
-  core.config.logger.warn('failure alert sent again: it was claimed but never marked sent', { key: keyPath(record.key), seq: record.seq, attempt: failed });
-  if (!(await core.alert(event))) return now + failureAlertGrace(core); // not after the failed record's 30 days: soon
-  await markSentOnEntity(core, record.key, [failureMarker(record.seq, failed)]);
+  parts.config.logger.warn('failure alert sent again: it was claimed but never marked sent', { key: keyPath(record.key), seq: record.seq, attempt: failed });
+  if (!(await parts.alerts.send(event))) return now + failureAlertGrace(parts); // not after the failed record's 30 days: soon
+  await markSentOnEntity(parts, record.key, [failureMarker(record.seq, failed)]);
   return 'sent';
 }
 

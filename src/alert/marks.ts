@@ -7,17 +7,17 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { markAlertsSent } from './alerts';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { ContentionError } from '../errors/errors';
 import { keyPath } from '../store/key-codec';
-import { readLock, writeLock } from '../rules/lock-fields';
+import { readLock } from '../rules/lock-fields';
 import { withContentionRetry } from '../store/retry';
 import { alerted } from '../rules/transitions';
 
 /** Marks the claims `markers` sent on `key`'s lock; never throws (a failure is logged: the alerts may be sent again, same ids). */
-export async function markSentOnEntity(core: Core, key: Key, markers: readonly string[]): Promise<void> {
+export async function markSentOnEntity(parts: Pick<Parts, 'config' | 'locks'>, key: Key, markers: readonly string[]): Promise<void> {
   if (markers.length === 0) return;
-  const { store } = core.config;
+  const { store } = parts.config;
   try {
     await withContentionRetry(async () => {
       const snapshot = await store.read(key);
@@ -26,11 +26,11 @@ export async function markSentOnEntity(core: Core, key: Key, markers: readonly s
       if (lock.req !== '') return; // a holder sends what is still unmarked, and marks it in its own writes
       const alerts = markAlertsSent(lock.alerts, lock.seq, markers);
       if (alerts.length === lock.alerts.length && alerts.every((a, i) => a === lock.alerts[i])) return;
-      const written = await core.replace(key, snapshot, writeLock(snapshot.properties, alerted(lock, { alerts })));
+      const written = await parts.locks.replace(key, snapshot, alerted(lock, { alerts }));
       if (!written) throw new ContentionError(`${keyPath(key)} changed while its alerts were marked sent`);
-    }, core.config.contention);
+    }, parts.config.contention);
   } catch (error) {
-    core.config.logger.warn('alert sent but not marked sent; it may be sent again (same id)', {
+    parts.config.logger.warn('alert sent but not marked sent; it may be sent again (same id)', {
       key: keyPath(key), alerts: markers.length, error: error instanceof Error ? error.message : String(error),
     });
   }

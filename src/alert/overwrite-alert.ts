@@ -13,7 +13,7 @@ import type { Key } from '@google-cloud/datastore';
 import { markSentOnEntity } from './marks';
 import { alertEvent, carriedAlerts, unsentOverwrites, type OverwriteClaim } from './alerts';
 import type { Arrival } from '../http/arrival';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { keyPath } from '../store/key-codec';
 import type { Lock } from '../rules/lock-fields';
 import { alerted } from '../rules/transitions';
@@ -35,8 +35,8 @@ export const NO_ALERTS: readonly string[] = Object.freeze([]);
  * Starts sending `alerts` for the attempt `a` that took the lease, without waiting (the handler
  * runs meanwhile); the step's last write waits for them (`sentByAttempt`).
  */
-export function startAlerts(core: Core, a: Arrival, alerts: readonly ClaimedAlert[]): void {
-  if (alerts.length > 0) sending.set(a, sendAll(core, alerts));
+export function startAlerts(parts: Pick<Parts, 'alerts'>, a: Arrival, alerts: readonly ClaimedAlert[]): void {
+  if (alerts.length > 0) sending.set(a, sendAll(parts, alerts));
 }
 
 /**
@@ -48,8 +48,8 @@ export function sentByAttempt(a: Arrival): Promise<string[]> | undefined {
 }
 
 /** Sends every alert at once, each bounded by `alertTimeout`; resolves to the markers of those the alerter took. */
-export async function sendAll(core: Core, alerts: readonly ClaimedAlert[]): Promise<string[]> {
-  const taken = await Promise.all(alerts.map(async (c) => ((await core.alert(c.event)) ? c.marker : undefined)));
+export async function sendAll(parts: Pick<Parts, 'alerts'>, alerts: readonly ClaimedAlert[]): Promise<string[]> {
+  const taken = await Promise.all(alerts.map(async (c) => ((await parts.alerts.send(c.event)) ? c.marker : undefined)));
   return taken.filter((m): m is string => m !== undefined);
 }
 
@@ -59,9 +59,9 @@ export async function sendAll(core: Core, alerts: readonly ClaimedAlert[]): Prom
  * attempt overwritten, nothing else.
  */
 export function unsentOverwriteAlerts(
-  core: Core, key: Key, lock: Lock, props: Properties, task: TaskInfo, at: Date, except?: string,
+  parts: Pick<Parts, 'config'>, key: Key, lock: Lock, props: Properties, task: TaskInfo, at: Date, except?: string,
 ): ClaimedAlert[] {
-  if (!core.config.alerter || !core.config.alertOnOverwrite || lock.alerts.length === 0) return [];
+  if (!parts.config.alerter || !parts.config.alertOnOverwrite || lock.alerts.length === 0) return [];
   return unsentOverwrites(lock).filter((c) => c.marker !== except).map((c) => ({ marker: c.marker, event: overwriteEvent(key, c, lock, props, task, at) }));
 }
 
@@ -73,8 +73,8 @@ function overwriteEvent(key: Key, c: OverwriteClaim, lock: Lock, props: Properti
 }
 
 /** How long after the last write of a lock nobody holds the sweep sends its unmarked overwrite alerts again. */
-export function overwriteAlertGrace(core: Core): number {
-  return 2 * core.config.alertTimeout;
+export function overwriteAlertGrace(parts: Pick<Parts, 'config'>): number {
+  return 2 * parts.config.alertTimeout;
 }
 
 /**
@@ -84,15 +84,15 @@ export function overwriteAlertGrace(core: Core): number {
  * sweep looks soon. Unchanged in the usual case: the lock had no alerts.
  */
 export function endStepAlerts<R extends { lock: Lock; record?: LedgerRecord }>(
-  core: Core, ended: R, before: Lock, sent: readonly string[], now: Date,
+  parts: Pick<Parts, 'config'>, ended: R, before: Lock, sent: readonly string[], now: Date,
 ): R {
   if (before.alerts.length === 0) return ended;
   // With overwrite alerts off nobody would send them: the step's end drops them, as it always did.
-  if (!core.config.alerter || !core.config.alertOnOverwrite) return ended;
+  if (!parts.config.alerter || !parts.config.alertOnOverwrite) return ended;
   const kept = carriedAlerts(before, sent);
   if (kept.length === 0) return ended;
   const out = { ...ended, lock: alerted(ended.lock, { alerts: kept }) };
-  const soon = now.getTime() + overwriteAlertGrace(core);
+  const soon = now.getTime() + overwriteAlertGrace(parts);
   if (out.record && out.record.due.getTime() > soon) out.record = { ...out.record, due: new Date(soon) };
   return out;
 }
@@ -101,16 +101,16 @@ export function endStepAlerts<R extends { lock: Lock; record?: LedgerRecord }>(
  * Keeps the ledger record `id` of a chain that finished with overwrite alerts still unmarked (its
  * finishing write kept them), due within the grace, so that the sweep sends them; never throws.
  */
-export async function keepRecordForAlerts(core: Core, key: Key, id: string | undefined, now: Date): Promise<void> {
+export async function keepRecordForAlerts(parts: Pick<Parts, 'config' | 'locks'>, key: Key, id: string | undefined, now: Date): Promise<void> {
   if (id === undefined) return;
-  const soon = new Date(now.getTime() + overwriteAlertGrace(core));
+  const soon = new Date(now.getTime() + overwriteAlertGrace(parts));
   try {
-    await core.transact(async (tx) => {
+    await parts.locks.transact(async (tx) => {
       const record = await tx.getLedger(key, id);
       if (record && record.due.getTime() > soon.getTime()) tx.putLedger({ ...record, due: soon });
     });
   } catch (error) {
-    core.config.logger.warn('ledger record of a step with unsent alerts not brought forward; the sweep sends them when it comes due', {
+    parts.config.logger.warn('ledger record of a step with unsent alerts not brought forward; the sweep sends them when it comes due', {
       key: keyPath(key), task: id, error: error instanceof Error ? error.message : String(error),
     });
   }
@@ -131,17 +131,17 @@ export interface OverwriteResend {
  * lease over from it: each sends what is unmarked when it takes the lease.
  */
 export async function resendUnsentOverwrites(
-  core: Core, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
+  parts: Pick<Parts, 'config' | 'alerts' | 'locks'>, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
 ): Promise<OverwriteResend | undefined> {
   if (!props || !lock || lock.req !== '') return undefined;
-  const alerts = unsentOverwriteAlerts(core, record.key, lock, props, { source: 'none', name: record.task }, lock.ts ?? new Date(now));
+  const alerts = unsentOverwriteAlerts(parts, record.key, lock, props, { source: 'none', name: record.task }, lock.ts ?? new Date(now));
   if (alerts.length === 0) return undefined;
-  const due = (lock.ts?.getTime() ?? 0) + overwriteAlertGrace(core);
+  const due = (lock.ts?.getTime() ?? 0) + overwriteAlertGrace(parts);
   if (now < due) return { sent: 0, due };
-  core.config.logger.warn('overwrite alert sent again: it was claimed but never marked sent', {
+  parts.config.logger.warn('overwrite alert sent again: it was claimed but never marked sent', {
     key: keyPath(record.key), seq: lock.seq, alerts: alerts.length,
   });
-  const sent = await sendAll(core, alerts);
-  await markSentOnEntity(core, record.key, sent);
-  return sent.length === alerts.length ? { sent: sent.length } : { sent: sent.length, due: now + overwriteAlertGrace(core) };
+  const sent = await sendAll(parts, alerts);
+  await markSentOnEntity(parts, record.key, sent);
+  return sent.length === alerts.length ? { sent: sent.length } : { sent: sent.length, due: now + overwriteAlertGrace(parts) };
 }

@@ -16,20 +16,24 @@
  * A store without `readMany`/`replaceMany` gets one transaction per item, as `schedule()` does.
  */
 import { randomUUID } from 'node:crypto';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { ConfigError, StoreUnavailableError } from '../errors/errors';
 import { checkDeliverable, keyPath } from '../store/key-codec';
 import { planKickoff, kickoffChainId, type KickoffPlan } from '../rules/kickoff-plan';
-import { dispatch } from './dispatcher';
-import { describeError, UNINDEXED_LOCK_FIELDS } from '../rules/lock-fields';
+import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
-import { checkStep, type NextStep } from './next-step';
+import { checkStep } from './next-step';
+import type { NextStep } from '../rules/ledger-record';
+import type { BatchLockWrite } from '../store/lock-writer';
 import {
   SCHEDULE_MANY_DEFAULTS, SCHEDULE_MANY_OPTION_NAMES,
   type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult,
 } from './schedule-many-types';
 import { keyString } from '../store/keys';
-import { StepState, type ConditionalWrite, type LedgerRecord, type VersionedRead } from '../types';
+import { StepState, type LedgerRecord, type VersionedRead } from '../types';
+
+/** The parts a bulk kickoff uses. */
+type KickoffParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger'>;
 
 /**
  * Items per batch: one lookup and two commits of 125 mutations (Datastore takes 1,000 keys and 500
@@ -62,8 +66,8 @@ interface ToSend {
 }
 
 /** Starts a chain on every item's entity; see the file's comment. */
-export async function scheduleMany(core: Core, items: readonly KickoffItem[], options: ScheduleManyOptions = {}): Promise<ScheduleManyResult> {
-  if (!core.config.queue) throw new ConfigError('scheduleMany() needs a queue: pass `queue` to the Locker.');
+export async function scheduleMany(parts: KickoffParts, items: readonly KickoffItem[], options: ScheduleManyOptions = {}): Promise<ScheduleManyResult> {
+  if (!parts.config.queue) throw new ConfigError('scheduleMany() needs a queue: pass `queue` to the Locker.');
   rejectUnknownOptions('scheduleMany()', options, SCHEDULE_MANY_OPTION_NAMES);
   if (!Array.isArray(items)) throw new TypeError('scheduleMany(items): items must be an array of { key, entity, path, payload?, scheduleTime? }');
   const kickoffId = options.kickoffId ?? randomUUID();
@@ -71,20 +75,20 @@ export async function scheduleMany(core: Core, items: readonly KickoffItem[], op
   const concurrency = options.concurrency ?? SCHEDULE_MANY_DEFAULTS.concurrency;
   if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new RangeError(`scheduleMany(): concurrency must be a whole number of at least 1; got ${String(concurrency)}`);
 
-  const run = new Run(core, items, kickoffId, options.onProgress);
-  const pending = check(core, items, kickoffId, run);
+  const run = new Run(parts, items, kickoffId, options.onProgress);
+  const pending = check(parts, items, kickoffId, run);
   const batches: Pending[][] = [];
   for (let start = 0; start < pending.length; start += BATCH) batches.push(pending.slice(start, start + BATCH));
   const sending = new Limiter(concurrency); // across batches: at most `concurrency` tasks are created at once
   await eachLimited(batches, PARALLEL_BATCHES, async (batch) => {
-    const toSend = await write(core, batch, run);
-    await Promise.all(toSend.map((s) => sending.run(() => send(core, s, run))));
+    const toSend = await write(parts, batch, run);
+    await Promise.all(toSend.map((s) => sending.run(() => send(parts, s, run))));
   });
   return run.result();
 }
 
 /** Checks every item; throws on a key given twice, reports the other invalid items failed. */
-function check(core: Core, items: readonly KickoffItem[], kickoffId: string, run: Run): Pending[] {
+function check(parts: KickoffParts, items: readonly KickoffItem[], kickoffId: string, run: Run): Pending[] {
   const first = new Map<string, number>();
   const ids = items.map((item, index) => {
     let id: string;
@@ -106,9 +110,9 @@ function check(core: Core, items: readonly KickoffItem[], kickoffId: string, run
     const id = ids[index]!;
     try {
       if (id instanceof Error) throw id;
-      checkDeliverable(item.key, core.config.keyAppId);
+      checkDeliverable(item.key, parts.config.keyAppId);
       if (item.scheduleTime !== undefined && !(item.scheduleTime instanceof Date)) throw new TypeError('scheduleTime must be a Date');
-      const step = checkStep(core, item.path, item.payload, item.scheduleTime ? { at: item.scheduleTime } : {});
+      const step = checkStep(parts, item.path, item.payload, item.scheduleTime ? { at: item.scheduleTime } : {});
       pending.push({ index, item, step, chain: kickoffChainId(kickoffId, id) });
     } catch (error) {
       run.settle(index, { status: 'failed', key: item?.key, error: asError(error) });
@@ -118,85 +122,84 @@ function check(core: Core, items: readonly KickoffItem[], kickoffId: string, run
 }
 
 /** Reads, decides and writes one batch (again for the entities that changed meanwhile); returns the steps to send. */
-async function write(core: Core, batch: Pending[], run: Run): Promise<ToSend[]> {
-  const { store } = core.config;
-  if (!store.readMany || !store.replaceMany) return eachTransaction(core, batch, run);
+async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<ToSend[]> {
+  const { store } = parts.config;
+  if (!store.readMany || !store.replaceMany) return eachTransaction(parts, batch, run);
   const toSend: ToSend[] = [];
-  const excludeFromIndexes = excludes(core);
   let open = batch;
   for (let round = 0; round < ROUNDS && open.length > 0; round++) {
     let reads: VersionedRead[];
     try {
       reads = await store.readMany(open.map((p) => p.item.key));
     } catch (error) {
-      for (const p of open) fail(core, run, p, error);
+      for (const p of open) fail(parts, run, p, error);
       return toSend;
     }
-    const now = new Date(core.config.clock());
-    const writes: ConditionalWrite[] = [];
+    const now = new Date(parts.config.clock());
+    const writes: BatchLockWrite[] = [];
     const writing: { pending: Pending; previousTask: string | undefined; record: LedgerRecord }[] = [];
     open.forEach((p, i) => {
       const read = reads[i]!;
-      const plan = decide(core, run, p, read, now, toSend);
+      const plan = decide(parts, run, p, read, now, toSend);
       if (plan?.kind !== 'start') return;
-      writes.push({ read, properties: plan.properties, excludeFromIndexes, record: plan.record });
+      writes.push({ read, lock: plan.lock, own: plan.own, record: plan.record });
       writing.push({ pending: p, previousTask: plan.previousTask, record: plan.record });
       p.recorded = plan.record;
     });
-    const outcomes = writes.length === 0 ? [] : await store.replaceMany(writes).catch((error: unknown) => writes.map(() => ({ outcome: 'error' as const, error: asError(error) })));
+    const outcomes = writes.length === 0 ? [] : await parts.locks.replaceMany(writes).catch((error: unknown) => writes.map(() => ({ outcome: 'error' as const, error: asError(error) })));
     const next: Pending[] = [];
     outcomes.forEach((outcome, i) => {
       const { pending, previousTask, record } = writing[i]!;
       if (outcome.outcome === 'conflict') next.push(pending);
-      else if (outcome.outcome === 'error') fail(core, run, pending, outcome.error);
+      else if (outcome.outcome === 'error') fail(parts, run, pending, outcome.error);
       else {
-        started(core, pending, record, previousTask);
+        started(parts, pending, record, previousTask);
         toSend.push({ pending, record, seq: record.seq });
       }
     });
     run.progress();
     open = next;
   }
-  for (const p of open) fail(core, run, p, new StoreUnavailableError(`the entity changed under the kickoff ${ROUNDS} times in a row; not started`));
+  for (const p of open) fail(parts, run, p, new StoreUnavailableError(`the entity changed under the kickoff ${ROUNDS} times in a row; not started`));
   return toSend;
 }
 
 /** The plan for one read entity; settles the busy ones and queues the resumed ones. */
-function decide(core: Core, run: Run, p: Pending, read: VersionedRead, now: Date, toSend: ToSend[]): KickoffPlan | undefined {
+function decide(parts: KickoffParts, run: Run, p: Pending, read: VersionedRead, now: Date, toSend: ToSend[]): KickoffPlan | undefined {
   let plan: KickoffPlan;
   try {
     plan = planKickoff(p.item.key, read.properties, p.item.entity, p.chain, p.step, now);
   } catch (error) {
-    fail(core, run, p, error);
+    fail(parts, run, p, error);
     return undefined;
   }
-  if (plan.kind === 'busy') forgetRecord(core, p);
+  if (plan.kind === 'busy') forgetRecord(parts, p);
   settleKnown(run, p, plan, toSend);
   return plan;
 }
 
 /** A store without the batch operations: each item in a transaction of its own, as `schedule()` runs it. */
-async function eachTransaction(core: Core, batch: Pending[], run: Run): Promise<ToSend[]> {
+async function eachTransaction(parts: KickoffParts, batch: Pending[], run: Run): Promise<ToSend[]> {
   const toSend: ToSend[] = [];
   await eachLimited(batch, 2, async (p) => { // 2 per batch, 16 in all: as many transactions as a loop of schedule() at concurrency 16
     try {
-      const now = new Date(core.config.clock());
-      const done = await core.transact(async (tx) => {
+      const now = new Date(parts.config.clock());
+      const done = await parts.locks.transaction(p.item.key, async (tx) => {
         const props = await tx.get(p.item.key);
         const plan = planKickoff(p.item.key, props, p.item.entity, p.chain, p.step, now);
         if (plan.kind === 'start') {
-          core.write(tx, p.item.key, plan.properties);
+          parts.locks.put(tx, p.item.key, props ?? {}, plan.lock, plan.own);
           if (plan.previousTask !== undefined) tx.deleteLedger(p.item.key, plan.previousTask);
           tx.putLedger(plan.record);
         }
         return plan;
       });
       if (done.kind === 'start') {
-        started(core, p, done.record, undefined);
+        started(parts, p, done.record, undefined);
         toSend.push({ pending: p, record: done.record, seq: done.record.seq });
       } else settleKnown(run, p, done, toSend);
     } catch (error) {
-      fail(core, run, p, error);
+      fail(parts, run, p, error);
     }
   });
   run.progress();
@@ -215,45 +218,40 @@ function settleKnown(run: Run, p: Pending, plan: KickoffPlan, toSend: ToSend[]):
 }
 
 /** Creates a written step's task; for a resumed chain, reads its record first and sends its current task. */
-async function send(core: Core, s: ToSend, run: Run): Promise<void> {
+async function send(parts: KickoffParts, s: ToSend, run: Run): Promise<void> {
   const { pending } = s;
   if (run.settled(pending.index)) return;
   let record = s.record;
   if (!record && s.resumedTask !== undefined) {
     const id = s.resumedTask;
-    record = await core.transact((tx) => tx.getLedger(pending.item.key, id)).catch(() => undefined);
+    record = await parts.locks.transact((tx) => tx.getLedger(pending.item.key, id)).catch(() => undefined);
     if (record && record.seq !== s.seq) record = undefined;
   }
-  const sent = record ? await dispatch(core, record) : false;
+  const sent = record ? await parts.dispatcher.send(record) : false;
   run.settle(pending.index, {
     status: 'started', key: pending.item.key, seq: s.seq, task: record?.task ?? s.resumedTask ?? '', sent, resumed: s.record === undefined,
   });
   run.progressEvery(100);
 }
 
-function started(core: Core, p: Pending, record: LedgerRecord, previousTask: string | undefined): void {
-  core.seen.forget(p.item.key);
-  core.emit('scheduled', { key: p.item.key, seq: record.seq, attempt: '', task: record.task, path: record.path });
-  core.retire(p.item.key, previousTask);
+function started(parts: KickoffParts, p: Pending, record: LedgerRecord, previousTask: string | undefined): void {
+  parts.emit('scheduled', { key: p.item.key, seq: record.seq, attempt: '', task: record.task, path: record.path });
+  parts.ledger.retire(p.item.key, previousTask);
 }
 
 /**
  * Reports an item failed. A record its write may have stored stays: after a failed commit its entity
  * may have been written nonetheless, and the sweep clears the record if it was not.
  */
-function fail(core: Core, run: Run, p: Pending, error: unknown): void {
+function fail(parts: KickoffParts, run: Run, p: Pending, error: unknown): void {
   run.settle(p.index, { status: 'failed', key: p.item.key, error: asError(error) });
-  core.config.logger.warn('scheduleMany(): a chain was not started', { key: keyPath(p.item.key), error: asError(error).message });
+  parts.config.logger.warn('scheduleMany(): a chain was not started', { key: keyPath(p.item.key), error: asError(error).message });
 }
 
 /** Removes a record an earlier write of this item may have left (its entity was not written): the sweep would otherwise. */
-function forgetRecord(core: Core, p: Pending): void {
-  if (p.recorded) core.retire(p.item.key, p.recorded.id);
+function forgetRecord(parts: KickoffParts, p: Pending): void {
+  if (p.recorded) parts.ledger.retire(p.item.key, p.recorded.id);
   p.recorded = undefined;
-}
-
-function excludes(core: Core): readonly string[] {
-  return [...UNINDEXED_LOCK_FIELDS, ...core.config.excludeFromIndexes];
 }
 
 function asError(error: unknown): Error {
@@ -296,7 +294,7 @@ class Run {
   private sinceProgress = 0;
 
   constructor(
-    private readonly core: Core,
+    private readonly parts: KickoffParts,
     private readonly items: readonly KickoffItem[],
     private readonly kickoffId: string,
     private readonly onProgress: ((progress: KickoffProgress) => void) | undefined,
@@ -324,7 +322,7 @@ class Run {
     try {
       this.onProgress({ total: this.total, done: started + busy + failed, started, busy, failed });
     } catch (error) {
-      this.core.config.logger.warn('scheduleMany(): the onProgress listener threw; ignored', { error: describeError(error) });
+      this.parts.config.logger.warn('scheduleMany(): the onProgress listener threw; ignored', { error: describeError(error) });
     }
   }
 

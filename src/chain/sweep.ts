@@ -6,14 +6,16 @@
  * names and its send count), so two sweeps never both re-deliver one send and a sweep never brings
  * back a record the step removed. One record's failure never stops the others.
  */
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { resendUnsentFailure } from '../alert/failure-alert';
 import { resendUnsentOverwrites } from '../alert/overwrite-alert';
 import { keyPath } from '../store/key-codec';
-import { resendName, taskRequest } from './dispatcher';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { failureInterval, resendInterval, stallVerdict } from '../rules/stall';
 import type { LedgerRecord } from '../types';
+
+/** The parts a sweep uses. */
+export type SweepParts = Pick<Parts, 'config' | 'emit' | 'alerts' | 'locks' | 'dispatcher' | 'ledger'>;
 
 /** What a sweep did. */
 export interface SweepResult {
@@ -42,11 +44,11 @@ const LOGGED_MALFORMED = 20;
 export const MAX_SWEEP_LIMIT = 10_000;
 
 /** Sweeps once: see the file's comment. */
-export async function sweep(core: Core, limit: number): Promise<SweepResult> {
+export async function sweep(parts: SweepParts, limit: number): Promise<SweepResult> {
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SWEEP_LIMIT) {
     throw new RangeError(`sweep(limit): limit must be a whole number from 1 to ${MAX_SWEEP_LIMIT}; got ${String(limit)}`);
   }
-  const { store, clock, logger } = core.config;
+  const { store, clock, logger } = parts.config;
   const result: SweepResult = { resent: 0, cleared: 0, waiting: 0, failed: 0, malformed: 0, alerted: 0 };
   const due = await store.listDue(new Date(clock()), limit);
   for (const why of due.malformed.slice(0, LOGGED_MALFORMED)) logger.warn('ledger record skipped: it is malformed', { record: why });
@@ -56,7 +58,7 @@ export async function sweep(core: Core, limit: number): Promise<SweepResult> {
   result.malformed = due.malformed.length;
   for (const record of due.records) {
     try {
-      result[await sweepOne(core, record, result)]++;
+      result[await sweepOne(parts, record, result)]++;
     } catch (error) {
       result.failed++;
       logger.warn('ledger record not handled; the next sweep tries again', { ...where(record), error: String(error) });
@@ -68,69 +70,48 @@ export async function sweep(core: Core, limit: number): Promise<SweepResult> {
 
 type Outcome = 'resent' | 'cleared' | 'waiting' | 'failed';
 
-async function sweepOne(core: Core, record: LedgerRecord, result: SweepResult): Promise<Outcome> {
-  const { store, clock, stallAfter, leaseDuration } = core.config;
+async function sweepOne(parts: SweepParts, record: LedgerRecord, result: SweepResult): Promise<Outcome> {
+  const { store, clock, stallAfter, leaseDuration } = parts.config;
   const props = await store.get(record.key);
   const lock = props ? readLock(props) : undefined;
   const now = clock();
-  const failure = await resendUnsentFailure(core, record, props, lock, now);
+  const failure = await resendUnsentFailure(parts, record, props, lock, now);
   if (failure === 'sent') result.alerted++;
-  const overwrites = await resendUnsentOverwrites(core, record, props, lock, now);
+  const overwrites = await resendUnsentOverwrites(parts, record, props, lock, now);
   result.alerted += overwrites?.sent ?? 0;
   // Alerts still owed keep the record (also that of a step no longer live) and bring it back by then.
   const alertsDue = Math.min(typeof failure === 'number' ? failure : Infinity, overwrites?.due ?? Infinity);
   const verdict = stallVerdict(lock, record, { now, stallAfter, leaseDuration });
   if (verdict.action === 'clear' && alertsDue === Infinity) {
     await store.deleteLedger(record.key, record.id);
-    core.config.logger.info('ledger record cleared', { ...where(record), why: verdict.why });
+    parts.config.logger.info('ledger record cleared', { ...where(record), why: verdict.why });
     return 'cleared';
   }
   if (verdict.action !== 'resend') {
     const due = Math.min(verdict.action === 'wait' ? verdict.due : Infinity, alertsDue);
-    await updateRecord(core, record, (r) => ({ ...r, due: new Date(due) }));
+    await parts.ledger.update(record, (r) => ({ ...r, due: new Date(due) }));
     return 'waiting';
   }
-  return resend(core, record, lock!, now);
+  return resend(parts, record, lock!, now);
 }
 
 /** Claims the next send on the record, then creates its task under the new name. */
-async function resend(core: Core, record: LedgerRecord, lock: Lock, now: number): Promise<Outcome> {
-  const send = record.sends + 1;
-  const interval = resendInterval(lock, record, core.config.stallAfter);
-  const claimed = await updateRecord(core, record, (r) => ({
-    ...r, task: resendName(r, send), sends: send, sentAt: new Date(now), failures: 0, due: new Date(now + interval),
-  }));
+async function resend(parts: SweepParts, record: LedgerRecord, lock: Lock, now: number): Promise<Outcome> {
+  const claimed = await parts.ledger.claimNextSend(record, now, resendInterval(lock, record, parts.config.stallAfter));
   if (!claimed) return 'waiting';
-  try {
-    await core.ready;
-    await core.config.queue!.enqueue(taskRequest(core, claimed));
-  } catch (error) {
-    const retryIn = failureInterval(record.failures, core.config.stallAfter);
+  const failed = await parts.dispatcher.enqueue(claimed);
+  if (failed) {
+    const retryIn = failureInterval(record.failures, parts.config.stallAfter);
     // Nothing was sent: the step's last progress stays what it was, so the next try re-sends at once.
-    await updateRecord(core, claimed, (r) => ({ ...r, sentAt: record.sentAt, failures: record.failures + 1, due: new Date(now + retryIn) }));
-    core.config.logger.warn('stalled step not re-delivered: its task could not be created; retrying later', {
-      ...where(claimed), retryInMs: retryIn, error: error instanceof Error ? error.message : String(error),
+    await parts.ledger.update(claimed, (r) => ({ ...r, sentAt: record.sentAt, failures: record.failures + 1, due: new Date(now + retryIn) }));
+    parts.config.logger.warn('stalled step not re-delivered: its task could not be created; retrying later', {
+      ...where(claimed), retryInMs: retryIn, error: failed.error instanceof Error ? failed.error.message : String(failed.error),
     });
     return 'failed';
   }
-  core.emit('resent', { key: claimed.key, seq: claimed.seq, attempt: '', task: claimed.task, path: claimed.path, send });
-  core.config.logger.warn('stalled step re-delivered under a new task name', { ...where(claimed), send, previous: record.task });
+  parts.emit('resent', { key: claimed.key, seq: claimed.seq, attempt: '', task: claimed.task, path: claimed.path, send: claimed.sends });
+  parts.config.logger.warn('stalled step re-delivered under a new task name', { ...where(claimed), send: claimed.sends, previous: record.task });
   return 'resent';
-}
-
-/**
- * Replaces the record with `change(record)` only while it still names the same task and send
- * (a compare-and-swap in a transaction); resolves to what was written, or undefined when the
- * record changed or is gone.
- */
-function updateRecord(core: Core, record: LedgerRecord, change: (r: LedgerRecord) => LedgerRecord): Promise<LedgerRecord | undefined> {
-  return core.transact(async (tx) => {
-    const current = await tx.getLedger(record.key, record.id);
-    if (!current || current.task !== record.task || current.sends !== record.sends) return undefined;
-    const next = change(current);
-    tx.putLedger(next);
-    return next;
-  });
 }
 
 function where(record: LedgerRecord): Record<string, unknown> {

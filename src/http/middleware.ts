@@ -7,7 +7,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { runAttempt } from '../step/attempt';
 import type { Answer } from './answer';
 import type { EntityFactory, TaskHandler } from '../step/handler-types';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { BadRequestError } from '../errors/errors';
 import { decodeKey } from '../store/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
@@ -36,12 +36,12 @@ const DEFAULT_MAX_BODY = 1024 * 1024;
 const SEQ_PATTERN = /^[1-9][0-9]{0,14}$/;
 const CHAIN_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** What `sweep()` must be able to do for the sweep route. */
-interface Sweeper extends Core {
-  sweep(limit?: number): Promise<SweepResult>;
+/** What the sweep route uses: the settings, and `sweep()` itself (a function port). */
+interface Sweeper extends Pick<Parts, 'config'> {
+  sweep(): Promise<SweepResult>;
 }
 
-export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions): RequestHandler {
+export function handleMiddleware<E, P>(parts: Parts, handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions): RequestHandler {
   if (typeof handler !== 'function') throw new TypeError('handle(handler, factory): handler must be a function');
   if (typeof factory !== 'function') throw new TypeError('handle(handler, factory): factory must be a function (properties, key) => entity');
   rejectUnknownOptions('handle()', options, HANDLE_OPTION_NAMES);
@@ -49,13 +49,13 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
   return (req, res) => {
     // The shutdown gate: one check per request. A stopping Locker takes no new step and touches no store.
-    if (core.drain.stopping) return answerTask(core, req, res, DRAINING);
-    core.drain.track((async () => {
+    if (parts.drain.stopping) return answerTask(parts, req, res, DRAINING);
+    parts.drain.track((async () => {
       // Neither admission nor the payload is awaited when it is at hand (no authenticator, a body
       // already read or empty): the store's read goes out without a turn of the event loop.
-      let answer = admit(core, req, options.authenticate);
+      let answer = admit(parts, req, options.authenticate);
       if (answer instanceof Promise) answer = await answer;
-      if (answer) return answerTask(core, req, res, answer);
+      if (answer) return answerTask(parts, req, res, answer);
       let arrival;
       try {
         const { key, seq, chain, resent } = parseLockHeaders(req);
@@ -64,12 +64,12 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
         if (payload instanceof Promise) payload = await payload;
         arrival = new TaskArrival(key, seq, chain, resent, payload, req);
       } catch (error) {
-        return answerTask(core, req, res, rejected(core, req, error));
+        return answerTask(parts, req, res, rejected(parts, req, error));
       }
-      answerTask(core, req, res, await runAttempt(core, arrival, handler, factory), arrival);
+      answerTask(parts, req, res, await runAttempt(parts, arrival, handler, factory), arrival);
     })().catch((error: unknown) => {
-      core.config.logger.error('task request failed unexpectedly', { error: String(error) });
-      if (!res.headersSent) answerTask(core, req, res, { status: 500, message: 'internal error', reason: 'internal' });
+      parts.config.logger.error('task request failed unexpectedly', { error: String(error) });
+      if (!res.headersSent) answerTask(parts, req, res, { status: 500, message: 'internal error', reason: 'internal' });
     }));
   };
 }
@@ -78,13 +78,13 @@ export function handleMiddleware<E, P>(core: Core, handler: TaskHandler<E, P>, f
 const DRAINING: Answer = { status: 503, message: 'shutting down; retry', retryAfter: 1, reason: 'draining' };
 
 /** Sends a task route's answer; a non-2xx one is reported (`retryLater`) with its status and why. */
-function answerTask(core: Core, req: Request, res: Response, answer: Answer, arrival?: { key: Key; seq: number }): void {
+function answerTask(parts: Pick<Parts, 'drain' | 'emit'>, req: Request, res: Response, answer: Answer, arrival?: { key: Key; seq: number }): void {
   // Once stopping, answers end their connection: a keep-alive connection would carry more tasks to
   // this instance and keep its HTTP server from closing until the platform kills it.
-  if (core.drain.stopping && !res.headersSent) res.setHeader('Connection', 'close');
+  if (parts.drain.stopping && !res.headersSent) res.setHeader('Connection', 'close');
   send(res, answer);
   if (answer.status >= 300) {
-    core.emit('retryLater', {
+    parts.emit('retryLater', {
       status: answer.status, reason: answer.reason ?? (answer.outcome === 'refused' ? 'held' : 'internal'), path: req.path,
       ...(arrival ? { key: arrival.key, seq: arrival.seq } : {}),
     });
@@ -104,17 +104,17 @@ function answerTask(core: Core, req: Request, res: Response, answer: Answer, arr
  * Identity-Aware Proxy, `iapAuthenticator` is satisfied by a signed-in browser: a page its user
  * visits could start a sweep, which still does no more than the next scheduled one.)
  */
-export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'authenticate'>): RequestHandler {
+export function sweepMiddleware(parts: Sweeper, options: Pick<HandleOptions, 'authenticate'>): RequestHandler {
   rejectUnknownOptions('sweepHandler()', options, SWEEP_OPTION_NAMES);
   return (req, res) => {
     void (async () => {
-      let answer = admitSweep(core, req, options.authenticate);
+      let answer = admitSweep(parts, req, options.authenticate);
       if (answer instanceof Promise) answer = await answer;
       if (answer) return send(res, answer);
       try {
-        res.status(200).json(await core.sweep());
+        res.status(200).json(await parts.sweep());
       } catch (error) {
-        core.config.logger.error('sweep failed', { error: String(error) });
+        parts.config.logger.error('sweep failed', { error: String(error) });
         send(res, { status: 503, message: 'sweep failed; retry', retryAfter: 1 });
       }
     })();
@@ -122,31 +122,31 @@ export function sweepMiddleware(core: Sweeper, options: Pick<HandleOptions, 'aut
 }
 
 /** Admits a sweep request: POST, or GET when an authenticator is in effect (see `sweepMiddleware`). */
-function admitSweep(core: Core, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
-  const authenticate = routeAuth ?? core.config.authenticate;
+function admitSweep(parts: Pick<Parts, 'config'>, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
+  const authenticate = routeAuth ?? parts.config.authenticate;
   if (req.method === 'GET' && authenticate === false) return { status: 405, message: 'a sweep without an authenticator takes POSTs only' };
   if (req.method !== 'POST' && req.method !== 'GET') return { status: 405, message: 'a sweep is a POST (Cloud Scheduler) or a GET (App Engine cron)' };
   if (authenticate === false) return undefined;
-  return authenticated(core, req, authenticate);
+  return authenticated(parts, req, authenticate);
 }
 
 /** Authenticates a request; returns the refusal, or undefined to go on (a promise of it when an authenticator runs). */
-function admit(core: Core, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
+function admit(parts: Pick<Parts, 'config'>, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
   if (req.method !== 'POST') return { status: 405, message: 'task requests are POSTs', reason: 'method' };
-  const authenticate = routeAuth ?? core.config.authenticate;
+  const authenticate = routeAuth ?? parts.config.authenticate;
   if (authenticate === false) return undefined;
-  return authenticated(core, req, authenticate);
+  return authenticated(parts, req, authenticate);
 }
 
 /** What the authenticator says of the request: undefined to go on, or the refusal (a failing authenticator refuses). */
-async function authenticated(core: Core, req: Request, authenticate: Authenticator): Promise<Answer | undefined> {
+async function authenticated(parts: Pick<Parts, 'config'>, req: Request, authenticate: Authenticator): Promise<Answer | undefined> {
   try {
     const verdict = await authenticate({ method: req.method, url: req.originalUrl ?? req.url, headers: req.headers });
     if (verdict.ok) return undefined;
-    core.config.logger.warn('task request refused', { status: verdict.status, reason: verdict.reason, path: req.path });
+    parts.config.logger.warn('task request refused', { status: verdict.status, reason: verdict.reason, path: req.path });
     return { status: verdict.status, message: verdict.status === 401 ? 'unauthenticated' : 'forbidden', reason: 'unauthenticated' };
   } catch (error) {
-    core.config.logger.warn('task request refused: the authenticator failed', { error: String(error), path: req.path });
+    parts.config.logger.warn('task request refused: the authenticator failed', { error: String(error), path: req.path });
     return { status: 401, message: 'unauthenticated', reason: 'unauthenticated' };
   }
 }
@@ -179,12 +179,12 @@ function single(value: string | string[] | undefined): string | undefined {
   return one;
 }
 
-function rejected(core: Core, req: Request, error: unknown): Answer {
+function rejected(parts: Pick<Parts, 'config'>, req: Request, error: unknown): Answer {
   if (error instanceof BadRequestError) {
-    core.config.logger.warn('task request rejected', { reason: error.message, path: req.path });
+    parts.config.logger.warn('task request rejected', { reason: error.message, path: req.path });
     return { status: 400, message: error.message, reason: 'bad-request' };
   }
-  core.config.logger.error('task request could not be read', { error: String(error), path: req.path });
+  parts.config.logger.error('task request could not be read', { error: String(error), path: req.path });
   return { status: 500, message: 'internal error', reason: 'internal' };
 }
 

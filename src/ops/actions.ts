@@ -5,15 +5,18 @@
  * on since the operator looked), then logged and emitted as an event.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { TransitionError } from '../errors/errors';
 import { keyPath } from '../store/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
-import { readLock, writeLock, type Lock } from '../rules/lock-fields';
-import { resendName, taskRequest } from '../chain/dispatcher';
+import { readLock, type Lock } from '../rules/lock-fields';
+import { nextSend } from '../rules/ledger-record';
 import { cancel, resend, retry } from '../rules/transitions';
 import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
 import type { LedgerRecord, StoreTransaction } from '../types';
+
+/** The parts an operator's action uses. */
+type ActionParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher'>;
 
 /** What an action may be told about the step the operator saw. */
 export interface ActionOptions {
@@ -35,19 +38,18 @@ export interface ActionResult {
 }
 
 /** Cancels the chain on `key` at its current step: the step never runs, its tasks are dropped on arrival. */
-export async function cancelChain(core: Core, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+export async function cancelChain(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
   rejectUnknownOptions('locker.cancel()', options, ACTION_OPTION_NAMES);
-  const now = new Date(core.config.clock());
-  const seq = await core.transact(async (tx) => {
+  const now = new Date(parts.config.clock());
+  const seq = await parts.locks.transaction(key, async (tx) => {
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
-    core.write(tx, key, writeLock(props!, cancel(lock, { now })));
+    parts.locks.put(tx, key, props!, cancel(lock, { now }));
     if (lock.task !== undefined) tx.deleteLedger(key, lock.task); // the step is no longer live: its record goes in the same commit
     return lock.seq;
   });
-  core.seen.forget(key);
-  core.emit('cancelled', { key, seq, attempt: '' });
-  core.config.logger.warn('chain cancelled by an operator', { key: keyPath(key), namespace: key.namespace, seq });
+  parts.emit('cancelled', { key, seq, attempt: '' });
+  parts.config.logger.warn('chain cancelled by an operator', { key: keyPath(key), namespace: key.namespace, seq });
   return { seq };
 }
 
@@ -61,48 +63,42 @@ export function current(key: Key, lock: Lock | undefined, options: ActionOptions
 }
 
 /** Revives failed step `key` with a fresh retry budget, on a new task (see `Locker.retry`). */
-export async function retryStep(core: Core, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+export async function retryStep(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
   rejectUnknownOptions('locker.retry()', options, ACTION_OPTION_NAMES);
-  const now = core.config.clock();
-  const record = await core.transact(async (tx) => {
+  const now = parts.config.clock();
+  const record = await parts.locks.transaction(key, async (tx) => {
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
     const found = await ledgerOf(tx, key, lock);
     // lock_task keeps naming the record (found.id); overwrite alerts still unsent stay until someone sends them.
-    const next = endStepAlerts(core, { lock: retry(lock, { now: new Date(now) }) }, lock, NO_ALERTS, new Date(now)).lock;
-    const send = found.sends + 1;
-    const claimed: LedgerRecord = {
-      ...found, task: resendName(found, send), sends: send, sentAt: new Date(now), failures: 0,
-      due: new Date(now + core.config.stallAfter),
-    };
-    core.write(tx, key, writeLock(props!, next));
+    const next = endStepAlerts(parts, { lock: retry(lock, { now: new Date(now) }) }, lock, NO_ALERTS, new Date(now)).lock;
+    const claimed = nextSend(found, now, parts.config.stallAfter);
+    parts.locks.put(tx, key, props!, next);
     tx.putLedger(claimed);
     return claimed;
   });
-  core.seen.forget(key);
-  const sent = await send(core, record);
-  core.emit('retried', { key, seq: record.seq, attempt: '', task: record.task });
-  core.config.logger.warn('failed step retried by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, sent });
+  const sent = await parts.dispatcher.send(record);
+  parts.emit('retried', { key, seq: record.seq, attempt: '', task: record.task });
+  parts.config.logger.warn('failed step retried by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, sent });
   return { seq: record.seq, task: record.task, sent };
 }
 
 /** Re-delivers the current step of `key` now, on a new task (see `Locker.resend`). */
-export async function resendStep(core: Core, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+export async function resendStep(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
   rejectUnknownOptions('locker.resend()', options, ACTION_OPTION_NAMES);
-  const now = core.config.clock();
-  const record = await core.transact(async (tx) => {
+  const now = parts.config.clock();
+  const record = await parts.locks.transact(async (tx) => {
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
     const found = await ledgerOf(tx, key, lock);
     resend(lock, { now: new Date(now) }); // refuses a step that is not scheduled; the lock itself is not written
-    const send = found.sends + 1;
-    const claimed: LedgerRecord = { ...found, task: resendName(found, send), sends: send, sentAt: new Date(now), failures: 0, due: new Date(now + core.config.stallAfter) };
+    const claimed = nextSend(found, now, parts.config.stallAfter);
     tx.putLedger(claimed); // the transaction read the entity: a change to it since aborts this commit
     return claimed;
   });
-  const sent = await send(core, record);
-  core.emit('resent', { key, seq: record.seq, attempt: '', task: record.task, path: record.path, send: record.sends });
-  core.config.logger.warn('step re-sent by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, send: record.sends, sent });
+  const sent = await parts.dispatcher.send(record);
+  parts.emit('resent', { key, seq: record.seq, attempt: '', task: record.task, path: record.path, send: record.sends });
+  parts.config.logger.warn('step re-sent by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, send: record.sends, sent });
   return { seq: record.seq, task: record.task, sent };
 }
 
@@ -113,20 +109,4 @@ async function ledgerOf(tx: StoreTransaction, key: Key, lock: Lock): Promise<Led
     throw new TransitionError(`${keyPath(key)} step ${lock.seq} has no ledger record (the task's path and payload), so no new task can be made for it; kick off a new chain instead`);
   }
   return found;
-}
-
-/** Creates the record's new task; a failure is logged and left to the sweep (the record is due). */
-async function send(core: Core, record: LedgerRecord): Promise<boolean> {
-  const queue = core.config.queue;
-  if (!queue) return false;
-  try {
-    await core.ready;
-    await queue.enqueue(taskRequest(core, record));
-    return true;
-  } catch (error) {
-    core.config.logger.warn('task not created; the sweep re-delivers the step once it is stalled', {
-      key: keyPath(record.key), seq: record.seq, task: record.task, error: error instanceof Error ? error.message : String(error),
-    });
-    return false;
-  }
 }

@@ -11,8 +11,8 @@ import { createHash } from 'node:crypto';
 import type { Key } from '@google-cloud/datastore';
 import { entityProperties } from '../step/handler-types';
 import { ChainBusyError } from '../errors/errors';
-import { readLock, writeLock, type Lock } from './lock-fields';
-import { scheduledStep, type NextStep } from '../chain/next-step';
+import { readLock, type Lock } from './lock-fields';
+import { scheduledStep, type NextStep } from './ledger-record';
 import type { LedgerRecord, Properties } from '../types';
 
 /** What to do with one entity. */
@@ -29,9 +29,10 @@ export type KickoffPlan =
     running: boolean;
   }
   | {
-    /** Start the chain: write `properties` with the step's `record`, at the version read. */
+    /** Start the chain: write `lock`, with the user's `own` properties, and the step's `record`, at the version read. */
     kind: 'start';
-    properties: Properties;
+    lock: Lock;
+    own: Properties;
     record: LedgerRecord;
     /** The ledger record of the entity's previous step (a failed chain's), to remove once written. */
     previousTask: string | undefined;
@@ -56,7 +57,8 @@ export function planKickoff(key: Key, stored: Properties | undefined, entity: un
   }
   return {
     kind: 'start',
-    properties: writeLock({ ...props, ...entityProperties(entity) }, planned.lock),
+    lock: planned.lock,
+    own: entityProperties(entity),
     record: planned.record,
     previousTask: lock.task,
   };

@@ -6,7 +6,7 @@
 import { failAttempt } from './fail';
 import type { EntityFactory, TaskContext, TaskHandler } from './handler-types';
 import { completeStep, makeContext, type StepProgress } from './finish';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { LeaseLostError, ShutdownError, type StoreConfigError } from '../errors/errors';
 import type { Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
@@ -20,73 +20,73 @@ import type { Properties } from '../types';
 
 /** Runs one attempt and returns its answer. Store outages and lost leases become 503s, logged. */
 export async function runAttempt<E, P>(
-  core: Core,
+  parts: Parts,
   arrival: Arrival,
   handler: TaskHandler<E, P>,
   factory: EntityFactory<E>,
 ): Promise<Answer> {
   try {
-    return await core.seen.coalesce(arrival.key, arrival.seq, () => attempt(core, arrival, handler, factory));
+    return await parts.seen.coalesce(arrival.key, arrival.seq, () => attempt(parts, arrival, handler, factory));
   } catch (error) {
-    return unexpected(core, arrival, error);
+    return unexpected(parts, arrival, error);
   }
 }
 
-async function attempt<E, P>(core: Core, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Answer> {
-  const taken = await core.telemetry.span('take', a, async (span) => {
-    const result = await take(core, a);
+async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Answer> {
+  const taken = await parts.telemetry.span('take', a, async (span) => {
+    const result = await take(parts, a);
     span.setAttribute(Attr.outcome, 'answer' in result ? result.answer.outcome ?? 'answered' : 'taken');
     return result;
   });
   if ('answer' in taken) return taken.answer;
-  const lease = new Lease(core, a.key, a.seq, a.attempt, taken.snapshot);
+  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot);
   try {
-    return await runUnderLease(core, a, lease, taken.props, handler, factory);
+    return await runUnderLease(parts, a, lease, taken.props, handler, factory);
   } finally {
-    core.drain.released(lease);
+    parts.drain.released(lease);
     await lease.close();
   }
 }
 
 /** Runs the handler under the lease, then finishes, releases or fails the step. */
 async function runUnderLease<E, P>(
-  core: Core, a: Arrival, lease: Lease, props: Properties, handler: TaskHandler<E, P>, factory: EntityFactory<E>,
+  parts: Parts, a: Arrival, lease: Lease, props: Properties, handler: TaskHandler<E, P>, factory: EntityFactory<E>,
 ): Promise<Answer> {
   const step: StepProgress = { done: false, next: undefined };
   let entity: E | undefined;
   let failure: { error: unknown } | undefined;
   let ranOn = false;
   lease.start();
-  core.drain.holding(lease);
+  parts.drain.holding(lease);
   // Taken after shutdown's time was up: handed back before the handler starts.
   const early = lease.interrupted();
-  if (early) return handBack(core, a, lease, false, early);
+  if (early) return handBack(parts, a, lease, false, early);
   try {
     entity = factory(userProperties(props), a.key);
-    const ctx = makeContext(core, a, lease, entity, step) as TaskContext<E, P>;
-    ranOn = await lease.race(core.telemetry.span('run', a, () => Promise.resolve(handler(ctx))));
+    const ctx = makeContext(parts, a, lease, entity, step) as TaskContext<E, P>;
+    ranOn = await lease.race(parts.telemetry.span('run', a, () => Promise.resolve(handler(ctx))));
   } catch (error) {
     failure = { error };
   }
-  core.telemetry.count('run', a.key, { [Attr.outcome]: failure ? 'error' : 'ok' });
+  parts.telemetry.count('run', a.key, { [Attr.outcome]: failure ? 'error' : 'ok' });
   const interruption = lease.interrupted();
   // Stopped, and still running at the end of its grace: whatever it does next is not written
   // (unless it already finished its step, whose answer follows).
-  if (ranOn && interruption && !step.done) return handBack(core, a, lease, true, interruption);
+  if (ranOn && interruption && !step.done) return handBack(parts, a, lease, true, interruption);
   await lease.pause();
 
   if (step.done) {
-    if (failure) core.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error: describeError(failure.error) });
+    if (failure) parts.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error: describeError(failure.error) });
     return { status: 200, message: step.next ? `step ${a.seq} done; step ${step.next} scheduled` : `step ${a.seq} done; chain complete` };
   }
   const lostLease = lease.lost ?? (failure?.error instanceof LeaseLostError ? failure.error : undefined);
-  if (lostLease) return lost(core, a, lostLease);
-  if (!failure) return finish(core, a, lease, entity);
+  if (lostLease) return lost(parts, a, lostLease);
+  if (!failure) return finish(parts, a, lease, entity);
   // Stopped at shutdown and it stopped on the signal: handed back silently, no attempt counted.
   // (Stopped for the request's time limit, it is a failed attempt: released, counted, answered 503.)
   if (interruption && stoppedOn(failure.error, interruption)) {
-    if (interruption instanceof ShutdownError) return handBack(core, a, lease, false, interruption);
-    const answer = await failAttempt(core, a, lease, failure.error);
+    if (interruption instanceof ShutdownError) return handBack(parts, a, lease, false, interruption);
+    const answer = await failAttempt(parts, a, lease, failure.error);
     return answer.status === 500 ? { status: 503, message: `${answer.message} (stopped near the request timeout)`, retryAfter: 1, reason: 'time-limit' } : answer;
   }
   // The store's set-up is wrong (the handler let a StoreConfigError of its own write through): no write can help.
@@ -95,7 +95,7 @@ async function runUnderLease<E, P>(
   // finishing after it returned, the lease stays held (503), so the step is not run again unalerted
   // by a release; a later delivery takes the stale lease over, with an overwrite alert.
   if (failure.error === step.settleError && classify(failure.error) === FaultClass.transient) throw failure.error;
-  return failAttempt(core, a, lease, failure.error);
+  return failAttempt(parts, a, lease, failure.error);
 }
 
 /**
@@ -103,16 +103,16 @@ async function runUnderLease<E, P>(
  * When the store refuses the step's changes for good (too large, a value it cannot hold), they are
  * discarded and the attempt counts as failed: the error is stored, never a held lease.
  */
-async function finish(core: Core, a: Arrival, lease: Lease, entity: unknown): Promise<Answer> {
+async function finish(parts: Parts, a: Arrival, lease: Lease, entity: unknown): Promise<Answer> {
   try {
-    await completeStep(core, a, lease, entity);
+    await completeStep(parts, a, lease, entity);
   } catch (error) {
-    if (error instanceof LeaseLostError) return lost(core, a, error);
+    if (error instanceof LeaseLostError) return lost(parts, a, error);
     if (classify(error) === FaultClass.transient || classify(error) === FaultClass.config) throw error;
-    core.config.logger.error('the step\'s changes cannot be saved; they are discarded and the attempt counts as failed', {
+    parts.config.logger.error('the step\'s changes cannot be saved; they are discarded and the attempt counts as failed', {
       key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: error instanceof Error ? error.message : String(error),
     });
-    return failAttempt(core, a, lease, error);
+    return failAttempt(parts, a, lease, error);
   }
   return { status: 200, message: `step ${a.seq} done; chain complete` };
 }
@@ -127,43 +127,43 @@ function stoppedOn(error: unknown, reason: Interruption): boolean {
  * delivers the task again: silently when the handler stopped on the signal (or never ran), written
  * stale (the next delivery's overwrite counts and alerts, naming this attempt) when it ran on.
  */
-async function handBack(core: Core, a: Arrival, lease: Lease, ranOn: boolean, why: Interruption): Promise<Answer> {
+async function handBack(parts: Parts, a: Arrival, lease: Lease, ranOn: boolean, why: Interruption): Promise<Answer> {
   const reason = why instanceof ShutdownError ? 'shutdown' : 'time-limit';
   const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, reason };
   try {
     await lease.handBack(ranOn);
   } catch (error) {
-    if (error instanceof LeaseLostError) return lost(core, a, error);
+    if (error instanceof LeaseLostError) return lost(parts, a, error);
     throw error;
   }
-  if (ranOn) core.config.logger.error('handler still running after it was stopped; its lease is written stale, so the next delivery takes it over with an alert', fields);
-  else core.config.logger.warn('lease handed back; the next delivery runs the step', fields);
-  core.emit('handedBack', { key: a.key, seq: a.seq, attempt: a.attempt, reason, silent: !ranOn });
+  if (ranOn) parts.config.logger.error('handler still running after it was stopped; its lease is written stale, so the next delivery takes it over with an alert', fields);
+  else parts.config.logger.warn('lease handed back; the next delivery runs the step', fields);
+  parts.emit('handedBack', { key: a.key, seq: a.seq, attempt: a.attempt, reason, silent: !ranOn });
   return { status: 503, message: `step ${a.seq} handed back (${reason === 'shutdown' ? 'the instance is shutting down' : 'the request neared its timeout'}); retry`, retryAfter: 1, reason };
 }
 
-function lost(core: Core, a: Arrival, error: LeaseLostError): Answer {
-  core.config.logger.warn('attempt lost its lease; nothing it did after that was saved', { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: error.message });
+function lost(parts: Parts, a: Arrival, error: LeaseLostError): Answer {
+  parts.config.logger.warn('attempt lost its lease; nothing it did after that was saved', { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: error.message });
   return { status: 503, message: 'lease lost', retryAfter: 1, reason: 'lease-lost' };
 }
 
 /** The answer to an attempt ended by an error nobody handled: a store fault, classified once, or a bug. */
-function unexpected(core: Core, a: Arrival, error: unknown): Answer {
+function unexpected(parts: Parts, a: Arrival, error: unknown): Answer {
   const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: describeError(error) };
   switch (classify(error)) {
     case FaultClass.transient:
-      core.config.logger.error('store unavailable; the step did not move on', fields);
+      parts.config.logger.error('store unavailable; the step did not move on', fields);
       return { status: 503, message: 'store unavailable; retry', retryAfter: 1, reason: 'store-unavailable' };
     case FaultClass.config:
-      core.configErrors.report(core.config.logger, error as StoreConfigError, fields);
+      parts.configErrors.report(parts.config.logger, error as StoreConfigError, fields);
       return { status: 503, message: 'the store is not set up right; retry once it is', retryAfter: 60, reason: 'store-config' };
     case FaultClass.rejected:
-      core.config.logger.error('the store refused the request; nothing changed', fields);
+      parts.config.logger.error('the store refused the request; nothing changed', fields);
       return { status: 500, message: 'the store refused the request; retry', reason: 'store-rejected' };
     case FaultClass.lost:
-      return lost(core, a, error as LeaseLostError);
+      return lost(parts, a, error as LeaseLostError);
     default:
-      core.config.logger.error('unexpected error; the step did not move on', fields);
+      parts.config.logger.error('unexpected error; the step did not move on', fields);
       return { status: 503, message: 'internal error; retry', retryAfter: 1, reason: 'internal' };
   }
 }

@@ -8,12 +8,12 @@ import { NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
 import { sendFailureAlert } from '../alert/failure-alert';
 import type { Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { afterFailure } from '../rules/decision';
 import { PermanentError, StoreRejectedError } from '../errors/errors';
 import { keyPath } from '../store/key-codec';
 import type { Lease } from './lease';
-import { describeError, sameLock, writeLock, type Lock } from '../rules/lock-fields';
+import { describeError, sameLock, type Lock } from '../rules/lock-fields';
 import { alerted, fail as failStep, release } from '../rules/transitions';
 import { AlertReason, type Properties } from '../types';
 
@@ -21,28 +21,28 @@ import { AlertReason, type Properties } from '../types';
  * The handler threw (or the store refused the step's changes): release the lease for a retry
  * (500), or fail the step for good (200). A lost lease is thrown as `LeaseLostError`.
  */
-export async function failAttempt(core: Core, a: Arrival, lease: Lease, error: unknown): Promise<Answer> {
+export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error: unknown): Promise<Answer> {
   let outcome: FailOutcome;
   const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran: this write marks them
   const sent = alerting ? await alerting : NO_ALERTS;
   try {
-    outcome = await writeFailure(core, lease, error, describeError(error), sent);
+    outcome = await writeFailure(parts, lease, error, describeError(error), sent);
   } catch (writeError) {
     if (!(writeError instanceof StoreRejectedError)) throw writeError;
     // The entity as stored, with this error beside it, is more than the store takes: store less of the error.
-    outcome = await writeFailure(core, lease, error, shortError(error), sent);
+    outcome = await writeFailure(parts, lease, error, shortError(error), sent);
   }
   const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: error instanceof Error ? error.message : String(error) };
   if (outcome.verdict === 'release') {
-    core.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
-    core.config.logger.warn('handler failed; the step will be retried', fields);
-    return { status: 500, message: `step ${a.seq} failed (attempt ${outcome.tries} of ${core.config.maxRetries}); retry`, reason: 'handler-failed' };
+    parts.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
+    parts.config.logger.warn('handler failed; the step will be retried', fields);
+    return { status: 500, message: `step ${a.seq} failed (attempt ${outcome.tries} of ${parts.config.maxRetries}); retry`, reason: 'handler-failed' };
   }
   // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
-  core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
-  core.config.logger.error('step failed for good', fields);
+  parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
+  parts.config.logger.error('step failed for good', fields);
   if (outcome.alerts) {
-    await sendFailureAlert(core, alertEvent({
+    await sendFailureAlert(parts, alertEvent({
       reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.tries, previousAttempt: a.attempt,
       error, task: a.task, properties: outcome.props, at: outcome.at,
     }));
@@ -53,17 +53,17 @@ export async function failAttempt(core: Core, a: Arrival, lease: Lease, error: u
 interface FailOutcome { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties; at: Date }
 
 /** Writes a failed attempt (`release`, or `fail` for good) on the stored entity, the handler's changes left out; settled under the lease. */
-async function writeFailure(core: Core, lease: Lease, error: unknown, err: string, sent: readonly string[]): Promise<FailOutcome> {
-  const now = new Date(core.config.clock());
+async function writeFailure(parts: Parts, lease: Lease, error: unknown, err: string, sent: readonly string[]): Promise<FailOutcome> {
+  const now = new Date(parts.config.clock());
   let decided: FailOutcome | undefined;
   let intended: Lock | undefined;
-  await lease.settle('release', () => lease.update((props, lock) => {
-    const verdict = afterFailure(lock, core.config.maxRetries, error instanceof PermanentError);
-    const alerts = verdict === 'fail' ? claimAlert(core.config, lock, { failed: lease.attempt }) : undefined;
+  await lease.settle('release', () => lease.update((lock, props) => {
+    const verdict = afterFailure(lock, parts.config.maxRetries, error instanceof PermanentError);
+    const alerts = verdict === 'fail' ? claimAlert(parts.config, lock, { failed: lease.attempt }) : undefined;
     intended = verdict === 'fail' ? failStep(lock, { now, error: err, alerts }) : release(lock, { now, error: err });
     if (sent.length > 0) intended = alerted(intended, { alerts: markAlertsSent(intended.alerts, intended.seq, sent) });
     decided = { verdict, tries: intended.tries, alerts, props, at: now };
-    return writeLock(props, intended);
+    return intended;
   }, (lock) => (intended && sameLock(lock, intended) ? true : undefined)));
   return decided!;
 }

@@ -4,17 +4,20 @@
  */
 import type { Arrival } from '../http/arrival';
 import { entityProperties, type ScheduledStep, type TaskContext } from './handler-types';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { StepAlreadyFinishedError } from '../errors/errors';
 import { keyPath } from '../store/key-codec';
 import type { Lease } from './lease';
-import { sameLock, writeLock, type Lock } from '../rules/lock-fields';
-import { dispatch } from '../chain/dispatcher';
-import { checkStep, scheduledStep } from '../chain/next-step';
+import { sameLock, type Lock } from '../rules/lock-fields';
+import { checkStep, commitNextStep, sendNextStep } from '../chain/next-step';
+import type { LedgerRecord } from '../types';
 import { newChainId } from '../chain/task-name';
 import { Attr } from '../telemetry/telemetry';
 import { finish as finishStep } from '../rules/transitions';
 import { endStepAlerts, keepRecordForAlerts, NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
+
+/** The parts a handler's finishing writes use. */
+export type StepParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger' | 'telemetry'>;
 
 /**
  * What the attempt learns from the handler's own `schedule()`/`complete()`: whether the step was
@@ -28,7 +31,7 @@ export interface StepProgress {
 }
 
 /** The handler's context; `step` records whether the handler scheduled or completed the step itself. */
-export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, step: StepProgress): TaskContext<E> {
+export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entity: E, step: StepProgress): TaskContext<E> {
   const finishOnce = (): void => {
     if (step.done) throw new StepAlreadyFinishedError(`step ${a.seq} of ${keyPath(a.key)} was already scheduled or completed by this handler`);
   };
@@ -47,32 +50,26 @@ export function makeContext<E>(core: Core, a: Arrival, lease: Lease, entity: E, 
     request: a.request,
     async schedule(path, payload, options): Promise<ScheduledStep> {
       finishOnce();
-      const next = checkStep(core, path, payload, options);
+      const next = checkStep(parts, path, payload, options);
       const own = entityProperties(entity);
       const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran (none in the usual case)
       const alertsSent = alerting ? await alerting : NO_ALERTS;
-      const now = new Date(core.config.clock());
-      let planned: ReturnType<typeof scheduledStep> | undefined;
-      const record = await remember(step, core.telemetry.span('finish', a, () => lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
-        const chainId = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
-        planned = endStepAlerts(core, scheduledStep(a.key, lock, chainId, next, now), lock, alertsSent, now);
-        core.write(tx, a.key, writeLock({ ...props, ...own }, planned.lock));
-        if (lock.task !== undefined) tx.deleteLedger(a.key, lock.task); // this step moved on: its record goes in the same commit
-        tx.putLedger(planned.record);
+      const now = new Date(parts.config.clock());
+      let planned: { lock: Lock; record: LedgerRecord } | undefined;
+      const record = await remember(step, parts.telemetry.span('finish', a, () => lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
+        const chain = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
+        planned = commitNextStep(parts, tx, a.key, props, lock, { chain, step: next, how: 'schedule', own, sent: alertsSent }, now);
         return planned.record;
       }, (lock) => (planned && sameLock(lock, planned.lock) ? planned.record : undefined)))));
-      core.seen.forget(a.key);
-      core.telemetry.count('finish', a.key, { [Attr.outcome]: 'scheduled' });
+      parts.telemetry.count('finish', a.key, { [Attr.outcome]: 'scheduled' });
       step.done = true;
       step.next = record.seq;
-      core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: record.seq });
-      core.emit('scheduled', { key: a.key, seq: record.seq, attempt: a.attempt, task: record.task, path: record.path });
-      const sent = await dispatch(core, record);
-      return { seq: record.seq, task: record.task, sent };
+      parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: record.seq });
+      return sendNextStep(parts, record, a.attempt);
     },
     async complete(): Promise<void> {
       finishOnce();
-      await remember(step, completeStep(core, a, lease, entity));
+      await remember(step, completeStep(parts, a, lease, entity));
       step.done = true;
     },
   };
@@ -92,21 +89,21 @@ async function remember<T>(step: StepProgress, settling: Promise<T>): Promise<T>
  * Marks the step complete (`lock_seq + 1`, nothing scheduled) and saves the entity; fenced, and
  * retried under the live lease when the store fails transiently (`Lease.settle`).
  */
-export async function completeStep(core: Core, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
+export async function completeStep(parts: StepParts, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
   const own = entityProperties(entity);
   const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran (none in the usual case)
   const alertsSent = alerting ? await alerting : NO_ALERTS;
-  const now = new Date(core.config.clock());
+  const now = new Date(parts.config.clock());
   let intended: Lock | undefined;
   let record: string | undefined;
-  await core.telemetry.span('finish', a, () => lease.settle('finish', () => lease.update((props, lock) => {
+  await parts.telemetry.span('finish', a, () => lease.settle('finish', () => lease.update((lock) => {
     record = lock.task;
-    intended = endStepAlerts(core, { lock: finishStep(lock, { now }) }, lock, alertsSent, now).lock;
-    return writeLock({ ...props, ...own }, intended);
-  }, (lock) => (intended && sameLock(lock, intended) ? true : undefined))));
-  core.telemetry.count('finish', a.key, { [Attr.outcome]: 'complete' });
+    intended = endStepAlerts(parts, { lock: finishStep(lock, { now }) }, lock, alertsSent, now).lock;
+    return intended;
+  }, (lock) => (intended && sameLock(lock, intended) ? true : undefined), own)));
+  parts.telemetry.count('finish', a.key, { [Attr.outcome]: 'complete' });
   // The record goes, unless the chain ended with overwrite alerts unsent: then the sweep needs it to find them.
-  if (intended!.alerts.length === 0) core.retire(a.key, record);
-  else await keepRecordForAlerts(core, a.key, record, now);
-  core.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
+  if (intended!.alerts.length === 0) parts.ledger.retire(a.key, record);
+  else await keepRecordForAlerts(parts, a.key, record, now);
+  parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
 }

@@ -9,13 +9,13 @@
  * through `settle`, which retries transient failures under the live lease.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { holds } from '../rules/decision';
 import type { Interruptible } from './drain';
 import { ContentionError, LeaseLostError, LeaseTimeoutError, RequestTimeoutError, ShutdownError } from '../errors/errors';
 import { classify, FaultClass } from '../errors/faults';
 import { keyPath } from '../store/key-codec';
-import { readLock, writeLock, type Lock } from '../rules/lock-fields';
+import { readLock, type Lock } from '../rules/lock-fields';
 import { withContentionRetry } from '../store/retry';
 import { abandon, handBack, renew as renewLease } from '../rules/transitions';
 import type { Properties, Snapshot, StoreTransaction } from '../types';
@@ -62,7 +62,7 @@ export class Lease implements Interruptible {
   private renewDueAt = 0;
 
   constructor(
-    private readonly core: Core,
+    private readonly parts: Pick<Parts, 'config' | 'locks' | 'emit'>,
     readonly key: Key,
     readonly seq: number,
     readonly attempt: string,
@@ -100,9 +100,9 @@ export class Lease implements Interruptible {
     const where = `attempt ${this.attempt} on ${keyPath(this.key)} step ${this.seq}`;
     this.interruption = kind === 'shutdown'
       ? new ShutdownError(`${where} was stopped: the Locker is shutting down`)
-      : new RequestTimeoutError(`${where} was stopped: it neared requestTimeout (${this.core.config.requestTimeout} ms)`);
+      : new RequestTimeoutError(`${where} was stopped: it neared requestTimeout (${this.parts.config.requestTimeout} ms)`);
     if (!this.abortReason) this.controller?.abort(this.interruption);
-    this.core.config.logger.warn(kind === 'shutdown' ? 'handler stopped: shutting down' : 'handler stopped: it neared the request timeout', {
+    this.parts.config.logger.warn(kind === 'shutdown' ? 'handler stopped: shutting down' : 'handler stopped: it neared the request timeout', {
       key: keyPath(this.key), seq: this.seq, attempt: this.attempt, graceMs,
     });
     this.graceTimer = setTimeout(() => this.ranOn?.(), graceMs);
@@ -130,12 +130,12 @@ export class Lease implements Interruptible {
   async handBack(ranOn: boolean): Promise<void> {
     if (ranOn) this.givenUp = true;
     await this.pause();
-    const now = new Date(this.core.config.clock());
-    const { leaseDuration } = this.core.config;
+    const now = new Date(this.parts.config.clock());
+    const { leaseDuration } = this.parts.config;
     let intended: Lock | undefined;
-    await this.settle(ranOn ? 'abandon' : 'hand back', () => this.write((props, lock) => {
+    await this.settle(ranOn ? 'abandon' : 'hand back', () => this.write((lock) => {
       intended = ranOn ? abandon(lock, { now, leaseDuration }) : handBack(lock, { now });
-      return writeLock(props, intended);
+      return intended;
     }, (lock) => (intended && lock.req === intended.req && lock.ts?.getTime() === intended.ts?.getTime() && lock.seq === this.seq ? true : undefined), true));
   }
 
@@ -166,10 +166,10 @@ export class Lease implements Interruptible {
     this.renewals = true;
     this.scheduleRenewal();
     // One timer for both limits: the request's time limit when it comes first, else leaseTimeout.
-    const { leaseTimeout, stepLimit } = this.core.config;
+    const { leaseTimeout, stepLimit } = this.parts.config;
     const byRequest = stepLimit < leaseTimeout;
     const left = Math.max(0, (byRequest ? stepLimit : leaseTimeout) - (performance.now() - this.startedAt));
-    this.timeoutTimer = setTimeout(() => (byRequest ? this.interrupt('time-limit', this.core.config.stepGrace) : this.lose('timeout')), left);
+    this.timeoutTimer = setTimeout(() => (byRequest ? this.interrupt('time-limit', this.parts.config.stepGrace) : this.lose('timeout')), left);
     this.timeoutTimer.unref();
   }
 
@@ -189,7 +189,7 @@ export class Lease implements Interruptible {
    */
   async settle<T>(what: string, write: () => Promise<T>): Promise<T> {
     const started = performance.now();
-    const budget = settleBudget(this.core.config.leaseDuration);
+    const budget = settleBudget(this.parts.config.leaseDuration);
     for (let delay = 20; ; delay = Math.min(delay * 2, 1_000)) {
       await this.pause();
       try {
@@ -198,7 +198,7 @@ export class Lease implements Interruptible {
         const retry = classify(error) === FaultClass.transient && !this.lost && performance.now() - started + delay <= budget;
         this.resume();
         if (!retry) throw error;
-        this.core.config.logger.warn(`${what}: the store failed; retrying under the live lease`, {
+        this.parts.config.logger.warn(`${what}: the store failed; retrying under the live lease`, {
           key: keyPath(this.key), seq: this.seq, attempt: this.attempt, retryInMs: delay, error: String(error),
         });
         await new Promise((resolve) => setTimeout(resolve, delay));
@@ -211,21 +211,23 @@ export class Lease implements Interruptible {
    * `seq`; otherwise throws `LeaseLostError` and writes nothing. A compare-and-swap on the version
    * this attempt last wrote: when something else wrote the entity since, it is read again and
    * the check and change are made on what is there now (bounded, with backoff). When what is
-   * there is this attempt's own earlier write (`recognise`), it resolves without writing.
+   * there is this attempt's own earlier write (`recognise`), it resolves without writing. `change`
+   * applies a transition to the lock read (and is shown the stored properties); `entity`, the
+   * user's own properties, is written over the stored ones.
    */
-  update(change: (props: Properties, lock: Lock) => Properties, recognise?: Recognise<true>): Promise<void> {
+  update(change: (lock: Lock, props: Properties) => Lock, recognise?: Recognise<true>, entity?: Properties): Promise<void> {
     if (this.givenUp) return Promise.reject(this.lostError());
-    return this.write(change, recognise);
+    return this.write(change, recognise, false, entity);
   }
 
   /** `update`; with `own`, also after the lease was given up (the hand-back's own write). */
-  private write(change: (props: Properties, lock: Lock) => Properties, recognise?: Recognise<true>, own = false): Promise<void> {
-    const { store } = this.core.config;
+  private write(change: (lock: Lock, props: Properties) => Lock, recognise?: Recognise<true>, own = false, entity?: Properties): Promise<void> {
+    const { store } = this.parts.config;
     return withContentionRetry(async () => {
       const lock = readLock(this.snapshot.properties);
       if (recognise?.(lock)) return;
       this.refuseIfLost(lock, own);
-      const written = await this.core.replace(this.key, this.snapshot, change(this.snapshot.properties, lock));
+      const written = await this.parts.locks.replace(this.key, this.snapshot, change(lock, this.snapshot.properties), entity);
       if (written) {
         this.snapshot = written;
         this.proven();
@@ -235,7 +237,7 @@ export class Lease implements Interruptible {
       if (!now) throw this.lostError();
       this.snapshot = now;
       throw new ContentionError(`${keyPath(this.key)} changed while attempt ${this.attempt} held its lease`);
-    }, this.core.config.contention);
+    }, this.parts.config.contention);
   }
 
   /**
@@ -245,7 +247,7 @@ export class Lease implements Interruptible {
    */
   async fenced<T>(write: (tx: StoreTransaction, props: Properties, lock: Lock) => T, recognise?: Recognise<T>): Promise<T> {
     if (this.givenUp) throw this.lostError();
-    const result = await this.core.transact(async (tx) => {
+    const result = await this.parts.locks.transaction(this.key, async (tx) => {
       const props = await tx.get(this.key);
       const lock = props ? readLock(props) : undefined;
       const mine = lock && recognise?.(lock);
@@ -274,12 +276,12 @@ export class Lease implements Interruptible {
   private proven(): void {
     if (this.closed || this.abortReason) return;
     clearTimeout(this.proofTimer);
-    this.proofTimer = setTimeout(() => this.lose('unproven'), proofWindow(this.core.config.leaseDuration));
+    this.proofTimer = setTimeout(() => this.lose('unproven'), proofWindow(this.parts.config.leaseDuration));
     this.proofTimer.unref();
   }
 
   private renewEvery(): number {
-    return Math.max(1, Math.floor(this.core.config.leaseDuration / 3));
+    return Math.max(1, Math.floor(this.parts.config.leaseDuration / 3));
   }
 
   private scheduleRenewal(): void {
@@ -296,10 +298,10 @@ export class Lease implements Interruptible {
 
   private async renew(): Promise<void> {
     try {
-      await this.update((props, lock) => writeLock(props, renewLease(lock, { now: new Date(this.core.config.clock()) })));
+      await this.update((lock) => renewLease(lock, { now: new Date(this.parts.config.clock()) }));
     } catch (error) {
       if (error instanceof LeaseLostError) this.lose('lost');
-      else this.core.config.logger.warn('lease renewal failed; retrying at the next tick', { key: keyPath(this.key), seq: this.seq, error: String(error) });
+      else this.parts.config.logger.warn('lease renewal failed; retrying at the next tick', { key: keyPath(this.key), seq: this.seq, error: String(error) });
     }
   }
 
@@ -313,16 +315,16 @@ export class Lease implements Interruptible {
     const fields = { key: keyPath(this.key), seq: this.seq, attempt: this.attempt };
     const event = { key: this.key, seq: this.seq, attempt: this.attempt };
     if (reason === 'timeout') {
-      this.abort(new LeaseTimeoutError(`attempt ${this.attempt} ran past leaseTimeout (${this.core.config.leaseTimeout} ms) on ${where}`));
-      this.core.emit('timedOut', { ...event, leaseTimeoutMs: this.core.config.leaseTimeout });
-      this.core.config.logger.warn('lease timed out', fields);
+      this.abort(new LeaseTimeoutError(`attempt ${this.attempt} ran past leaseTimeout (${this.parts.config.leaseTimeout} ms) on ${where}`));
+      this.parts.emit('timedOut', { ...event, leaseTimeoutMs: this.parts.config.leaseTimeout });
+      this.parts.config.logger.warn('lease timed out', fields);
       return;
     }
     this.abort(new LeaseLostError(reason === 'lost'
       ? `attempt ${this.attempt} lost its lease on ${where} to another attempt`
-      : `attempt ${this.attempt} gave up its lease on ${where}: no renewal succeeded for ${proofWindow(this.core.config.leaseDuration)} ms, so it can no longer be proven held`));
-    this.core.emit('lost', event);
-    this.core.config.logger.warn(reason === 'lost' ? 'lease lost' : 'lease given up: renewals kept failing', fields);
+      : `attempt ${this.attempt} gave up its lease on ${where}: no renewal succeeded for ${proofWindow(this.parts.config.leaseDuration)} ms, so it can no longer be proven held`));
+    this.parts.emit('lost', event);
+    this.parts.config.logger.warn(reason === 'lost' ? 'lease lost' : 'lease given up: renewals kept failing', fields);
   }
 
   private abort(reason: LeaseLostError | LeaseTimeoutError): void {

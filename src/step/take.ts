@@ -9,11 +9,11 @@ import { failureMarker } from '../alert/failure-alert';
 import { sendAll, startAlerts, unsentOverwriteAlerts, type ClaimedAlert } from '../alert/overwrite-alert';
 import type { Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
-import type { Core } from '../core';
+import type { Parts } from '../parts';
 import { decide, type Decision } from '../rules/decision';
 import { ContentionError } from '../errors/errors';
 import { keyPath } from '../store/key-codec';
-import { readLock, writeLock, type Lock } from '../rules/lock-fields';
+import { readLock, type Lock } from '../rules/lock-fields';
 import { withContentionRetry } from '../store/retry';
 import { Attr } from '../telemetry/telemetry';
 import { expire, overwrite, take as takeLease } from '../rules/transitions';
@@ -24,54 +24,54 @@ import { AlertReason, type Properties, type Snapshot } from '../types';
  * A lease is taken by a compare-and-swap on the version read: when another attempt wrote first,
  * the entity is read again and decided again (bounded, with backoff).
  */
-export async function take(core: Core, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot; props: Properties }> {
-  const { store, leaseDuration } = core.config;
-  const now = new Date(core.config.clock());
-  const known = a.resent ? undefined : core.seen.recall(a.key, a.seq, a.chain, now.getTime());
-  if (known) return { answer: answerFor(core, a, known) };
+export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot; props: Properties }> {
+  const { store, leaseDuration } = parts.config;
+  const now = new Date(parts.config.clock());
+  const known = a.resent ? undefined : parts.seen.recall(a.key, a.seq, a.chain, now.getTime());
+  if (known) return { answer: answerFor(parts, a, known) };
   let snapshot = await store.read(a.key);
   let readAt = now.getTime();
   const taken = await withContentionRetry(async () => {
     const lock = snapshot && readLock(snapshot.properties);
-    const decision = arrivalDecision(core, a, lock);
+    const decision = arrivalDecision(parts, a, lock);
     if (!snapshot || !lock || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
       // What was read is remembered for the next copies of this task; a write remembers what it wrote instead.
-      core.seen.observe(a.key, snapshot?.properties, readAt, leaseDuration);
+      parts.seen.observe(a.key, snapshot?.properties, readAt, leaseDuration);
       return { decision, snapshot: undefined, alerts: undefined, lock: undefined };
     }
-    const next = takeover(core, a, decision, lock, now);
-    const written = await core.replace(a.key, snapshot, writeLock(snapshot.properties, next.lock));
+    const next = takeover(parts, a, decision, lock, now);
+    const written = await parts.locks.replace(a.key, snapshot, next.lock);
     if (written) return { decision, snapshot: written, read: snapshot, alerts: next.alerts, lock: next.lock };
     snapshot = await store.read(a.key);
-    readAt = core.config.clock();
+    readAt = parts.config.clock();
     throw new ContentionError(`${keyPath(a.key)} changed while attempt ${a.attempt} took its lease`);
-  }, core.config.contention);
+  }, parts.config.contention);
 
   const d = taken.decision;
-  if (!taken.snapshot || !taken.read || !taken.lock) return { answer: answerFor(core, a, d) };
+  if (!taken.snapshot || !taken.read || !taken.lock) return { answer: answerFor(parts, a, d) };
   if (d.action === 'overwrite' || d.action === 'expire') {
-    await reportTakeover(core, a, d, taken.read.properties, taken.lock, taken.alerts !== undefined, now);
+    await reportTakeover(parts, a, d, taken.read.properties, taken.lock, taken.alerts !== undefined, now);
     if (d.action === 'expire') {
       // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
       return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left`, outcome: 'expired' } };
     }
   } else {
-    core.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
+    parts.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
     // Overwrite alerts an earlier holder left unmarked: this attempt sends them too (none in the usual case: no work at all).
-    if (taken.lock.alerts.length > 0) startAlerts(core, a, unsentOverwriteAlerts(core, a.key, taken.lock, taken.read.properties, a.task, now));
+    if (taken.lock.alerts.length > 0) startAlerts(parts, a, unsentOverwriteAlerts(parts, a.key, taken.lock, taken.read.properties, a.task, now));
   }
-  core.telemetry.count('take', a.key);
+  parts.telemetry.count('take', a.key);
   return { snapshot: taken.snapshot, props: taken.read.properties };
 }
 
 /** The lock an arriving attempt writes when it takes the lease (or fails a step whose leases kept expiring). */
-function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): { lock: Lock; alerts: string[] | undefined } {
+function takeover(parts: Parts, a: Arrival, d: Decision, lock: Lock, now: Date): { lock: Lock; alerts: string[] | undefined } {
   if (d.action === 'overwrite') {
-    const alerts = claimAlert(core.config, lock, { previous: d.previous, next: a.attempt });
+    const alerts = claimAlert(parts.config, lock, { previous: d.previous, next: a.attempt });
     return { lock: overwrite(lock, { now, attempt: a.attempt, alerts }), alerts };
   }
   if (d.action === 'expire') {
-    const alerts = claimAlert(core.config, lock, { failed: d.previous });
+    const alerts = claimAlert(parts.config, lock, { failed: d.previous });
     const error = `lease of attempt ${d.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
     return { lock: expire(lock, { now, error, alerts }), alerts };
   }
@@ -86,19 +86,19 @@ function takeover(core: Core, a: Arrival, d: Decision, lock: Lock, now: Date): {
  * once, so its alerts are sent and marked before the answer.
  */
 async function reportTakeover(
-  core: Core, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, written: Lock, claimed: boolean, now: Date,
+  parts: Parts, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, written: Lock, claimed: boolean, now: Date,
 ): Promise<void> {
   const lock = readLock(props);
   const retries = lock.tries + 1;
   const where = { key: keyPath(a.key), seq: a.seq, previous: d.previous };
   let error: Error | undefined;
   if (d.action === 'overwrite') {
-    core.emit('overwritten', { key: a.key, seq: a.seq, attempt: a.attempt, previous: d.previous, leaseAgeMs: d.leaseAgeMs });
-    core.config.logger.warn('stale lease overwritten', { ...where, attempt: a.attempt, leaseAgeMs: d.leaseAgeMs });
+    parts.emit('overwritten', { key: a.key, seq: a.seq, attempt: a.attempt, previous: d.previous, leaseAgeMs: d.leaseAgeMs });
+    parts.config.logger.warn('stale lease overwritten', { ...where, attempt: a.attempt, leaseAgeMs: d.leaseAgeMs });
   } else {
     error = new Error(`the lease of attempt ${d.previous} expired and the step has no attempts left`);
-    core.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error });
-    core.config.logger.error('step failed: its lease expired too often', { ...where, retries });
+    parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error });
+    parts.config.logger.error('step failed: its lease expired too often', { ...where, retries });
   }
   const own = d.action === 'overwrite' ? `overwrite:${written.seq}:${d.previous}:${a.attempt}` : failureMarker(written.seq, d.previous);
   const alerts: ClaimedAlert[] = [];
@@ -109,36 +109,36 @@ async function reportTakeover(
       leaseAgeMs: d.leaseAgeMs, task: a.task, properties: props, at: now, error,
     }) });
   }
-  alerts.push(...unsentOverwriteAlerts(core, a.key, written, props, a.task, now, own));
-  if (d.action === 'overwrite') startAlerts(core, a, alerts);
-  else await markSentOnEntity(core, a.key, await sendAll(core, alerts));
+  alerts.push(...unsentOverwriteAlerts(parts, a.key, written, props, a.task, now, own));
+  if (d.action === 'overwrite') startAlerts(parts, a, alerts);
+  else await markSentOnEntity(parts, a.key, await sendAll(parts, alerts));
 }
 
-function arrivalDecision(core: Core, a: Arrival, lock: Lock | undefined): Decision {
+function arrivalDecision(parts: Parts, a: Arrival, lock: Lock | undefined): Decision {
   return decide({
     lock,
     seq: a.seq,
     chain: a.chain,
     attempt: a.attempt,
-    now: core.config.clock(),
-    leaseDurationMs: core.config.leaseDuration,
-    goLeaseTimeoutMs: core.config.goLeaseTimeout,
-    maxRetries: core.config.maxRetries,
+    now: parts.config.clock(),
+    leaseDurationMs: parts.config.leaseDuration,
+    goLeaseTimeoutMs: parts.config.goLeaseTimeout,
+    maxRetries: parts.config.maxRetries,
   });
 }
 
 /** The answer to a task that does not run. */
-function answerFor(core: Core, a: Arrival, d: Decision): Answer {
+function answerFor(parts: Parts, a: Arrival, d: Decision): Answer {
   if (d.action === 'refuse') {
-    core.emit('refused', { key: a.key, seq: a.seq, attempt: a.attempt, holder: d.holder, retryAfterMs: d.retryAfterMs });
-    core.telemetry.count('refuse', a.key);
-    const retryAfter = Math.max(1, Math.ceil(Math.min(d.retryAfterMs, core.config.leaseDuration) / 1000));
-    return { status: core.config.lockFailedStatus, message: `step ${a.seq} is running in another attempt; retry later`, retryAfter, outcome: 'refused' };
+    parts.emit('refused', { key: a.key, seq: a.seq, attempt: a.attempt, holder: d.holder, retryAfterMs: d.retryAfterMs });
+    parts.telemetry.count('refuse', a.key);
+    const retryAfter = Math.max(1, Math.ceil(Math.min(d.retryAfterMs, parts.config.leaseDuration) / 1000));
+    return { status: parts.config.lockFailedStatus, message: `step ${a.seq} is running in another attempt; retry later`, retryAfter, outcome: 'refused' };
   }
   if (d.action === 'drop') {
-    core.emit('dropped', { key: a.key, seq: a.seq, attempt: a.attempt, reason: d.reason });
-    core.config.logger.info('task dropped', { key: keyPath(a.key), seq: a.seq, reason: d.reason });
-    core.telemetry.count('drop', a.key, { [Attr.reason]: d.reason });
+    parts.emit('dropped', { key: a.key, seq: a.seq, attempt: a.attempt, reason: d.reason });
+    parts.config.logger.info('task dropped', { key: keyPath(a.key), seq: a.seq, reason: d.reason });
+    parts.telemetry.count('drop', a.key, { [Attr.reason]: d.reason });
     return { status: 200, message: `dropped: ${DROP_MESSAGES[d.reason]}`, outcome: 'dropped' };
   }
   throw new Error(`no answer for decision ${d.action}`);

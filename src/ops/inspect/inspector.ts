@@ -4,7 +4,7 @@
  * `lock_ts`) per page, read in a few bounded batches: never a scan of a kind.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Core } from '../../core';
+import type { Parts } from '../../parts';
 import { ConfigError } from '../../errors/errors';
 import { keyIdentity } from '../../store/key-path';
 import { readLock } from '../../rules/lock-fields';
@@ -78,7 +78,7 @@ const MAX_LIMIT = 200;
 /** Lists and shows steps; made by `locker.inspect()`. */
 export class Inspector {
   /** @internal */
-  constructor(private readonly core: Core) {}
+  constructor(private readonly parts: Pick<Parts, 'config' | 'locks' | 'dispatcher'>) {}
 
   /** One page of the steps in `query.state`, by last progress. */
   async list(query: ListQuery): Promise<StepPage> {
@@ -96,7 +96,7 @@ export class Inspector {
         limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}),
       });
       for (const { key, properties } of page.entities) {
-        const view = viewStep(key, properties, clock, this.core.encodeKey(key));
+        const view = viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key));
         if (inList(view, query.state)) steps.push(view);
       }
       storeCursor = page.cursor;
@@ -110,7 +110,7 @@ export class Inspector {
    * step's ledger record, read by key in one transaction (two lookups, never a query).
    */
   async step(key: Key): Promise<StepDetail | undefined> {
-    const read = await this.core.transact(async (tx) => {
+    const read = await this.parts.locks.transact(async (tx) => {
       const props = await tx.get(key);
       if (!props) return undefined;
       const task = readLock(props).task;
@@ -120,8 +120,8 @@ export class Inspector {
     const clock = this.clock();
     const lock = readLock(read.props);
     const detail: StepDetail = {
-      ...viewStep(key, read.props, clock, this.core.encodeKey(key)),
-      alerts: lock.alerts, maxRetries: this.core.config.maxRetries,
+      ...viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key)),
+      alerts: lock.alerts, maxRetries: this.parts.config.maxRetries,
       leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
     };
     if (lock.err) detail.error = splitError(lock.err);
@@ -134,13 +134,13 @@ export class Inspector {
   }
 
   /** @internal The clock and durations states are computed with (a cursor keeps its page's `now`). */
-  clock(now = this.core.config.clock()): ViewClock {
-    const { leaseDuration } = this.core.config;
-    return { now, leaseDuration, stallAfter: stallAfterOf(this.core) };
+  clock(now = this.parts.config.clock()): ViewClock {
+    const { leaseDuration } = this.parts.config;
+    return { now, leaseDuration, stallAfter: stallAfterOf(this.parts) };
   }
 
   private store(): Store {
-    const store = this.core.config.store;
+    const store = this.parts.config.store;
     if (typeof store.queryLocks !== 'function') {
       throw new ConfigError('locker.inspect() needs a store with queryLocks (DatastoreStore and MemoryStore have it).');
     }
@@ -149,8 +149,8 @@ export class Inspector {
 }
 
 /** How long without progress makes a scheduled step stalled: the Locker's `stallAfter`, as the sweep sees it. */
-export function stallAfterOf(core: Core): number {
-  return core.config.stallAfter;
+export function stallAfterOf(parts: Pick<Parts, 'config'>): number {
+  return parts.config.stallAfter;
 }
 
 /** The indexed query range that holds every step of a state (the view then keeps the ones that are). */
