@@ -8,7 +8,7 @@ import type { EntityFactory, TaskContext, TaskHandler } from './handler-types';
 import { completeStep, makeContext, type StepProgress } from './finish';
 import type { Parts } from '../parts';
 import { LeaseLostError, ShutdownError, type StoreConfigError } from '../errors/errors';
-import type { Answer } from '../http/answer';
+import { answers, type Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
 import { classify, FaultClass } from '../errors/faults';
 import { keyPath } from '../store/key-codec';
@@ -77,7 +77,7 @@ async function runUnderLease<E, P>(
 
   if (step.done) {
     if (failure) parts.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error: describeError(failure.error) });
-    return { status: 200, message: step.next ? `step ${a.seq} done; step ${step.next} scheduled` : `step ${a.seq} done; chain complete` };
+    return answers.done(a.seq, step.next);
   }
   const lostLease = lease.lost ?? (failure?.error instanceof LeaseLostError ? failure.error : undefined);
   if (lostLease) return lost(parts, a, lostLease);
@@ -87,7 +87,7 @@ async function runUnderLease<E, P>(
   if (interruption && stoppedOn(failure.error, interruption)) {
     if (interruption instanceof ShutdownError) return handBack(parts, a, lease, false, interruption);
     const answer = await failAttempt(parts, a, lease, failure.error);
-    return answer.status === 500 ? { status: 503, message: `${answer.message} (stopped near the request timeout)`, retryAfter: 1, reason: 'time-limit' } : answer;
+    return answer.reason === 'handler-failed' ? answers.stoppedNearTimeout(answer) : answer;
   }
   // The store's set-up is wrong (the handler let a StoreConfigError of its own write through): no write can help.
   if (classify(failure.error) === FaultClass.config) throw failure.error;
@@ -114,7 +114,7 @@ async function finish(parts: Parts, a: Arrival, lease: Lease, entity: unknown): 
     });
     return failAttempt(parts, a, lease, error);
   }
-  return { status: 200, message: `step ${a.seq} done; chain complete` };
+  return answers.done(a.seq);
 }
 
 /** Whether the handler showed it stopped on its signal: it rejected with the signal's reason, or an error caused by it (an `AbortError`). */
@@ -139,12 +139,12 @@ async function handBack(parts: Parts, a: Arrival, lease: Lease, ranOn: boolean, 
   if (ranOn) parts.config.logger.error('handler still running after it was stopped; its lease is written stale, so the next delivery takes it over with an alert', fields);
   else parts.config.logger.warn('lease handed back; the next delivery runs the step', fields);
   parts.emit('handedBack', { key: a.key, seq: a.seq, attempt: a.attempt, reason, silent: !ranOn });
-  return { status: 503, message: `step ${a.seq} handed back (${reason === 'shutdown' ? 'the instance is shutting down' : 'the request neared its timeout'}); retry`, retryAfter: 1, reason };
+  return answers.handedBack(a.seq, reason);
 }
 
 function lost(parts: Parts, a: Arrival, error: LeaseLostError): Answer {
   parts.config.logger.warn('attempt lost its lease; nothing it did after that was saved', { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: error.message });
-  return { status: 503, message: 'lease lost', retryAfter: 1, reason: 'lease-lost' };
+  return answers.leaseLost();
 }
 
 /** The answer to an attempt ended by an error nobody handled: a store fault, classified once, or a bug. */
@@ -153,17 +153,17 @@ function unexpected(parts: Parts, a: Arrival, error: unknown): Answer {
   switch (classify(error)) {
     case FaultClass.transient:
       parts.config.logger.error('store unavailable; the step did not move on', fields);
-      return { status: 503, message: 'store unavailable; retry', retryAfter: 1, reason: 'store-unavailable' };
+      return answers.storeUnavailable();
     case FaultClass.config:
       parts.configErrors.report(parts.config.logger, error as StoreConfigError, fields);
-      return { status: 503, message: 'the store is not set up right; retry once it is', retryAfter: 60, reason: 'store-config' };
+      return answers.storeConfig();
     case FaultClass.rejected:
       parts.config.logger.error('the store refused the request; nothing changed', fields);
-      return { status: 500, message: 'the store refused the request; retry', reason: 'store-rejected' };
+      return answers.storeRejected();
     case FaultClass.lost:
       return lost(parts, a, error as LeaseLostError);
     default:
       parts.config.logger.error('unexpected error; the step did not move on', fields);
-      return { status: 503, message: 'internal error; retry', retryAfter: 1, reason: 'internal' };
+      return answers.internal();
   }
 }

@@ -6,7 +6,7 @@
 import { alertEvent, claimAlert, markAlertsSent } from '../alert/alerts';
 import { NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
 import { sendFailureAlert } from '../alert/failure-alert';
-import type { Answer } from '../http/answer';
+import { answers, type Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
 import type { Parts } from '../parts';
 import { afterFailure } from '../rules/decision';
@@ -36,7 +36,7 @@ export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error:
   if (outcome.verdict === 'release') {
     parts.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
     parts.config.logger.warn('handler failed; the step will be retried', fields);
-    return { status: 500, message: `step ${a.seq} failed (attempt ${outcome.tries} of ${parts.config.maxRetries}); retry`, reason: 'handler-failed' };
+    return answers.released(a.seq, outcome.tries, parts.config.maxRetries);
   }
   // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
   parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
@@ -47,7 +47,7 @@ export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error:
       error, task: a.task, properties: outcome.props, at: outcome.at,
     }));
   }
-  return { status: 200, message: `step ${a.seq} failed for good after ${outcome.tries} attempt(s)` };
+  return answers.failed(a.seq, outcome.tries);
 }
 
 interface FailOutcome { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties; at: Date }

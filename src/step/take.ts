@@ -7,7 +7,7 @@ import { markSentOnEntity } from '../alert/marks';
 import { alertEvent, claimAlert } from '../alert/alerts';
 import { failureMarker } from '../alert/failure-alert';
 import { sendAll, startAlerts, unsentOverwriteAlerts, type ClaimedAlert } from '../alert/overwrite-alert';
-import type { Answer } from '../http/answer';
+import { answers, type Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
 import type { Parts } from '../parts';
 import { decide, type Decision } from '../rules/decision';
@@ -53,7 +53,7 @@ export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer }
     await reportTakeover(parts, a, d, taken.read.properties, taken.lock, taken.alerts !== undefined, now);
     if (d.action === 'expire') {
       // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
-      return { answer: { status: 200, message: `step ${a.seq} failed: its lease expired with no attempts left`, outcome: 'expired' } };
+      return { answer: answers.expired(a.seq) };
     }
   } else {
     parts.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
@@ -133,13 +133,13 @@ function answerFor(parts: Parts, a: Arrival, d: Decision): Answer {
     parts.emit('refused', { key: a.key, seq: a.seq, attempt: a.attempt, holder: d.holder, retryAfterMs: d.retryAfterMs });
     parts.telemetry.count('refuse', a.key);
     const retryAfter = Math.max(1, Math.ceil(Math.min(d.retryAfterMs, parts.config.leaseDuration) / 1000));
-    return { status: parts.config.lockFailedStatus, message: `step ${a.seq} is running in another attempt; retry later`, retryAfter, outcome: 'refused' };
+    return answers.refused(a.seq, parts.config.lockFailedStatus, retryAfter);
   }
   if (d.action === 'drop') {
     parts.emit('dropped', { key: a.key, seq: a.seq, attempt: a.attempt, reason: d.reason });
     parts.config.logger.info('task dropped', { key: keyPath(a.key), seq: a.seq, reason: d.reason });
     parts.telemetry.count('drop', a.key, { [Attr.reason]: d.reason });
-    return { status: 200, message: `dropped: ${DROP_MESSAGES[d.reason]}`, outcome: 'dropped' };
+    return answers.dropped(DROP_MESSAGES[d.reason]);
   }
   throw new Error(`no answer for decision ${d.action}`);
 }
