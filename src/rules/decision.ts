@@ -30,7 +30,7 @@ export type Decision =
   | { action: 'expire'; previous: string; leaseAgeMs: number }
   | { action: 'refuse'; holder: string; retryAfterMs: number };
 
-/** What the rules look at when a task arrives (the task itself is an `Arrival`, see attempt.ts). */
+/** What the rules look at when a task arrives (the task itself is an `Arrival`, see http/arrival.ts). */
 export interface Situation {
   /** The stored lock; undefined when the entity does not exist. */
   lock: Lock | undefined;

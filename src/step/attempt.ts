@@ -1,6 +1,6 @@
 /**
  * One attempt at one step, from arrival to answer: take the lease (`take.ts`), run the handler
- * under it, then finish the step, or release or fail it (`attempt-failure.ts`). Returns the HTTP
+ * under it, then finish the step (`finish.ts`), or release or fail it (`fail.ts`). Returns the HTTP
  * answer; never throws.
  */
 import { failAttempt } from './fail';
