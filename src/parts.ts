@@ -52,7 +52,7 @@ export function buildParts(config: Config, ready: Promise<void>, emitter: EventE
     drain: new Drain(),
     emit: emitTo(emitter, config.logger),
     locks,
-    alerts: new AlertSender(config),
+    alerts: new AlertSender(config, locks),
     dispatcher: new Dispatcher(config, ready),
     ledger: new Ledger(config, (fn) => locks.transact(fn)),
   };

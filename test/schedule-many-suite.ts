@@ -13,7 +13,7 @@ import { Locker } from '../src/locker';
 import { keyPath } from '../src/store/key-codec';
 import { kickoffChainId } from '../src/rules/kickoff-plan';
 import { keyString } from '../src/store/keys';
-import { taskName } from '../src/chain/task-name';
+import { taskName } from '../src/rules/ledger-record';
 import { StoreRejectedError } from '../src/errors/errors';
 import { StepState, type ConditionalWrite, type Properties, type Store } from '../src/types';
 import type { KickoffItem, KickoffProgress } from '../src/chain/schedule-many-types';

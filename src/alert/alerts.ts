@@ -175,6 +175,17 @@ export function alertEvent(f: AlertFacts): AlertEvent {
   return event;
 }
 
+/** An alert to send, with the marker that claimed it. */
+export interface ClaimedAlert {
+  marker: string;
+  event: AlertEvent;
+}
+
+/** The marker a failure's claim wrote (`claimAlert`): step `seq`, the attempt that failed. */
+export function failureMarker(seq: number, failed: string): string {
+  return `failure:${seq}:${failed}`;
+}
+
 /** Sends an alert through the configured alerter within `alertTimeout`; logs and swallows failures. Resolves to whether the alerter took it. */
 export async function sendAlert(config: Config, raw: AlertEvent): Promise<boolean> {
   const alerter = config.alerter;

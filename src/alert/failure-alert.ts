@@ -4,23 +4,12 @@
  * marks the claim sent. A claim still unmarked a while later (the process died in between, or the
  * alerter failed) is sent again by the sweep, under the same id, and marked then.
  */
-import { markSentOnEntity } from './marks';
-import { alertEvent, unsentFailure } from './alerts';
+import { alertEvent, failureMarker, unsentFailure } from './alerts';
 import type { Parts } from '../parts';
 import { keyPath } from '../store/key-codec';
 import type { Lock } from '../rules/lock-fields';
 import { recordsFailedStep } from '../rules/stall';
-import { AlertReason, type AlertEvent, type LedgerRecord, type Properties } from '../types';
-
-/** Sends a failure's alert, then marks its claim on the entity sent; never throws. */
-export async function sendFailureAlert(parts: Pick<Parts, 'config' | 'alerts' | 'locks'>, event: AlertEvent): Promise<void> {
-  if (await parts.alerts.send(event)) await markSentOnEntity(parts, event.key, [failureMarker(event.seq, event.previousAttempt ?? '')]);
-}
-
-/** The marker a failure's claim wrote (`claimAlert`): step `seq`, the attempt that failed. */
-export function failureMarker(seq: number, failed: string): string {
-  return `failure:${seq}:${failed}`;
-}
+import { AlertReason, type LedgerRecord, type Properties } from '../types';
 
 /**
  * How long after a step failed the sweep sends again a failure alert still not marked sent: the
@@ -36,7 +25,7 @@ export function failureAlertGrace(parts: Pick<Parts, 'config'>): number {
  * look again (the grace has not passed, or the alerter failed again), or to undefined (nothing to send).
  */
 export async function resendUnsentFailure(
-  parts: Pick<Parts, 'config' | 'alerts' | 'locks'>, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
+  parts: Pick<Parts, 'config' | 'alerts'>, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
 ): Promise<'sent' | number | undefined> {
   if (!props || !parts.config.alerter || !parts.config.alertOnFailure || !recordsFailedStep(lock, record)) return undefined;
   const failed = unsentFailure(lock);
@@ -50,7 +39,7 @@ export async function resendUnsentFailure(
   });
   parts.config.logger.warn('failure alert sent again: it was claimed but never marked sent', { key: keyPath(record.key), seq: record.seq, attempt: failed });
   if (!(await parts.alerts.send(event))) return now + failureAlertGrace(parts); // not after the failed record's 30 days: soon
-  await markSentOnEntity(parts, record.key, [failureMarker(record.seq, failed)]);
+  await parts.alerts.markSent(record.key, [failureMarker(record.seq, failed)]);
   return 'sent';
 }
 

@@ -10,20 +10,13 @@
  * same id and marks them.
  */
 import type { Key } from '@google-cloud/datastore';
-import { markSentOnEntity } from './marks';
-import { alertEvent, carriedAlerts, unsentOverwrites, type OverwriteClaim } from './alerts';
+import { alertEvent, carriedAlerts, unsentOverwrites, type ClaimedAlert, type OverwriteClaim } from './alerts';
 import type { Arrival } from '../http/arrival';
 import type { Parts } from '../parts';
 import { keyPath } from '../store/key-codec';
 import type { Lock } from '../rules/lock-fields';
 import { alerted } from '../rules/transitions';
 import { AlertReason, type AlertEvent, type LedgerRecord, type Properties, type TaskInfo } from '../types';
-
-/** An alert to send, with the marker that claimed it. */
-export interface ClaimedAlert {
-  marker: string;
-  event: AlertEvent;
-}
 
 /** The sends each attempt started when it took its lease, resolving to the markers the alerter took. */
 const sending = new WeakMap<Arrival, Promise<string[]>>();
@@ -36,7 +29,7 @@ export const NO_ALERTS: readonly string[] = Object.freeze([]);
  * runs meanwhile); the step's last write waits for them (`sentByAttempt`).
  */
 export function startAlerts(parts: Pick<Parts, 'alerts'>, a: Arrival, alerts: readonly ClaimedAlert[]): void {
-  if (alerts.length > 0) sending.set(a, sendAll(parts, alerts));
+  if (alerts.length > 0) sending.set(a, parts.alerts.sendAll(alerts));
 }
 
 /**
@@ -45,12 +38,6 @@ export function startAlerts(parts: Pick<Parts, 'alerts'>, a: Arrival, alerts: re
  */
 export function sentByAttempt(a: Arrival): Promise<string[]> | undefined {
   return sending.get(a);
-}
-
-/** Sends every alert at once, each bounded by `alertTimeout`; resolves to the markers of those the alerter took. */
-export async function sendAll(parts: Pick<Parts, 'alerts'>, alerts: readonly ClaimedAlert[]): Promise<string[]> {
-  const taken = await Promise.all(alerts.map(async (c) => ((await parts.alerts.send(c.event)) ? c.marker : undefined)));
-  return taken.filter((m): m is string => m !== undefined);
 }
 
 /**
@@ -131,7 +118,7 @@ export interface OverwriteResend {
  * lease over from it: each sends what is unmarked when it takes the lease.
  */
 export async function resendUnsentOverwrites(
-  parts: Pick<Parts, 'config' | 'alerts' | 'locks'>, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
+  parts: Pick<Parts, 'config' | 'alerts'>, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
 ): Promise<OverwriteResend | undefined> {
   if (!props || !lock || lock.req !== '') return undefined;
   const alerts = unsentOverwriteAlerts(parts, record.key, lock, props, { source: 'none', name: record.task }, lock.ts ?? new Date(now));
@@ -141,7 +128,7 @@ export async function resendUnsentOverwrites(
   parts.config.logger.warn('overwrite alert sent again: it was claimed but never marked sent', {
     key: keyPath(record.key), seq: lock.seq, alerts: alerts.length,
   });
-  const sent = await sendAll(parts, alerts);
-  await markSentOnEntity(parts, record.key, sent);
+  const sent = await parts.alerts.sendAll(alerts);
+  await parts.alerts.markSent(record.key, sent);
   return sent.length === alerts.length ? { sent: sent.length } : { sent: sent.length, due: now + overwriteAlertGrace(parts) };
 }

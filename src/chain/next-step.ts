@@ -10,11 +10,10 @@ import { rejectUnknownOptions } from '../config/option-names';
 import { ChainBusyError, ConfigError } from '../errors/errors';
 import type { Parts } from '../parts';
 import { readLock, type Lock } from '../rules/lock-fields';
-import { scheduledStep, type NextStep } from '../rules/ledger-record';
+import { newChainId, scheduledStep, type NextStep } from '../rules/ledger-record';
 import { entityProperties, SCHEDULE_OPTION_NAMES, type ScheduledStep, type ScheduleOptions } from '../step/handler-types';
 import { checkDeliverable, keyPath } from '../store/key-codec';
 import type { Json, LedgerRecord, Properties, StoreTransaction } from '../types';
-import { newChainId } from './task-name';
 
 /** Cloud Tasks' limits: a task's size and how far ahead it may be scheduled. */
 const MAX_BODY_BYTES = 100 * 1024 - 4 * 1024; // headroom for headers and the task's own fields

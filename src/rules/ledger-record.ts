@@ -1,11 +1,16 @@
 /**
- * Ledger records, as pure functions (docs/design.md, section 5): the record a new step is committed
- * with, the lock and record of a newly scheduled step, and the next send of a record (the sweep's
- * and the operator's re-deliveries claim it the one same way).
+ * Ledger records and their task names, as pure functions (docs/design.md, section 5): the record a
+ * new step is committed with, the lock and record of a newly scheduled step, and the next send of a
+ * record (the sweep's and the operator's re-deliveries claim it the one same way).
+ *
+ * Task names: a hash of the entity's key, the chain id and the sequence. Cloud Tasks advises
+ * against sequential names (they crowd one key range), and a name must never repeat for a
+ * different step: the chain id is random per kickoff, so an entity deleted and created again under
+ * the same key gets new names.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Key } from '@google-cloud/datastore';
-import { taskName } from '../chain/task-name';
+import { keyPath } from '../store/key-codec';
 import type { Lock } from './lock-fields';
 import { kickoff, schedule } from './transitions';
 import type { LedgerRecord } from '../types';
@@ -62,4 +67,18 @@ export function nextSend(record: LedgerRecord, now: number, interval: number): L
  */
 export function resendName(record: LedgerRecord, send: number): string {
   return `${record.id}-s${send}-${randomBytes(6).toString('hex')}`;
+}
+
+/** The task name of step `seq` of `chain` on `key`: 32 hex digits, then the sequence. */
+export function taskName(key: Key, chain: string, seq: number): string {
+  const hash = createHash('sha256')
+    .update(`${key.namespace ?? ''}\n${keyPath(key)}\n${chain}\n${seq}`)
+    .digest('hex')
+    .slice(0, 32);
+  return `${hash}-${seq}`;
+}
+
+/** A new random chain id. */
+export function newChainId(): string {
+  return randomBytes(9).toString('base64url');
 }

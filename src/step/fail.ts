@@ -3,9 +3,8 @@
  * failed for good (200, alerted). The handler's changes are left out; the error is kept in
  * `lock_err`, shorter when the store refuses it whole.
  */
-import { alertEvent, claimAlert, markAlertsSent } from '../alert/alerts';
+import { alertEvent, claimAlert, failureMarker, markAlertsSent } from '../alert/alerts';
 import { NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
-import { sendFailureAlert } from '../alert/failure-alert';
 import { answers, type Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
 import type { Parts } from '../parts';
@@ -42,10 +41,11 @@ export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error:
   parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
   parts.config.logger.error('step failed for good', fields);
   if (outcome.alerts) {
-    await sendFailureAlert(parts, alertEvent({
+    // Sent, then its claim marked sent on the entity (the sweep sends again a claim left unmarked).
+    await parts.alerts.sendAndMark(a.key, [{ marker: failureMarker(a.seq, a.attempt), event: alertEvent({
       reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.tries, previousAttempt: a.attempt,
       error, task: a.task, properties: outcome.props, at: outcome.at,
-    }));
+    }) }]);
   }
   return answers.failed(a.seq, outcome.tries);
 }

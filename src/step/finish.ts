@@ -11,7 +11,7 @@ import type { Lease } from './lease';
 import { sameLock, type Lock } from '../rules/lock-fields';
 import { checkStep, commitNextStep, sendNextStep } from '../chain/next-step';
 import type { LedgerRecord } from '../types';
-import { newChainId } from '../chain/task-name';
+import { newChainId } from '../rules/ledger-record';
 import { Attr } from '../telemetry/telemetry';
 import { finish as finishStep } from '../rules/transitions';
 import { endStepAlerts, keepRecordForAlerts, NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';

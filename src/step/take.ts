@@ -3,10 +3,8 @@
  * there), then a compare-and-swap on the version read writes the lock `take`, `overwrite` or
  * `expire` makes. A task that does not run is answered here.
  */
-import { markSentOnEntity } from '../alert/marks';
-import { alertEvent, claimAlert } from '../alert/alerts';
-import { failureMarker } from '../alert/failure-alert';
-import { sendAll, startAlerts, unsentOverwriteAlerts, type ClaimedAlert } from '../alert/overwrite-alert';
+import { alertEvent, claimAlert, failureMarker, type ClaimedAlert } from '../alert/alerts';
+import { startAlerts, unsentOverwriteAlerts } from '../alert/overwrite-alert';
 import { answers, type Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
 import type { Parts } from '../parts';
@@ -111,7 +109,7 @@ async function reportTakeover(
   }
   alerts.push(...unsentOverwriteAlerts(parts, a.key, written, props, a.task, now, own));
   if (d.action === 'overwrite') startAlerts(parts, a, alerts);
-  else await markSentOnEntity(parts, a.key, await sendAll(parts, alerts));
+  else await parts.alerts.sendAndMark(a.key, alerts);
 }
 
 function arrivalDecision(parts: Parts, a: Arrival, lock: Lock | undefined): Decision {
