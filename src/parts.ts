@@ -17,6 +17,7 @@ import { emitTo, type Emit } from './telemetry/emit';
 import { loadOtelApi } from './telemetry/otel-api';
 import { Telemetry } from './telemetry/telemetry';
 
+/** The parts of one Locker; a function is handed a `Pick` of them. */
 export interface Parts {
   /** The parsed, complete options: the step settings the parts read. */
   readonly config: Config;

@@ -17,6 +17,7 @@ import { withContentionRetry } from '../store/retry';
 import { markAlertsSent, sendAlert, type ClaimedAlert } from './alerts';
 import type { AlertEvent } from '../types';
 
+/** The alerts part (see the file's comment); built once per Locker. */
 export class AlertSender {
   private readonly sending = new Set<Promise<boolean>>();
 

@@ -12,6 +12,7 @@ import { Headers, type LedgerRecord, type TaskRequest } from '../types';
 /** What the dispatcher reads of the configuration (`keyAppId` is read at each use: it is set once the project id is known). */
 export type DispatcherSettings = Pick<Config, 'queue' | 'logger' | 'keyAppId'>;
 
+/** The dispatcher (see the file's comment); built once per Locker. */
 export class Dispatcher {
   constructor(
     private readonly settings: DispatcherSettings,

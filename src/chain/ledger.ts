@@ -14,6 +14,7 @@ import type { LedgerRecord, StoreTransaction } from '../types';
 /** Runs a read-check-write in a transaction, re-run whole on contention (the lock writer's `transact`). */
 export type Transact = <T>(fn: (tx: StoreTransaction) => Promise<T>) => Promise<T>;
 
+/** The ledger part (see the file's comment); built once per Locker. */
 export class Ledger {
   private readonly retiring = new Set<Promise<void>>();
 

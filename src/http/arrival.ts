@@ -22,6 +22,7 @@ export interface Arrival {
   resent?: boolean;
 }
 
+/** An `Arrival` made from a task request, its attempt id and task headers worked out on first use. */
 export class TaskArrival implements Arrival {
   private id: string | undefined;
   private info: TaskInfo | undefined;

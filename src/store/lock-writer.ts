@@ -24,6 +24,7 @@ export interface BatchLockWrite {
   record: LedgerRecord;
 }
 
+/** The one lock-writing part (see the file's comment); built once per Locker. */
 export class LockWriter {
   private readonly excludes: readonly string[];
 
