@@ -12,7 +12,7 @@ import { legacyDatastore, uniqueNamespace, closedPort } from './support/emulator
 import { TestSmtpServer } from './support/smtp';
 import { keys, taskApp, type TaskApp } from './support/task-app';
 import { keyPath as keyPathOf } from '../src/store/key-codec';
-import { alertId } from '../src/alert/alerts';
+import { alertId } from '../src/alert/event';
 import { AlertReason } from '../src/types';
 
 describe('alerts from the Locker', () => {

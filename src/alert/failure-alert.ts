@@ -4,7 +4,8 @@
  * marks the claim sent. A claim still unmarked a while later (the process died in between, or the
  * alerter failed) is sent again by the sweep, under the same id, and marked then.
  */
-import { alertEvent, failureMarker, unsentFailure } from './alerts';
+import { failureMarker, unsentFailure } from '../rules/alert-markers';
+import { alertEvent } from './event';
 import type { Parts } from '../parts';
 import { keyPath } from '../store/key-codec';
 import type { Lock } from '../rules/lock-fields';

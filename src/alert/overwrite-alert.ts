@@ -10,7 +10,8 @@
  * same id and marks them.
  */
 import type { Key } from '@google-cloud/datastore';
-import { alertEvent, carriedAlerts, unsentOverwrites, type ClaimedAlert, type OverwriteClaim } from './alerts';
+import { carriedAlerts, unsentOverwrites, type OverwriteClaim } from '../rules/alert-markers';
+import { alertEvent, type ClaimedAlert } from './event';
 import type { Arrival } from '../http/arrival';
 import type { Parts } from '../parts';
 import { keyPath } from '../store/key-codec';

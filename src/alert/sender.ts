@@ -14,7 +14,10 @@ import { alerted } from '../rules/transitions';
 import { keyPath } from '../store/key-codec';
 import type { LockWriter } from '../store/lock-writer';
 import { withContentionRetry } from '../store/retry';
-import { markAlertsSent, sendAlert, type ClaimedAlert } from './alerts';
+import { errorMessage } from '../errors/error-text';
+import { markAlertsSent } from '../rules/alert-markers';
+import type { ClaimedAlert } from './event';
+import { withOrigin } from './origin';
 import type { AlertEvent } from '../types';
 
 /** The alerts part (see the file's comment); built once per Locker. */
@@ -72,5 +75,34 @@ export class AlertSender {
   /** Resolves once every send in flight settled. */
   async drain(): Promise<void> {
     await Promise.all([...this.sending]);
+  }
+}
+
+/** Sends an alert through the configured alerter within `alertTimeout`; logs and swallows failures. Resolves to whether the alerter took it. */
+export async function sendAlert(config: Config, raw: AlertEvent): Promise<boolean> {
+  const alerter = config.alerter;
+  if (!alerter) return false;
+  const event = withOrigin(config, raw);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the alerter did not finish within ${config.alertTimeout} ms`)), config.alertTimeout);
+    timer.unref();
+  });
+  try {
+    const sending = Promise.resolve().then(() => (typeof alerter === 'function' ? alerter(event) : alerter.send(event)));
+    await Promise.race([sending, timeout]);
+    config.logger.info('alert sent', { reason: event.reason, key: event.keyPath, seq: event.seq });
+    return true;
+  } catch (error) {
+    config.logger.error('alert could not be sent', {
+      reason: event.reason,
+      key: event.keyPath,
+      seq: event.seq,
+      error: errorMessage(error),
+      cause: error instanceof Error && error.cause !== undefined ? String(error.cause) : undefined,
+    });
+    return false;
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -3,7 +3,8 @@
  * failed for good (200, alerted). The handler's changes are left out; the error is kept in
  * `lock_err`, shorter when the store refuses it whole.
  */
-import { alertEvent, claimAlert, failureMarker, markAlertsSent } from '../alert/alerts';
+import { claimAlert, failureMarker, markAlertsSent } from '../rules/alert-markers';
+import { alertEvent } from '../alert/event';
 import { NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
 import { answers, type Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';

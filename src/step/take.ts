@@ -3,7 +3,8 @@
  * there), then a compare-and-swap on the version read writes the lock `take`, `overwrite` or
  * `expire` makes. A task that does not run is answered here.
  */
-import { alertEvent, claimAlert, failureMarker, type ClaimedAlert } from '../alert/alerts';
+import { claimAlert, failureMarker } from '../rules/alert-markers';
+import { alertEvent, type ClaimedAlert } from '../alert/event';
 import { startAlerts, unsentOverwriteAlerts } from '../alert/overwrite-alert';
 import { answers, type Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';

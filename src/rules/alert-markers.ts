@@ -1,21 +1,13 @@
 /**
- * The Locker's side of alerting. Every overwrite of a lease is alerted, and a step's failure for
- * good once: the alert is claimed on the entity in the same write that records the event (a
- * marker in `lock_alerts`), then sent, then marked sent (`:sent`) once the alerter took it. Each
- * alert has a stable `id` (the same event always gets the same id), so an alert sent twice is
- * recognisably one. A claim still unmarked is sent again: an overwrite's by the next attempt that
- * takes the lease or by the sweep (`overwrite-alert.ts`), a failure's by the sweep
- * (`failure-alert.ts`). Sending is bounded in time and never changes a task's outcome.
+ * Alert markers, as pure functions (docs/design.md, section 15): every overwrite of a lease is
+ * alerted, and a step's failure for good once. The alert is claimed on the entity in the same write
+ * that records the event (a marker in `lock_alerts`), then sent, then marked sent (`:sent`) once the
+ * alerter took it (the `alerted` transition). A claim still unmarked is sent again: an overwrite's
+ * by the next attempt that takes the lease or by the sweep (`alert/overwrite-alert.ts`), a failure's
+ * by the sweep (`alert/failure-alert.ts`).
  */
-import { createHash } from 'node:crypto';
-import { errorMessage } from '../errors/error-text';
-import type { Key } from '@google-cloud/datastore';
 import type { Config } from '../config/options';
-import { keyPath } from '../store/key-codec';
-import { withOrigin } from './origin';
-import type { Lock } from '../rules/lock-fields';
-import { userProperties } from '../rules/lock-fields';
-import type { AlertEvent, AlertReason, Properties, TaskInfo } from '../types';
+import type { Lock } from './lock-fields';
 
 /** Who took a lease over: the attempt that held it (`previous`) and the one that took it (`next`). */
 export interface Takeover {
@@ -124,93 +116,7 @@ function markerSeq(marker: string): number {
   return Number(marker.split(':')[1]);
 }
 
-/**
- * The stable id of an alert: the same event always gets the same id (an overwrite is named by the
- * lease it took over, a failure by the attempt that failed), whoever sends it. Use it to recognise
- * an alert sent twice (`EmailAlerter` makes it the message's `Message-ID`).
- */
-export function alertId(reason: AlertReason, key: Key, seq: number, attempt: string | undefined): string {
-  const what = JSON.stringify([key.namespace ?? '', keyPath(key), seq, reason, attempt ?? '']);
-  return createHash('sha256').update(what).digest('hex').slice(0, 32);
-}
-
-/** The facts of an alert, gathered where the event happened. */
-export interface AlertFacts {
-  reason: AlertReason;
-  key: Key;
-  seq: number;
-  retries: number;
-  previousAttempt?: string;
-  newAttempt?: string;
-  leaseAgeMs?: number;
-  error?: unknown;
-  task: TaskInfo;
-  properties: Properties;
-  at: Date;
-}
-
-/** Builds the event an alerter is given. */
-export function alertEvent(f: AlertFacts): AlertEvent {
-  const event: AlertEvent = {
-    id: alertId(f.reason, f.key, f.seq, f.previousAttempt),
-    reason: f.reason,
-    key: f.key,
-    kind: f.key.kind,
-    keyPath: keyPath(f.key),
-    seq: f.seq,
-    retries: f.retries,
-    task: f.task,
-    properties: userProperties(f.properties),
-    at: f.at,
-  };
-  if (f.key.namespace) event.namespace = f.key.namespace;
-  if (f.previousAttempt) event.previousAttempt = f.previousAttempt;
-  if (f.newAttempt) event.newAttempt = f.newAttempt;
-  if (f.leaseAgeMs !== undefined && Number.isFinite(f.leaseAgeMs)) event.leaseAgeMs = f.leaseAgeMs;
-  if (f.error !== undefined) {
-    event.error = f.error instanceof Error
-      ? { message: f.error.message, ...(f.error.stack ? { stack: f.error.stack } : {}) }
-      : { message: String(f.error) };
-  }
-  return event;
-}
-
-/** An alert to send, with the marker that claimed it. */
-export interface ClaimedAlert {
-  marker: string;
-  event: AlertEvent;
-}
-
 /** The marker a failure's claim wrote (`claimAlert`): step `seq`, the attempt that failed. */
 export function failureMarker(seq: number, failed: string): string {
   return `failure:${seq}:${failed}`;
-}
-
-/** Sends an alert through the configured alerter within `alertTimeout`; logs and swallows failures. Resolves to whether the alerter took it. */
-export async function sendAlert(config: Config, raw: AlertEvent): Promise<boolean> {
-  const alerter = config.alerter;
-  if (!alerter) return false;
-  const event = withOrigin(config, raw);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the alerter did not finish within ${config.alertTimeout} ms`)), config.alertTimeout);
-    timer.unref();
-  });
-  try {
-    const sending = Promise.resolve().then(() => (typeof alerter === 'function' ? alerter(event) : alerter.send(event)));
-    await Promise.race([sending, timeout]);
-    config.logger.info('alert sent', { reason: event.reason, key: event.keyPath, seq: event.seq });
-    return true;
-  } catch (error) {
-    config.logger.error('alert could not be sent', {
-      reason: event.reason,
-      key: event.keyPath,
-      seq: event.seq,
-      error: errorMessage(error),
-      cause: error instanceof Error && error.cause !== undefined ? String(error.cause) : undefined,
-    });
-    return false;
-  } finally {
-    clearTimeout(timer);
-  }
 }
