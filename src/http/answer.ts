@@ -74,4 +74,28 @@ export const answers = {
   internal(): Answer {
     return { status: 503, message: 'internal error; retry', retryAfter: 1, reason: 'internal' };
   },
+  /** A request the middleware could not answer otherwise (a bug before the attempt). */
+  requestFailed(): Answer {
+    return { status: 500, message: 'internal error', reason: 'internal' };
+  },
+  /** The Locker is shutting down: not taken, the store untouched; delivered again elsewhere. */
+  draining(): Answer {
+    return { status: 503, message: 'shutting down; retry', retryAfter: 1, reason: 'draining' };
+  },
+  /** The request's method is not the route's. */
+  wrongMethod(message: string, reason?: 'method'): Answer {
+    return reason ? { status: 405, message, reason } : { status: 405, message };
+  },
+  /** The authenticator refused the request (its own status, 401 or 403), or failed (401). */
+  unauthenticated(status = 401): Answer {
+    return { status, message: status === 401 ? 'unauthenticated' : 'forbidden', reason: 'unauthenticated' };
+  },
+  /** The task request is malformed (its headers or its payload). */
+  badRequest(message: string): Answer {
+    return { status: 400, message, reason: 'bad-request' };
+  },
+  /** The sweep route's sweep failed. */
+  sweepFailed(): Answer {
+    return { status: 503, message: 'sweep failed; retry', retryAfter: 1 };
+  },
 };

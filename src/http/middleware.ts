@@ -5,7 +5,7 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { runAttempt } from '../step/attempt';
-import type { Answer } from './answer';
+import { answers, type Answer } from './answer';
 import type { EntityFactory, TaskHandler } from '../step/handler-types';
 import type { Parts } from '../parts';
 import { BadRequestError } from '../errors/errors';
@@ -69,13 +69,13 @@ export function handleMiddleware<E, P>(parts: Parts, handler: TaskHandler<E, P>,
       answerTask(parts, req, res, await runAttempt(parts, arrival, handler, factory), arrival);
     })().catch((error: unknown) => {
       parts.config.logger.error('task request failed unexpectedly', { error: String(error) });
-      if (!res.headersSent) answerTask(parts, req, res, { status: 500, message: 'internal error', reason: 'internal' });
+      if (!res.headersSent) answerTask(parts, req, res, answers.requestFailed());
     }));
   };
 }
 
 /** The answer of a stopping Locker: Cloud Tasks delivers the task again, to another instance. */
-const DRAINING: Answer = { status: 503, message: 'shutting down; retry', retryAfter: 1, reason: 'draining' };
+const DRAINING: Answer = answers.draining();
 
 /** Sends a task route's answer; a non-2xx one is reported (`retryLater`) with its status and why. */
 function answerTask(parts: Pick<Parts, 'drain' | 'emit'>, req: Request, res: Response, answer: Answer, arrival?: { key: Key; seq: number }): void {
@@ -115,7 +115,7 @@ export function sweepMiddleware(parts: Sweeper, options: Pick<HandleOptions, 'au
         res.status(200).json(await parts.sweep());
       } catch (error) {
         parts.config.logger.error('sweep failed', { error: String(error) });
-        send(res, { status: 503, message: 'sweep failed; retry', retryAfter: 1 });
+        send(res, answers.sweepFailed());
       }
     })();
   };
@@ -124,15 +124,15 @@ export function sweepMiddleware(parts: Sweeper, options: Pick<HandleOptions, 'au
 /** Admits a sweep request: POST, or GET when an authenticator is in effect (see `sweepMiddleware`). */
 function admitSweep(parts: Pick<Parts, 'config'>, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
   const authenticate = routeAuth ?? parts.config.authenticate;
-  if (req.method === 'GET' && authenticate === false) return { status: 405, message: 'a sweep without an authenticator takes POSTs only' };
-  if (req.method !== 'POST' && req.method !== 'GET') return { status: 405, message: 'a sweep is a POST (Cloud Scheduler) or a GET (App Engine cron)' };
+  if (req.method === 'GET' && authenticate === false) return answers.wrongMethod('a sweep without an authenticator takes POSTs only');
+  if (req.method !== 'POST' && req.method !== 'GET') return answers.wrongMethod('a sweep is a POST (Cloud Scheduler) or a GET (App Engine cron)');
   if (authenticate === false) return undefined;
   return authenticated(parts, req, authenticate);
 }
 
 /** Authenticates a request; returns the refusal, or undefined to go on (a promise of it when an authenticator runs). */
 function admit(parts: Pick<Parts, 'config'>, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
-  if (req.method !== 'POST') return { status: 405, message: 'task requests are POSTs', reason: 'method' };
+  if (req.method !== 'POST') return answers.wrongMethod('task requests are POSTs', 'method');
   const authenticate = routeAuth ?? parts.config.authenticate;
   if (authenticate === false) return undefined;
   return authenticated(parts, req, authenticate);
@@ -144,10 +144,10 @@ async function authenticated(parts: Pick<Parts, 'config'>, req: Request, authent
     const verdict = await authenticate({ method: req.method, url: req.originalUrl ?? req.url, headers: req.headers });
     if (verdict.ok) return undefined;
     parts.config.logger.warn('task request refused', { status: verdict.status, reason: verdict.reason, path: req.path });
-    return { status: verdict.status, message: verdict.status === 401 ? 'unauthenticated' : 'forbidden', reason: 'unauthenticated' };
+    return answers.unauthenticated(verdict.status);
   } catch (error) {
     parts.config.logger.warn('task request refused: the authenticator failed', { error: String(error), path: req.path });
-    return { status: 401, message: 'unauthenticated', reason: 'unauthenticated' };
+    return answers.unauthenticated();
   }
 }
 
@@ -182,10 +182,10 @@ function single(value: string | string[] | undefined): string | undefined {
 function rejected(parts: Pick<Parts, 'config'>, req: Request, error: unknown): Answer {
   if (error instanceof BadRequestError) {
     parts.config.logger.warn('task request rejected', { reason: error.message, path: req.path });
-    return { status: 400, message: error.message, reason: 'bad-request' };
+    return answers.badRequest(error.message);
   }
   parts.config.logger.error('task request could not be read', { error: String(error), path: req.path });
-  return { status: 500, message: 'internal error', reason: 'internal' };
+  return answers.requestFailed();
 }
 
 function send(res: Response, answer: Answer): void {
