@@ -3,7 +3,7 @@
  * and a held step start from. Seeded in batches outside every timed part.
  */
 import type { Datastore, Key } from '@google-cloud/datastore';
-import { UNINDEXED_LOCK_FIELDS } from '../src/lock-fields';
+import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
 import { StepState, type Properties } from '../src/types';
 
 export const KIND = 'BenchCounter';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Key } from '@google-cloud/datastore';
 import { Locker } from './library';
-import type { LockerOptions } from '../src/options';
+import type { LockerOptions } from '../src/config/options';
 import { Headers, type Logger, type Properties, type Store } from '../src/types';
 
 /** Logs nothing: the benchmark measures the library, not the console. */

@@ -5,31 +5,31 @@
 
 // The Locker and its options: what every user constructs.
 export { Locker } from './locker';
-export { DEFAULTS, type LockerOptions } from './options';
-export type { HandleOptions } from './middleware';
+export { DEFAULTS, type LockerOptions } from './config/options';
+export type { HandleOptions } from './http/middleware';
 // For apps whose express.json() runs before the task routes: hands non-object JSON bodies on to them.
-export { taskBodyRecovery } from './payload';
+export { taskBodyRecovery } from './http/payload';
 
 // What a handler receives and returns, and how entities are built from stored properties.
-export type { EntityFactory, ScheduleOptions, ScheduledStep, SelfStoring, TaskContext, TaskHandler } from './context';
+export type { EntityFactory, ScheduleOptions, ScheduledStep, SelfStoring, TaskContext, TaskHandler } from './step/handler-types';
 
 // Many kickoffs at once: locker.scheduleMany(items, options) and what it answers.
-export { SCHEDULE_MANY_DEFAULTS, type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult } from './schedule-many-types';
+export { SCHEDULE_MANY_DEFAULTS, type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult } from './chain/schedule-many-types';
 
 // Events, for logs and counters.
 export type { LockerEvents, StepEvent } from './events';
-export { DropReason } from './decision';
+export { DropReason } from './rules/decision';
 export { AnswerReason } from './events';
-export type { SweepResult } from './sweep';
+export type { SweepResult } from './chain/sweep';
 
 // Errors: test with instanceof; each carries a stable code and the HTTP status it maps to.
-export * from './errors';
+export * from './errors/errors';
 
 // The public contracts: lock fields, plug-in interfaces, alert events.
 export * from './types';
 
 // Keys in X-Lock-Key: the Go library's legacy url-safe encoding.
-export { decodeKey, encodeKey, keyPath } from './key-codec';
+export { decodeKey, encodeKey, keyPath } from './store/key-codec';
 
 // Stores: Datastore in production, in memory for local runs and tests.
 export { DatastoreStore, DATASTORE_STORE_DEFAULTS, type DatastoreStoreOptions } from './store/datastore';
@@ -55,17 +55,17 @@ export { iapAuthenticator, IAP_HEADER, type IapAuthenticatorOptions, type IapTok
 export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptions } from './log/platform-logger';
 
 // The operator's view: steps by state, one entity's detail.
-export { Inspector, type ListQuery, type StepPage, type StepDetail } from './inspect/inspector';
-export { InspectState, INSPECT_STATES, type StepSummary } from './inspect/step-view';
-export type { LedgerView } from './inspect/ledger-view';
+export { Inspector, type ListQuery, type StepPage, type StepDetail } from './ops/inspect/inspector';
+export { InspectState, INSPECT_STATES, type StepSummary } from './ops/inspect/step-view';
+export type { LedgerView } from './ops/inspect/ledger-view';
 // The operator's actions and the status router.
-export type { ActionOptions, ActionResult } from './operator/actions';
-export { STATUS_ROUTER_DEFAULTS, type StatusRouterOptions, type StatusColumn } from './status/options';
+export type { ActionOptions, ActionResult } from './ops/actions';
+export { STATUS_ROUTER_DEFAULTS, type StatusRouterOptions, type StatusColumn } from './ops/status/options';
 export type { LockQuery, LockPage, FoundEntity } from './store/lock-query';
 
 // The index.yaml entries locker.inspect() and the status router need, for your kinds (also the
 // datastore-locker-indexes command).
-export { indexYaml } from './index-yaml';
+export { indexYaml } from './store/index-yaml';
 
 // Alerts by email.
 export { EmailAlerter, type EmailAlerterOptions } from './alert/email';

@@ -6,55 +6,39 @@
 import { EventEmitter } from 'node:events';
 import type { Key } from '@google-cloud/datastore';
 import type { RequestHandler, Router } from 'express';
-import { sendAlert } from './alerts';
-import { entityProperties, type EntityFactory, type ScheduleOptions, type ScheduledStep, type TaskHandler } from './context';
-import type { Core } from './core';
-import { Drain } from './drain';
-import { ChainBusyError, ConfigError } from './errors';
+import type { EntityFactory, ScheduleOptions, ScheduledStep, TaskHandler } from './step/handler-types';
+import type { Drain } from './step/drain';
+import { ConfigError } from './errors/errors';
 import type { LockerEvents } from './events';
-import { checkDeliverable, decodeKey, encodeKey, keyPath } from './key-codec';
-import { dispatch } from './ledger';
-import { describeError, readLock, UNINDEXED_LOCK_FIELDS, writeLock } from './lock-fields';
-import { handleMiddleware, sweepMiddleware, type HandleOptions } from './middleware';
-import { lookUpProjectId, parseOptions, type Config, type LockerOptions } from './options';
-import { checkStep, scheduledStep } from './outbox';
-import { endStepAlerts, NO_ALERTS } from './overwrite-alert';
-import { sweep, type SweepResult } from './sweep';
-import { scheduleMany } from './schedule-many';
-import type { KickoffItem, ScheduleManyOptions, ScheduleManyResult } from './schedule-many-types';
-import { withContentionRetry } from './store/retry';
-import { newChainId } from './task-name';
-import { SeenSteps } from './seen-steps';
-import { loadOtelApi } from './telemetry/otel-api';
-import { Telemetry } from './telemetry/telemetry';
-import { Inspector } from './inspect/inspector';
-import { ConfigErrorLog } from './faults';
-import { cancelChain, resendStep, retryStep, type ActionOptions, type ActionResult } from './operator/actions';
-import { statusRouter } from './status/router';
-import type { StatusRouterOptions } from './status/options';
-import { type AlertEvent, type Json, type Properties, type Snapshot, type StoreTransaction } from './types';
+import { decodeKey } from './store/key-codec';
+import { handleMiddleware, sweepMiddleware, type HandleOptions } from './http/middleware';
+import { lookUpProjectId, parseOptions, type Config, type LockerOptions } from './config/options';
+import { kickoff } from './chain/next-step';
+import { sweep, type SweepResult } from './chain/sweep';
+import { scheduleMany } from './chain/schedule-many';
+import type { KickoffItem, ScheduleManyOptions, ScheduleManyResult } from './chain/schedule-many-types';
+import type { SeenSteps } from './step/seen-steps';
+import type { Telemetry } from './telemetry/telemetry';
+import { emitIsolated } from './telemetry/emit';
+import { Inspector } from './ops/inspect/inspector';
+import { cancelChain, resendStep, retryStep, type ActionOptions, type ActionResult } from './ops/actions';
+import { statusRouter } from './ops/status/router';
+import type { StatusRouterOptions } from './ops/status/options';
+import { buildParts, type Parts } from './parts';
+import type { Json } from './types';
 
 /**
  * Exactly-once steps on leases held on your own Datastore entities. Construct one per store and
  * queue; `handle()` serves a step route, `schedule()` starts a chain, `sweep()` re-delivers every
  * stalled step, and the events (`locker.on(name, listener)`) feed logs and counters.
  */
-export class Locker extends EventEmitter<LockerEvents> implements Core {
+export class Locker extends EventEmitter<LockerEvents> {
   /** @internal The parsed, complete options the library's parts read. */
   readonly config: Config;
-  /** @internal */
-  readonly seen: SeenSteps;
-  /** @internal */
-  readonly telemetry: Telemetry;
-  /** @internal */
-  readonly configErrors = new ConfigErrorLog();
-  /** @internal The attempts in flight, and the shutdown gate. */
-  readonly drain = new Drain();
   /** @internal Resolves once the store's project id is known, or could not be (keys are encoded with it). */
   readonly ready: Promise<void>;
-  private readonly excludes: readonly string[];
-  private readonly alerts = new Set<Promise<boolean>>();
-  private readonly retiring = new Set<Promise<void>>();
+  /** @internal The parts this facade builds and delegates to (docs/design.md, section 15). */
+  private readonly parts: Parts;
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private stopSweeping: () => void = () => undefined;
@@ -65,9 +49,22 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     super();
     this.config = parseOptions(options);
     this.ready = lookUpProjectId(this.config, options);
-    this.excludes = [...UNINDEXED_LOCK_FIELDS, ...this.config.excludeFromIndexes];
-    this.seen = new SeenSteps(this.config.duplicateCache);
-    this.telemetry = new Telemetry(this.config.telemetry ? loadOtelApi() : undefined);
+    this.parts = buildParts(this.config, this.ready, this);
+  }
+
+  /** @internal What this process last saw of each entity's lock. */
+  get seen(): SeenSteps {
+    return this.parts.seen;
+  }
+
+  /** @internal OpenTelemetry spans and counters. */
+  get telemetry(): Telemetry {
+    return this.parts.telemetry;
+  }
+
+  /** @internal The attempts in flight, and the shutdown gate. */
+  get drain(): Drain {
+    return this.parts.drain;
   }
 
   /**
@@ -76,25 +73,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * crashes the process (also when the event comes from a timer, such as a renewal).
    */
   override emit<K extends keyof LockerEvents>(name: K, ...args: LockerEvents[K]): boolean {
-    if (this.listenerCount(name) === 0) return false; // the usual case, several times a step: no copy of an empty list
-    const listeners = this.rawListeners(name) as Array<(...a: LockerEvents[K]) => unknown>;
-    for (const listener of listeners) {
-      try {
-        const result = listener.apply(this, args);
-        if (isThenable(result)) result.then(undefined, (error: unknown) => this.listenerFailed(name, error));
-      } catch (error) {
-        this.listenerFailed(name, error);
-      }
-    }
-    return listeners.length > 0;
-  }
-
-  private listenerFailed(name: string, error: unknown): void {
-    try {
-      this.config.logger.error(`a listener of the "${name}" event failed; ignored`, { error: describeError(error) });
-    } catch {
-      // The logger is user code too: nothing more can be said.
-    }
+    return emitIsolated(this, this.config.logger, name, args);
   }
 
   /**
@@ -102,7 +81,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * `X-Lock-Key`, whose typed form `factory` builds from its stored properties.
    */
   handle<E, P = Json | undefined>(handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions = {}): RequestHandler {
-    return handleMiddleware(this, handler, factory, options);
+    return handleMiddleware(this.parts, handler, factory, options);
   }
 
   /**
@@ -112,31 +91,8 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * when the key could not be delivered in a task (see `checkDeliverable`). Inside a handler use
    * `ctx.schedule()`.
    */
-  async schedule(key: Key, entity: unknown, path: string, payload?: Json, options?: ScheduleOptions): Promise<ScheduledStep> {
-    const step = checkStep(this, path, payload, options);
-    checkDeliverable(key, this.config.keyAppId);
-    const now = new Date(this.config.clock());
-    const chain = newChainId();
-    const record = await this.transact(async (tx) => {
-      const props = (await tx.get(key)) ?? {};
-      const lock = readLock(props);
-      let planned;
-      try {
-        // An earlier chain's overwrite alerts still unsent stay on the lock until someone sends them.
-        planned = endStepAlerts(this, scheduledStep(key, lock, chain, step, now, 'kickoff'), lock, NO_ALERTS, now);
-      } catch (error) {
-        if (error instanceof ChainBusyError) throw new ChainBusyError(`${keyPath(key)}: ${error.message}`);
-        throw error;
-      }
-      this.write(tx, key, writeLock({ ...props, ...entityProperties(entity) }, planned.lock));
-      if (lock.task !== undefined) tx.deleteLedger(key, lock.task); // a failed chain's record, if still there
-      tx.putLedger(planned.record);
-      return planned.record;
-    });
-    this.seen.forget(key);
-    this.emit('scheduled', { key, seq: record.seq, attempt: '', task: record.task, path: record.path });
-    const sent = await dispatch(this, record);
-    return { seq: record.seq, task: record.task, sent };
+  schedule(key: Key, entity: unknown, path: string, payload?: Json, options?: ScheduleOptions): Promise<ScheduledStep> {
+    return kickoff(this.parts, key, entity, path, payload, options);
   }
 
   /**
@@ -148,7 +104,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * docs/guides/bulk-kickoff.md.
    */
   scheduleMany(items: readonly KickoffItem[], options?: ScheduleManyOptions): Promise<ScheduleManyResult> {
-    return scheduleMany(this, items, options);
+    return scheduleMany(this.parts, items, options);
   }
 
   /**
@@ -157,7 +113,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * `step(key)` shows one entity's detail.
    */
   inspect(): Inspector {
-    return new Inspector(this);
+    return new Inspector(this.parts);
   }
 
   /**
@@ -166,7 +122,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * step. Throws `TransitionError` (409) unless the step failed for good.
    */
   retry(key: Key, options?: ActionOptions): Promise<ActionResult> {
-    return retryStep(this, key, options);
+    return retryStep(this.parts, key, options);
   }
 
   /**
@@ -175,7 +131,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * may then start a new chain. Throws `TransitionError` (409) unless a step is scheduled or running.
    */
   cancel(key: Key, options?: ActionOptions): Promise<ActionResult> {
-    return cancelChain(this, key, options);
+    return cancelChain(this.parts, key, options);
   }
 
   /**
@@ -184,7 +140,7 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * taken over. Throws `TransitionError` (409) unless a step is scheduled or running.
    */
   resend(key: Key, options?: ActionOptions): Promise<ActionResult> {
-    return resendStep(this, key, options);
+    return resendStep(this.parts, key, options);
   }
 
   /**
@@ -193,7 +149,15 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    * Authentication is required; POSTs are CSRF-safe.
    */
   statusRouter(options: StatusRouterOptions): Router {
-    return statusRouter(this, options);
+    const parts = this.parts;
+    return statusRouter({
+      config: parts.config,
+      decodeKey,
+      inspect: () => new Inspector(parts),
+      retry: (key, o) => retryStep(parts, key, o),
+      resend: (key, o) => resendStep(parts, key, o),
+      cancel: (key, o) => cancelChain(parts, key, o),
+    }, options);
   }
 
   /**
@@ -202,12 +166,12 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
    */
   sweep(limit = 500): Promise<SweepResult> {
     if (!this.config.queue) return Promise.reject(new ConfigError('sweep() needs a queue: pass `queue` to the Locker.'));
-    return sweep(this, limit);
+    return sweep(this.parts, limit);
   }
 
   /** Express middleware that runs `sweep()` and answers its counts as JSON (for Cloud Scheduler). */
   sweepHandler(options: Pick<HandleOptions, 'authenticate'> = {}): RequestHandler {
-    return sweepMiddleware(this, options);
+    return sweepMiddleware({ config: this.config, sweep: () => this.sweep() }, options);
   }
 
   /**
@@ -264,56 +228,19 @@ export class Locker extends EventEmitter<LockerEvents> implements Core {
     }
     this.stopSweeping();
     await this.sweeping;
-    await Promise.all([...this.alerts, ...this.retiring]);
+    await Promise.all([this.parts.alerts.drain(), this.parts.ledger.drain()]);
   }
 
   /** `X-Lock-Key` for a key: the legacy url-safe encoding, as the Go library sends it. */
   encodeKey(key: Key): string {
-    return encodeKey(key, this.config.keyAppId);
+    return this.parts.dispatcher.encodeKey(key);
   }
 
   /** The key in an `X-Lock-Key` header; throws `BadRequestError` when it is malformed. */
   decodeKey(encoded: string): Key {
     return decodeKey(encoded);
   }
-
-  /** @internal */
-  transact<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    return withContentionRetry(() => this.config.store.transaction(fn), this.config.contention);
-  }
-
-  /** @internal */
-  async replace(key: Key, snapshot: Snapshot, properties: Properties): Promise<Snapshot | undefined> {
-    const written = await this.config.store.replaceIfUnchanged(key, snapshot, properties, this.excludes);
-    if (written) this.seen.observe(key, written.properties, this.config.clock(), this.config.leaseDuration);
-    return written;
-  }
-
-  /** @internal */
-  write(tx: StoreTransaction, key: Key, properties: Properties): void {
-    tx.put(key, properties, this.excludes);
-  }
-
-  /** @internal */
-  retire(key: Key, id: string | undefined): void {
-    if (id === undefined) return;
-    const removing = this.config.store.deleteLedger(key, id)
-      .catch((error: unknown) => this.config.logger.warn('ledger record not removed; the sweep clears it', { key: keyPath(key), task: id, error: String(error) }))
-      .finally(() => this.retiring.delete(removing));
-    this.retiring.add(removing);
-  }
-
-  /** @internal */
-  alert(event: AlertEvent): Promise<boolean> {
-    const sending = sendAlert(this.config, event).finally(() => this.alerts.delete(sending));
-    this.alerts.add(sending);
-    return sending;
-  }
 }
 
 /** `shutdown()`'s default time, ms: inside Cloud Run's 10 s between SIGTERM and SIGKILL, with time left to close the server. */
 const DEFAULT_SHUTDOWN_TIMEOUT = 8_000;
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
-}

@@ -4,7 +4,6 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { LockPage, LockQuery } from './store/lock-query';
 
 export type { Key };
 
@@ -102,6 +101,42 @@ export interface DueLedger {
   records: LedgerRecord[];
   /** Records that are not valid ledger records (skipped; the sweep logs them), as `namespace:id: why`. */
   malformed: string[];
+}
+
+/** Which entities to list: an equality on `lock_state` and a range and order on `lock_ts`. */
+export interface LockQuery {
+  /** The entities' kind. */
+  kind: string;
+  /** Their namespace; `''` or undefined is the default one. */
+  namespace?: string;
+  /** `lock_state` equals this. */
+  state: StepState;
+  /** By `lock_ts`: `asc` is oldest first, `desc` newest first (ties in key order). */
+  order: 'asc' | 'desc';
+  /** Only entities whose `lock_ts` is before this instant. */
+  tsBefore?: Date;
+  /** Only entities whose `lock_ts` is at or after this instant. */
+  tsFrom?: Date;
+  /** At most this many entities (1 to 1 000). */
+  limit: number;
+  /** Where the previous page of the same query ended (its `cursor`). */
+  cursor?: string;
+}
+
+/** An entity a query found. */
+export interface FoundEntity {
+  /** The entity's key. */
+  key: Key;
+  /** Its stored properties, lock fields included. */
+  properties: Properties;
+}
+
+/** One page of a `LockQuery`. */
+export interface LockPage {
+  /** The entities found, in the query's order. */
+  entities: FoundEntity[];
+  /** Pass it as the next query's `cursor` to go on; undefined when there is nothing more. */
+  cursor?: string;
 }
 
 /**

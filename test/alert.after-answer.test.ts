@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Key } from '@google-cloud/datastore';
-import { alertId } from '../src/alerts';
+import { alertId } from '../src/alert/event';
 import { EmailAlerter } from '../src/alert/email';
 import { DatastoreStore } from '../src/store/datastore';
 import { AlertReason, StepState, type AlertEvent, type TaskRequest } from '../src/types';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Datastore } from '@google-cloud/datastore';
 import nodemailer from 'nodemailer';
 import { EmailAlerter, SMTP_TIMEOUT_DEFAULTS, type EmailAlerterOptions } from '../src/alert/email';
-import { ConfigError } from '../src/errors';
+import { ConfigError } from '../src/errors/errors';
 import { AlertReason, type AlertEvent } from '../src/types';
 import { TestSmtpServer, type ReceivedMail } from './support/smtp';
 

@@ -6,13 +6,13 @@ import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
 import { EmailAlerter } from '../src/alert/email';
 import { DatastoreStore } from '../src/store/datastore';
-import { MAX_ERROR_LENGTH } from '../src/lock-fields';
+import { MAX_ERROR_LENGTH } from '../src/rules/lock-fields';
 import { StepState, type Properties, type Store } from '../src/types';
 import { legacyDatastore, uniqueNamespace, closedPort } from './support/emulator';
 import { TestSmtpServer } from './support/smtp';
 import { keys, taskApp, type TaskApp } from './support/task-app';
-import { keyPath as keyPathOf } from '../src/key-codec';
-import { alertId } from '../src/alerts';
+import { keyPath as keyPathOf } from '../src/store/key-codec';
+import { alertId } from '../src/alert/event';
 import { AlertReason } from '../src/types';
 
 describe('alerts from the Locker', () => {

@@ -2,9 +2,9 @@
 // still owed, how a mark is written, what a write ending a step keeps, and what a new claim keeps.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { carriedAlerts, claimAlert, markAlertsSent, unsentOverwrite, unsentOverwrites } from '../src/alerts';
-import type { Lock } from '../src/lock-fields';
-import { parseOptions } from '../src/options';
+import { carriedAlerts, claimAlert, markAlertsSent, unsentOverwrite, unsentOverwrites } from '../src/rules/alert-markers';
+import type { Lock } from '../src/rules/lock-fields';
+import { parseOptions } from '../src/config/options';
 import { MemoryStore } from '../src/store/memory';
 import { StepState } from '../src/types';
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { OAuth2Client } from 'google-auth-library';
 import { iapAuthenticator, IAP_HEADER, type IapTokenVerifier } from '../src/auth/iap';
-import { ConfigError } from '../src/errors';
+import { ConfigError } from '../src/errors/errors';
 import type { AuthVerdict } from '../src/types';
 
 const AUDIENCE = '/projects/123456/apps/shop-prod';

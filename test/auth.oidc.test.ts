@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { OAuth2Client } from 'google-auth-library';
 import { oidcAuthenticator, type OidcAuthenticatorOptions } from '../src/auth/oidc';
-import { ConfigError } from '../src/errors';
+import { ConfigError } from '../src/errors/errors';
 import type { AuthRequest, AuthVerdict, Authenticator } from '../src/types';
 import {
   encode,

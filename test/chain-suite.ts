@@ -8,7 +8,7 @@ import type { Key } from '@google-cloud/datastore';
 import request from 'supertest';
 import { taskApp, keys, Counter, TEST_TOKEN } from './support/task-app';
 import { RecordingQueue } from './support/recording-queue';
-import { ChainBusyError, ConfigError, LeaseLostError, StepAlreadyFinishedError } from '../src/errors';
+import { ChainBusyError, ConfigError, LeaseLostError, StepAlreadyFinishedError } from '../src/errors/errors';
 import { Locker } from '../src/locker';
 import { Headers, StepState, type Properties, type TaskRequest } from '../src/types';
 import type { StoreUnderTest } from './handle-suite';

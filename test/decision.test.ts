@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { afterFailure, decide, DropReason, holds, type Situation } from '../src/decision';
-import type { Lock } from '../src/lock-fields';
+import { afterFailure, decide, DropReason, holds, type Situation } from '../src/rules/decision';
+import type { Lock } from '../src/rules/lock-fields';
 import { StepState } from '../src/types';
 
 const NOW = 1_700_000_000_000;

@@ -1,6 +1,6 @@
 // The state diagram of docs/concepts/life-of-a-step.md is a hand-written SVG, rendered here by a
 // real renderer (headless Chromium, as a document and as an <img>). It must be referenced by the
-// page, parse, draw every step state and name every lock transition of src/transitions.ts (on an
+// page, parse, draw every step state and name every lock transition of src/rules/transitions.ts (on an
 // edge from one state to another, or in its legend when the state does not change), and nothing
 // the code lacks; its labels stay inside the picture and do not overlap.
 import { after, before, describe, it } from 'node:test';
@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { INSPECT_STATES } from '../src/inspect/step-view';
-import { transitions } from '../src/transitions';
+import { INSPECT_STATES } from '../src/ops/inspect/step-view';
+import { transitions } from '../src/rules/transitions';
 import { StepState } from '../src/types';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -99,7 +99,7 @@ describe('the step-state diagram (docs/concepts/step-states.svg)', { timeout: 60
     for (const name of names) assert.ok((INSPECT_STATES as readonly string[]).includes(name), `${name} is a state`);
   });
 
-  it('names every lock transition of src/transitions.ts, as an edge or in the legend, and no other', () => {
+  it('names every lock transition of src/rules/transitions.ts, as an edge or in the legend, and no other', () => {
     const named = new Set([...drawn.edges.flatMap((e) => e.name.split(' ')), ...drawn.legend]);
     assert.deepEqual([...named].sort(), Object.keys(transitions).sort());
   });

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { builtinModules } from 'node:module';
-import { ConfigError, ERRORS_REFERENCE_URL } from '../src/errors';
+import { ConfigError, ERRORS_REFERENCE_URL } from '../src/errors/errors';
 import { readConfig, type Env } from '../example-app/config';
 import { COUNTER_STEPS, FORGED_STEP } from '../example-app/chains';
 import type { AnswerCounts, ChainStatus } from '../example-app/status';

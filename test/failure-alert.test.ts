@@ -92,7 +92,7 @@ describe('failure alerts: sent at least once, the sweep sends again one never ma
     ids.push(s.received[0]!.id);
     const first = await failedStep(0);
     assert.notEqual(first.received[0]!.id, ids[0], 'another step, another id');
-    const { alertId } = await import('../src/alerts');
+    const { alertId } = await import('../src/alert/event');
     assert.equal(ids[0], alertId('failure', s.key, 1, s.t.runs[0]!.attempt));
     await Promise.all([s.t.locker.shutdown(), first.t.locker.shutdown()]);
   });

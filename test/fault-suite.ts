@@ -14,8 +14,8 @@ import { FaultyStore, type StoreOp } from './support/faulty-store';
 import { RecordingQueue } from './support/recording-queue';
 import {
   ContentionError, LeaseLostError, LeaseTimeoutError, PermanentError, StoreConfigError, StoreRejectedError, StoreUnavailableError,
-} from '../src/errors';
-import type { LockerOptions } from '../src/options';
+} from '../src/errors/errors';
+import type { LockerOptions } from '../src/config/options';
 import { StepState, type Properties } from '../src/types';
 import type { StoreUnderTest } from './handle-suite';
 

@@ -11,9 +11,9 @@ import type { Key } from '@google-cloud/datastore';
 import request from 'supertest';
 import { taskApp, keys, TEST_TOKEN, type TaskApp } from './support/task-app';
 import { RecordingQueue } from './support/recording-queue';
-import { ChainBusyError } from '../src/errors';
-import { encodeKey } from '../src/key-codec';
-import type { LockerOptions } from '../src/options';
+import { ChainBusyError } from '../src/errors/errors';
+import { encodeKey } from '../src/store/key-codec';
+import type { LockerOptions } from '../src/config/options';
 import { StepState, type Properties } from '../src/types';
 import type { StoreUnderTest } from './handle-suite';
 

@@ -4,10 +4,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
 import { Locker } from '../src/locker';
-import { UNINDEXED_LOCK_FIELDS } from '../src/lock-fields';
+import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
 import { DatastoreStore } from '../src/store/datastore';
 import { MemoryStore } from '../src/store/memory';
-import { InspectState } from '../src/inspect/step-view';
+import { InspectState } from '../src/ops/inspect/step-view';
 import { StepState, type Properties, type Store } from '../src/types';
 import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
 

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { platformLogger, type LogLevel } from '../src/log/platform-logger';
 import { Locker } from '../src/locker';
 import { MemoryStore } from '../src/store/memory';
-import { ConfigError } from '../src/errors';
+import { ConfigError } from '../src/errors/errors';
 
 const run = promisify(execFile);
 

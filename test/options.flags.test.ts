@@ -2,9 +2,9 @@
 // boolean is a ConfigError naming the option, never a truthy string that silently turns a switch on.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError } from '../src/errors';
+import { ConfigError } from '../src/errors/errors';
 import { Locker } from '../src/locker';
-import type { LockerOptions } from '../src/options';
+import type { LockerOptions } from '../src/config/options';
 import { MemoryStore } from '../src/store/memory';
 
 describe('new Locker(): boolean options', () => {

@@ -11,7 +11,7 @@ import { keys, testAuth, TEST_TOKEN, MemoryLogger } from './support/task-app';
 import { Locker } from '../src/locker';
 import { MemoryStore } from '../src/store/memory';
 import { StepState } from '../src/types';
-import { ERRORS_REFERENCE_URL } from '../src/errors';
+import { ERRORS_REFERENCE_URL } from '../src/errors/errors';
 
 async function oversized(front: express.RequestHandler[]) {
   const store = new MemoryStore();

@@ -12,7 +12,7 @@ import request from 'supertest';
 import { keys, testAuth, TEST_TOKEN, MemoryLogger } from './support/task-app';
 import { Locker } from '../src/locker';
 import { MemoryStore } from '../src/store/memory';
-import { taskBodyRecovery } from '../src/payload';
+import { taskBodyRecovery } from '../src/http/payload';
 import { StepState, type Json } from '../src/types';
 
 type Factory = () => Express;

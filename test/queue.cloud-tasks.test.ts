@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { status } from '@grpc/grpc-js';
 import type { CloudTasksClient } from '@google-cloud/tasks';
 import { CloudTasksQueue, type CloudTasksQueueOptions } from '../src/queue/cloud-tasks';
-import { ConfigError, QueueError } from '../src/errors';
+import { ConfigError, QueueError } from '../src/errors/errors';
 import type { TaskRequest } from '../src/types';
 import { connectClient, startCloudTasksServer, type CloudTasksServer } from './support/cloud-tasks-server';
 

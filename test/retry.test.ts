@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ContentionError, LeaseLostError, StoreUnavailableError } from '../src/errors';
+import { ContentionError, LeaseLostError, StoreUnavailableError } from '../src/errors/errors';
 import { withContentionRetry } from '../src/store/retry';
 
 /** A recording sleep and a fixed random number: no real waiting. */

@@ -10,13 +10,13 @@ import { chainRig, runCounts } from './support/chain-rig';
 import { RecordingQueue } from './support/recording-queue';
 import { keys } from './support/task-app';
 import { Locker } from '../src/locker';
-import { keyPath } from '../src/key-codec';
-import { kickoffChainId } from '../src/kickoff-plan';
+import { keyPath } from '../src/store/key-codec';
+import { kickoffChainId } from '../src/rules/kickoff-plan';
 import { keyString } from '../src/store/keys';
-import { taskName } from '../src/task-name';
-import { StoreRejectedError } from '../src/errors';
+import { taskName } from '../src/rules/ledger-record';
+import { StoreRejectedError } from '../src/errors/errors';
 import { StepState, type ConditionalWrite, type Properties, type Store } from '../src/types';
-import type { KickoffItem, KickoffProgress } from '../src/schedule-many-types';
+import type { KickoffItem, KickoffProgress } from '../src/chain/schedule-many-types';
 import type { StoreUnderTest } from './handle-suite';
 
 const ITEMS = 2_000;

@@ -8,8 +8,8 @@ import { spyClient } from './support/datastore-spy';
 import { RecordingQueue } from './support/recording-queue';
 import { keys } from './support/task-app';
 import { Locker } from '../src/locker';
-import { StoreRejectedError } from '../src/errors';
-import { BATCH } from '../src/schedule-many';
+import { StoreRejectedError } from '../src/errors/errors';
+import { BATCH } from '../src/chain/schedule-many';
 import { DatastoreStore } from '../src/store/datastore';
 import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
 

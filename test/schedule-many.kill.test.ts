@@ -11,12 +11,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Key } from '@google-cloud/datastore';
 import { DatastoreStore } from '../src/store/datastore';
-import { kickoffChainId } from '../src/kickoff-plan';
+import { kickoffChainId } from '../src/rules/kickoff-plan';
 import { keyString } from '../src/store/keys';
 import { StepState } from '../src/types';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { readAll } from './schedule-many-suite';
-import { BATCH } from '../src/schedule-many';
+import { BATCH } from '../src/chain/schedule-many';
 
 const ROOT = path.resolve(__dirname, '..');
 const ITEMS = 5_000;

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { scheduleManySuite } from './schedule-many-suite';
 import { MemoryStore } from '../src/store/memory';
 import { Locker } from '../src/locker';
-import { StoreRejectedError } from '../src/errors';
+import { StoreRejectedError } from '../src/errors/errors';
 import type { Queue, Store } from '../src/types';
-import type { KickoffItem } from '../src/schedule-many-types';
+import type { KickoffItem } from '../src/chain/schedule-many-types';
 import { RecordingQueue } from './support/recording-queue';
 import { keys, MemoryLogger } from './support/task-app';
 

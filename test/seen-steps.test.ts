@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { REFUSAL_TTL_MS, SeenSteps } from '../src/seen-steps';
+import { REFUSAL_TTL_MS, SeenSteps } from '../src/step/seen-steps';
 import { MemoryStore } from '../src/store/memory';
 import { keys, taskApp } from './support/task-app';
 import { StepState, type Properties } from '../src/types';

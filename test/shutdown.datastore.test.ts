@@ -7,9 +7,9 @@ import type { Key } from '@google-cloud/datastore';
 import { DatastoreStore } from '../src/store/datastore';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { keys, taskApp, type TaskApp } from './support/task-app';
-import { ConfigError, LeaseLostError, RequestTimeoutError, ShutdownError } from '../src/errors';
+import { ConfigError, LeaseLostError, RequestTimeoutError, ShutdownError } from '../src/errors/errors';
 import type { LockerEvents } from '../src/events';
-import { readLock } from '../src/lock-fields';
+import { readLock } from '../src/rules/lock-fields';
 import { StepState, type Properties, type Snapshot, type Store, type StoreTransaction } from '../src/types';
 
 let store: DatastoreStore;

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Key } from '@google-cloud/datastore';
 import { DatastoreStore } from '../src/store/datastore';
-import { readLock } from '../src/lock-fields';
+import { readLock } from '../src/rules/lock-fields';
 import { StepState } from '../src/types';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { keys, taskApp, TEST_TOKEN } from './support/task-app';

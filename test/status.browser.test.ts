@@ -16,7 +16,7 @@ import { Locker } from '../src/locker';
 import { LocalQueue } from '../src/queue/local';
 import { DatastoreStore } from '../src/store/datastore';
 import { StepState, type Authenticator, type Properties } from '../src/types';
-import { PermanentError } from '../src/errors';
+import { PermanentError } from '../src/errors/errors';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { MemoryLogger } from './support/task-app';
 

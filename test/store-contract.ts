@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { ContentionError, LeaseLostError, StoreRejectedError } from '../src/errors';
+import { ContentionError, LeaseLostError, StoreRejectedError } from '../src/errors/errors';
 import type { LedgerRecord, Properties, Store, StoreTransaction } from '../src/types';
 import { withContentionRetry } from '../src/store/retry';
 import { rawProperties } from './support/emulator';

@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { UNINDEXED_LOCK_FIELDS } from '../src/lock-fields';
+import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
 import type { LockQuery } from '../src/store/lock-query';
 import { StepState, type Properties, type Store } from '../src/types';
 

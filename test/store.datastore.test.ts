@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { ConfigError, ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../src/errors';
+import { ConfigError, ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../src/errors/errors';
 import { DatastoreStore, type DatastoreStoreOptions } from '../src/store/datastore';
 import { spyClient, type SpiedClient } from './support/datastore-spy';
 import { toStoreError } from '../src/store/datastore-errors';

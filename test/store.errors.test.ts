@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { ContentionError, StoreConfigError, StoreRejectedError, StoreUnavailableError, type LockerError } from '../src/errors';
+import { ContentionError, StoreConfigError, StoreRejectedError, StoreUnavailableError, type LockerError } from '../src/errors/errors';
 import { DatastoreStore } from '../src/store/datastore';
 import type { Snapshot } from '../src/types';
 import { spyClient } from './support/datastore-spy';

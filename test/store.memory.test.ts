@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { ContentionError, StoreUnavailableError } from '../src/errors';
+import { ContentionError, StoreUnavailableError } from '../src/errors/errors';
 import { MemoryStore, type MemoryStoreOperation } from '../src/store/memory';
 import { storeContract } from './store-contract';
 

@@ -6,7 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, type Key } from '@google-cloud/datastore';
-import { keyPath } from '../src/key-codec';
+import { keyPath } from '../src/store/key-codec';
 import { DatastoreStore } from '../src/store/datastore';
 import { MemoryStore } from '../src/store/memory';
 import type { Store } from '../src/types';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import * as api from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { ConfigError } from '../src/errors';
+import { ConfigError } from '../src/errors/errors';
 import { MemoryStore } from '../src/store/memory';
 import { loadOtelApi, type OtelApi } from '../src/telemetry/otel-api';
 import { Telemetry } from '../src/telemetry/telemetry';

@@ -5,10 +5,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ChainBusyError, TransitionError } from '../src/errors';
-import type { Lock } from '../src/lock-fields';
-import { readLock, writeLock } from '../src/lock-fields';
-import { cancel, kickoff, resend, retry, transitions, type LockEventName } from '../src/transitions';
+import { ChainBusyError, TransitionError } from '../src/errors/errors';
+import type { Lock } from '../src/rules/lock-fields';
+import { readLock, writeLock } from '../src/rules/lock-fields';
+import { cancel, kickoff, resend, retry, transitions, type LockEventName } from '../src/rules/transitions';
 import { StepState } from '../src/types';
 
 const page = readFileSync(join(__dirname, '..', 'docs', 'concepts', 'life-of-a-step.md'), 'utf8');

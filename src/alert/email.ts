@@ -6,10 +6,10 @@
 import nodemailer from 'nodemailer';
 import type { Transport, TransportConfig, Transporter } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
-import { dropUndefined } from '../drop-undefined';
-import { errorMessage } from '../error-text';
-import { ConfigError } from '../errors';
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { dropUndefined } from '../config/drop-undefined';
+import { errorMessage } from '../errors/error-text';
+import { ConfigError } from '../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { AlertEvent } from '../types';
 import { formatAlert } from './message';
 import { RateLimiter, type RateLimitOptions } from './rate-limit';

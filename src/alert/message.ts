@@ -3,10 +3,10 @@
  * say what happened, what a person should do, and every fact of the event. Whatever comes from
  * the entity, the error or the task is escaped in the HTML.
  */
-import { escapeHtml } from '../html';
+import { escapeHtml } from '../http/html';
 import { AlertReason, type AlertEvent } from '../types';
 import { renderValue } from './render-value';
-import { formatAge } from '../status/age';
+import { formatAge } from '../ops/status/age';
 
 /** A formatted alert. */
 export interface AlertMessage {

@@ -2,8 +2,8 @@
  * Where an alert came from and where to act on it: the project and service that raised it, the
  * key as `X-Lock-Key` encodes it, and the step's page on the status router when its URL is known.
  */
-import { encodeKey } from '../key-codec';
-import type { Config } from '../options';
+import { encodeKey } from '../store/key-codec';
+import type { Config } from '../config/options';
 import type { AlertEvent } from '../types';
 
 /** The step's page under a status router mounted at `statusUrl`. */

@@ -3,8 +3,8 @@
  * computed from an injected clock, with no timers. What it holds back is counted, and the next
  * alert let through is told how many were held back since the last one.
  */
-import { ConfigError } from '../errors';
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { ConfigError } from '../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 
 /** How many alerts may go out, and in what span. */
 export interface RateLimitOptions {

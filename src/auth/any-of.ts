@@ -2,7 +2,7 @@
  * An authenticator that accepts what any of several accepts, e.g. the local dispatcher's secret
  * or a Cloud Tasks OIDC token.
  */
-import { ConfigError } from '../errors';
+import { ConfigError } from '../errors/errors';
 import type { AuthRequest, AuthVerdict, Authenticator } from '../types';
 import { refuse } from './verdict';
 

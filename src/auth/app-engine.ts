@@ -1,8 +1,8 @@
 /**
  * Authentication of Cloud Tasks App Engine-target requests by the `X-AppEngine-QueueName` header.
  */
-import { ConfigError } from '../errors';
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { ConfigError } from '../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { AuthRequest, AuthVerdict, Authenticator } from '../types';
 import { ACCEPT, refuse } from './verdict';
 

@@ -5,8 +5,8 @@
  * verified here with google-auth-library against IAP's public keys. Meant for the status router.
  */
 import { OAuth2Client } from 'google-auth-library';
-import { ConfigError } from '../errors';
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { ConfigError } from '../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { AuthRequest, AuthVerdict, Authenticator } from '../types';
 import { ACCEPT, refuse } from './verdict';
 

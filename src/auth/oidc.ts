@@ -4,8 +4,8 @@
  */
 import { OAuth2Client } from 'google-auth-library';
 import type { TokenPayload } from 'google-auth-library';
-import { ConfigError } from '../errors';
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { ConfigError } from '../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { AuthRequest, AuthVerdict, Authenticator } from '../types';
 import { ACCEPT, refuse } from './verdict';
 

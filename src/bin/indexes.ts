@@ -4,7 +4,7 @@
  * `locker.inspect()` and the status router need for the kinds named. Exit code 2 and a line on
  * stderr when no kind, or a bad one, is given.
  */
-import { indexYaml } from '../index-yaml';
+import { indexYaml } from '../store/index-yaml';
 
 const kinds = process.argv.slice(2);
 try {

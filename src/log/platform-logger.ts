@@ -3,7 +3,7 @@
  * object per line with `severity`, `message` and the fields, which Cloud Logging parses into a
  * structured entry; elsewhere one readable line per message.
  */
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { Logger } from '../types';
 
 /** How the default logger writes: `json` lines, readable `text`, or `auto` (JSON on Cloud Run and App Engine). */

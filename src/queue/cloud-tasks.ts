@@ -4,12 +4,12 @@
  * targets.
  */
 import type { CloudTasksClient, protos } from '@google-cloud/tasks';
-import { dropUndefined } from '../drop-undefined';
-import { ConfigError, QueueError } from '../errors';
-import { describeGrpcError, grpcCode } from '../grpc-status';
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { dropUndefined } from '../config/drop-undefined';
+import { ConfigError, QueueError } from '../errors/errors';
+import { describeGrpcError, grpcCode } from '../errors/grpc-status';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { Queue, TaskRequest } from '../types';
-import { DEFAULT_DISPATCH_DEADLINE } from '../time-limits';
+import { DEFAULT_DISPATCH_DEADLINE } from '../config/time-limits';
 
 type ITask = protos.google.cloud.tasks.v2.ITask;
 

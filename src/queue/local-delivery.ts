@@ -2,7 +2,7 @@
  * One delivery attempt of the local dispatcher, and when to try again: an HTTP POST bounded by a
  * dispatch deadline, Cloud Tasks' backoff schedule and the `Retry-After` answer header.
  */
-import { errorMessage } from '../error-text';
+import { errorMessage } from '../errors/error-text';
 import http from 'node:http';
 import https from 'node:https';
 

@@ -3,9 +3,9 @@
  * checked, a `ConfigError` with a sentence for the first one that is wrong.
  */
 import { randomBytes } from 'node:crypto';
-import { dropUndefined } from '../drop-undefined';
-import { ConfigError } from '../errors';
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { dropUndefined } from '../config/drop-undefined';
+import { ConfigError } from '../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { Logger, TaskRequest } from '../types';
 import { MAX_TIMER_MS, targetUrl, type BackoffPolicy } from './local-delivery';
 import type { LocalSecret } from './local-signature';

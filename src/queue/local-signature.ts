@@ -13,7 +13,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { REPEATED, singleHeader } from '../single-header';
+import { REPEATED, singleHeader } from '../http/single-header';
 import { Headers, type Authenticator, type AuthVerdict } from '../types';
 
 /** The header that carries the signature (lowercase, as Node presents incoming headers). */

@@ -5,10 +5,10 @@
  * `Retry-After`, task-name de-duplication, a dispatch deadline and a concurrency limit. Requests
  * are signed with a per-queue secret (see `local-signature.ts`) that `authenticator()` checks.
  */
-import { errorMessage } from '../error-text';
+import { errorMessage } from '../errors/error-text';
 import http from 'node:http';
 import https from 'node:https';
-import { QueueError } from '../errors';
+import { QueueError } from '../errors/errors';
 import type { Authenticator, Queue, TaskRequest } from '../types';
 import { MAX_TIMER_MS, retryDelayMs, sendAttempt, targetUrl, type AttemptOutcome } from './local-delivery';
 import { parseOptions, type LocalQueueConfig, type LocalQueueOptions } from './local-options';

@@ -22,7 +22,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Key, type Datastore, type DatastoreClient } from '@google-cloud/datastore';
-import { ContentionError } from '../errors';
+import { ContentionError } from '../errors/errors';
 import type { Logger } from '../types';
 import { ABSENT_VERSION, commitUpsert, rollBack } from './datastore-commit';
 import { BEGIN_TRANSACTION, lookup } from './datastore-lookup';

@@ -19,7 +19,7 @@
  * until the refused write is alone, so it is reported on that write only.
  */
 import type { Key } from '@google-cloud/datastore';
-import { ContentionError, StoreRejectedError, StoreUnavailableError } from '../errors';
+import { ContentionError, StoreRejectedError, StoreUnavailableError } from '../errors/errors';
 import type { ConditionalOutcome, ConditionalWrite, VersionedRead } from '../types';
 import { ABSENT_VERSION as ABSENT, rollBack } from './datastore-commit';
 import { entityProto } from './datastore-encode';

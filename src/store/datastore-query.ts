@@ -3,7 +3,7 @@
  * `lock_ts` and an order on `lock_ts`, served by a composite index on (`lock_state`, `lock_ts`)
  * (one ascending, one descending). A missing index is a configuration error that says which.
  */
-import { StoreConfigError } from '../errors';
+import { StoreConfigError } from '../errors/errors';
 import { timestamp } from './datastore-encode';
 import { grpcCode } from './datastore-errors';
 import { decodeEntity, keyFromProto } from './datastore-protos';

@@ -49,8 +49,8 @@
  * `namespaces` to list the namespaces to sweep explicitly, which also saves the metadata query.
  */
 import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
-import { ConfigError } from '../errors';
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { ConfigError } from '../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { platformLogger } from '../log/platform-logger';
 import type { ConditionalOutcome, ConditionalWrite, DueLedger, Logger, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
 import { backendOf, type Backend, type ProbeTarget } from './datastore-backend';

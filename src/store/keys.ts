@@ -3,7 +3,7 @@
  * (namespace and full ancestor path, from `key-path.ts`) and a copy that callers cannot mutate.
  */
 import { Datastore, Key } from '@google-cloud/datastore';
-import { ancestry, keyIdentity } from '../key-path';
+import { ancestry, keyIdentity } from './key-path';
 
 /**
  * A stable string for a complete key, equal for equal keys (an id of `1` and `'1'` are one id; an

@@ -17,11 +17,11 @@
  * - Failures can be injected (`fault`, `failNext`) to test how callers live through an outage.
  */
 import type { Key } from '@google-cloud/datastore';
-import { ContentionError, StoreUnavailableError } from '../errors';
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { ContentionError, StoreUnavailableError } from '../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRecord, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
 import { copyKey, keyString } from './keys';
-import { keyPath } from '../key-path';
+import { keyPath } from './key-path';
 import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from './ledger-entity';
 import { copyProperties } from './values';
 import type { LockPage, LockQuery } from './lock-query';

@@ -2,8 +2,8 @@
  * Retrying a whole transaction when it aborts on contention, with full-jitter exponential backoff
  * (each delay is random between 0 and `min(maxDelayMs, baseDelayMs * 2^retry)`).
  */
-import { ContentionError, StoreUnavailableError } from '../errors';
-import { rejectUnknownOptions, type OptionNames } from '../option-names';
+import { ContentionError, StoreUnavailableError } from '../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 
 /** How often and how patiently to retry. */
 export interface ContentionRetryOptions {

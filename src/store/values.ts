@@ -5,7 +5,7 @@
  * same from every store, since writing it again would fail again.
  */
 import { Datastore } from '@google-cloud/datastore';
-import { StoreRejectedError } from '../errors';
+import { StoreRejectedError } from '../errors/errors';
 import type { Properties } from '../types';
 import { copyKey } from './keys';
 

@@ -14,7 +14,7 @@
  * built: `isRecording()` is false) and a counter the API's no-op meter's.
  */
 import type { Key } from '@google-cloud/datastore';
-import { keyPath } from '../key-codec';
+import { keyPath } from '../store/key-codec';
 import { SPAN_STATUS_ERROR, type OtelApi, type OtelAttributes, type OtelCounter, type OtelSpan, type OtelTracer } from './otel-api';
 
 /** The instrumentation scope's name: the tracer's and the meter's. */

@@ -6,7 +6,7 @@
  * answer lost). The code under test is never edited to fail.
  */
 import type { Key } from '@google-cloud/datastore';
-import { readLock } from '../../src/lock-fields';
+import { readLock } from '../../src/rules/lock-fields';
 import { StepState, type DueLedger, type LedgerRecord, type Properties, type Snapshot, type Store, type StoreTransaction } from '../../src/types';
 
 /** The operations a fault can hit. */

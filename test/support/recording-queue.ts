@@ -3,7 +3,7 @@
  * that need to see exactly what was enqueued or to simulate a crash between commit and create.
  * End-to-end tests use the real LocalQueue and CloudTasksQueue instead.
  */
-import { QueueError } from '../../src/errors';
+import { QueueError } from '../../src/errors/errors';
 import type { Queue, TaskRequest } from '../../src/types';
 
 export class RecordingQueue implements Queue {

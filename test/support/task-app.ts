@@ -6,8 +6,8 @@ import express, { type Express } from 'express';
 import request from 'supertest';
 import { Datastore, type Key } from '@google-cloud/datastore';
 import { Locker } from '../../src/locker';
-import type { LockerOptions } from '../../src/options';
-import type { TaskContext } from '../../src/context';
+import type { LockerOptions } from '../../src/config/options';
+import type { TaskContext } from '../../src/step/handler-types';
 import type { AlertEvent, Authenticator, Logger, Properties, Store } from '../../src/types';
 import type { LockerEvents } from '../../src/events';
 

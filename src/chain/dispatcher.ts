@@ -1,0 +1,67 @@
+/**
+ * The dispatcher (docs/design.md, sections 5 and 15): turns a ledger record into its task. A step's
+ * record is committed with the step; its task is created after the commit, here. A task that
+ * could not be created is logged and left to the sweep, which re-delivers the step once it stalled:
+ * that rule lives here once, for the kickoff, `ctx.schedule()`, the operator's actions and the sweep.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { Config } from '../config/options';
+import { encodeKey, keyPath } from '../store/key-codec';
+import { Headers, type LedgerRecord, type TaskRequest } from '../types';
+
+/** What the dispatcher reads of the configuration (`keyAppId` is read at each use: it is set once the project id is known). */
+export type DispatcherSettings = Pick<Config, 'queue' | 'logger' | 'keyAppId'>;
+
+/** The dispatcher (see the file's comment); built once per Locker. */
+export class Dispatcher {
+  constructor(
+    private readonly settings: DispatcherSettings,
+    /** Resolves once the store's project id is known, or could not be (keys are encoded with it). */
+    private readonly ready: Promise<void>,
+  ) {}
+
+  /** `X-Lock-Key` for a key (with the project id once it is known). */
+  encodeKey(key: Key): string {
+    return encodeKey(key, this.settings.keyAppId);
+  }
+
+  /** The task request for the record's current task (`record.task`). */
+  taskRequest(record: LedgerRecord): TaskRequest {
+    const headers: Record<string, string> = {
+      [Headers.key]: this.encodeKey(record.key),
+      [Headers.seq]: String(record.seq),
+      [Headers.chain]: record.chain,
+    };
+    if (record.sends > 1) headers[Headers.send] = String(record.sends);
+    const task: TaskRequest = { name: record.task, path: record.path, headers, body: record.body };
+    if (record.scheduleTime && record.sends === 1) task.scheduleTime = record.scheduleTime;
+    return task;
+  }
+
+  /** Creates the record's current task; resolves to the error when it could not be (nothing is logged), undefined when it was created. */
+  async enqueue(record: LedgerRecord): Promise<{ error: unknown } | undefined> {
+    const queue = this.settings.queue;
+    if (!queue) return { error: new Error('no queue') };
+    try {
+      await this.ready; // the key's encoding may wait for the store's project id
+      await queue.enqueue(this.taskRequest(record));
+      return undefined;
+    } catch (error) {
+      return { error };
+    }
+  }
+
+  /**
+   * Creates the record's current task, after the commit. A failure is logged and leaves the step to
+   * the sweep; resolves to whether the task was created.
+   */
+  async send(record: LedgerRecord): Promise<boolean> {
+    if (!this.settings.queue) return false;
+    const failed = await this.enqueue(record);
+    if (!failed) return true;
+    this.settings.logger.warn('task not created; the sweep re-delivers the step once it is stalled', {
+      task: record.task, key: keyPath(record.key), seq: record.seq, error: failed.error instanceof Error ? failed.error.message : String(failed.error),
+    });
+    return false;
+  }
+}

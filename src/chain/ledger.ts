@@ -1,0 +1,59 @@
+/**
+ * The ledger of live steps (docs/design.md, sections 5 and 15): a step's record is committed with
+ * the step, names the task that carries it, and stays while the step is live. This part claims a
+ * record's next send (a compare-and-swap on the task it names and its send count, so two sweeps
+ * never both re-deliver one send), retires the record of a step that ended without holding up the
+ * answer, and lets `shutdown()` wait for those removals.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { Config } from '../config/options';
+import { nextSend } from '../rules/ledger-record';
+import { keyPath } from '../store/key-codec';
+import type { LedgerRecord, StoreTransaction } from '../types';
+
+/** Runs a read-check-write in a transaction, re-run whole on contention (the lock writer's `transact`). */
+export type Transact = <T>(fn: (tx: StoreTransaction) => Promise<T>) => Promise<T>;
+
+/** The ledger part (see the file's comment); built once per Locker. */
+export class Ledger {
+  private readonly retiring = new Set<Promise<void>>();
+
+  constructor(private readonly settings: Pick<Config, 'store' | 'logger'>, private readonly transact: Transact) {}
+
+  /**
+   * Replaces the record with `change(record)` only while it still names the same task and send
+   * (a compare-and-swap in a transaction); resolves to what was written, or undefined when the
+   * record changed or is gone.
+   */
+  update(record: LedgerRecord, change: (r: LedgerRecord) => LedgerRecord): Promise<LedgerRecord | undefined> {
+    return this.transact(async (tx) => {
+      const current = await tx.getLedger(record.key, record.id);
+      if (!current || current.task !== record.task || current.sends !== record.sends) return undefined;
+      const next = change(current);
+      tx.putLedger(next);
+      return next;
+    });
+  }
+
+  /** Claims the record's next send (`nextSend`), looked at again `interval` ms from `now`; undefined when another claimed it first. */
+  claimNextSend(record: LedgerRecord, now: number, interval: number): Promise<LedgerRecord | undefined> {
+    return this.update(record, (r) => nextSend(r, now, interval));
+  }
+
+  /**
+   * Removes the ledger record `id` of a step that finished or failed for good, after its finishing
+   * write and without holding up the answer (a failure is logged; the sweep clears what is left).
+   */
+  retire(key: Key, id: string | undefined): void {
+    if (id === undefined) return;
+    const removing = this.settings.store.deleteLedger(key, id)
+      .catch((error: unknown) => this.settings.logger.warn('ledger record not removed; the sweep clears it', { key: keyPath(key), task: id, error: String(error) }))
+      .finally(() => this.retiring.delete(removing));
+    this.retiring.add(removing);
+  }
+
+  /** Resolves once every removal in flight settled. */
+  async drain(): Promise<void> {
+    await Promise.all([...this.retiring]);
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * The transactional outbox that replaces App Engine's transactional enqueue (docs/design.md, section 5): a
+ * step and its ledger record are committed in one transaction (`commitNextStep`, the one way a next
+ * step is written, by the kickoff and by `ctx.schedule()`); the task is created after the commit
+ * (`sendNextStep`, through the dispatcher); the sweep re-delivers what stalls (`sweep.ts`).
+ */
+import type { Key } from '@google-cloud/datastore';
+import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
+import { rejectUnknownOptions } from '../config/option-names';
+import { ChainBusyError, ConfigError } from '../errors/errors';
+import type { Parts } from '../parts';
+import { readLock, type Lock } from '../rules/lock-fields';
+import { newChainId, scheduledStep, type NextStep } from '../rules/ledger-record';
+import { entityProperties, SCHEDULE_OPTION_NAMES, type ScheduledStep, type ScheduleOptions } from '../step/handler-types';
+import { checkDeliverable, keyPath } from '../store/key-codec';
+import type { Json, LedgerRecord, Properties, StoreTransaction } from '../types';
+
+/** Cloud Tasks' limits: a task's size and how far ahead it may be scheduled. */
+const MAX_BODY_BYTES = 100 * 1024 - 4 * 1024; // headroom for headers and the task's own fields
+const MAX_AHEAD_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** Checks what a caller asked to schedule; throws a `TypeError`/`RangeError` saying what is wrong. */
+export function checkStep(parts: Pick<Parts, 'config'>, path: string, payload: Json | undefined, options: ScheduleOptions = {}): NextStep {
+  if (!parts.config.queue) throw new ConfigError('schedule() needs a queue: pass `queue` to the Locker.');
+  rejectUnknownOptions('schedule()', options, SCHEDULE_OPTION_NAMES);
+  if (typeof path !== 'string' || !/^\/[\x21-\x7e]*$/.test(path)) {
+    throw new TypeError(`the task path must start with "/" and contain no spaces; got ${JSON.stringify(path)}`);
+  }
+  const body = payload === undefined ? '' : JSON.stringify(payload);
+  if (body === undefined) throw new TypeError('the payload must be JSON');
+  if (Buffer.byteLength(body) > MAX_BODY_BYTES) {
+    throw new RangeError(`the payload is ${Buffer.byteLength(body)} bytes; Cloud Tasks takes at most ${MAX_BODY_BYTES}`);
+  }
+  return { path, body, scheduleTime: scheduleTime(parts.config.clock(), options), stallAfter: parts.config.stallAfter };
+}
+
+function scheduleTime(now: number, options: ScheduleOptions): Date | undefined {
+  if (options.delayMs !== undefined && options.at !== undefined) throw new TypeError('give either delayMs or at, not both');
+  let at: number | undefined;
+  if (options.delayMs !== undefined) {
+    if (!Number.isFinite(options.delayMs) || options.delayMs < 0) throw new RangeError('delayMs must be a number of ms ≥ 0');
+    at = now + options.delayMs;
+  } else if (options.at !== undefined) {
+    if (!(options.at instanceof Date) || Number.isNaN(options.at.getTime())) throw new TypeError('at must be a valid Date');
+    at = options.at.getTime();
+  }
+  if (at === undefined || at <= now) return undefined;
+  if (at - now > MAX_AHEAD_MS) throw new RangeError('a task may be scheduled at most 30 days ahead');
+  return new Date(at);
+}
+
+/**
+ * Commits the next step in `tx`, the one way a step is scheduled: the lock of the `schedule` (from
+ * a running step) or `kickoff` (on an idle entity) transition, with the user's `own` properties, the
+ * step's ledger record, and the removal of the record of the step it follows. Overwrite alerts of
+ * the lock still unsent, less `sent`, stay on it (`endStepAlerts`). Throws `ChainBusyError` when a
+ * kickoff finds the chain busy.
+ */
+export function commitNextStep(
+  parts: Pick<Parts, 'config' | 'locks'>, tx: StoreTransaction, key: Key, props: Properties, from: Lock,
+  next: { chain: string; step: NextStep; how: 'schedule' | 'kickoff'; own: Properties; sent: readonly string[] }, now: Date,
+): { lock: Lock; record: LedgerRecord } {
+  const planned = endStepAlerts(parts, scheduledStep(key, from, next.chain, next.step, now, next.how), from, next.sent, now);
+  parts.locks.put(tx, key, props, planned.lock, next.own);
+  if (from.task !== undefined) tx.deleteLedger(key, from.task); // the step it follows moved on: its record goes in the same commit
+  tx.putLedger(planned.record);
+  return planned;
+}
+
+/** After the commit: reports the step scheduled and creates its task (a failure is left to the sweep). */
+export async function sendNextStep(parts: Pick<Parts, 'emit' | 'dispatcher'>, record: LedgerRecord, attempt: string): Promise<ScheduledStep> {
+  parts.emit('scheduled', { key: record.key, seq: record.seq, attempt, task: record.task, path: record.path });
+  const sent = await parts.dispatcher.send(record);
+  return { seq: record.seq, task: record.task, sent };
+}
+
+/**
+ * Starts a chain on `key` (`locker.schedule()`): saves `entity` with step `lock_seq + 1` scheduled
+ * and its ledger record, in one transaction, then creates the task. Throws `ChainBusyError` when
+ * the chain already has a step scheduled or running, and a `TypeError` before writing anything
+ * when the key could not be delivered in a task.
+ */
+export async function kickoff(
+  parts: Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher'>, key: Key, entity: unknown, path: string, payload?: Json, options?: ScheduleOptions,
+): Promise<ScheduledStep> {
+  const step = checkStep(parts, path, payload, options);
+  checkDeliverable(key, parts.config.keyAppId);
+  const now = new Date(parts.config.clock());
+  const chain = newChainId();
+  const own = entityProperties(entity);
+  const record = await parts.locks.transaction(key, async (tx) => {
+    const props = (await tx.get(key)) ?? {};
+    try {
+      // An earlier chain's overwrite alerts still unsent stay on the lock until someone sends them.
+      return commitNextStep(parts, tx, key, props, readLock(props), { chain, step, how: 'kickoff', own, sent: NO_ALERTS }, now).record;
+    } catch (error) {
+      if (error instanceof ChainBusyError) throw new ChainBusyError(`${keyPath(key)}: ${error.message}`);
+      throw error;
+    }
+  });
+  return sendNextStep(parts, record, '');
+}

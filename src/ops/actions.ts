@@ -1,0 +1,112 @@
+/**
+ * The operator's actions on a chain: retry a failed step, cancel a chain, re-send the current
+ * step. Each is fenced like every other write (a transaction that re-reads the entity and applies
+ * the lock transition, which refuses a step in the wrong state; with `seq`, also a step that moved
+ * on since the operator looked), then logged and emitted as an event.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { Parts } from '../parts';
+import { TransitionError } from '../errors/errors';
+import { keyPath } from '../store/key-codec';
+import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
+import { readLock, type Lock } from '../rules/lock-fields';
+import { nextSend } from '../rules/ledger-record';
+import { cancel, resend, retry } from '../rules/transitions';
+import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
+import type { LedgerRecord, StoreTransaction } from '../types';
+
+/** The parts an operator's action uses. */
+type ActionParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher'>;
+
+/** What an action may be told about the step the operator saw. */
+export interface ActionOptions {
+  /** The step the operator saw: the action is refused (`TransitionError`) when the chain is at another step now. */
+  seq?: number;
+}
+
+/** Every option name of {@link ActionOptions}. */
+export const ACTION_OPTION_NAMES: OptionNames<ActionOptions> = { seq: true };
+
+/** What an action did. */
+export interface ActionResult {
+  /** The step acted on. */
+  seq: number;
+  /** The task created for it (retry, resend). */
+  task?: string;
+  /** Whether that task was created now (otherwise the sweep re-delivers the step). */
+  sent?: boolean;
+}
+
+/** Cancels the chain on `key` at its current step: the step never runs, its tasks are dropped on arrival. */
+export async function cancelChain(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+  rejectUnknownOptions('locker.cancel()', options, ACTION_OPTION_NAMES);
+  const now = new Date(parts.config.clock());
+  const seq = await parts.locks.transaction(key, async (tx) => {
+    const props = await tx.get(key);
+    const lock = current(key, props === undefined ? undefined : readLock(props), options);
+    parts.locks.put(tx, key, props!, cancel(lock, { now }));
+    if (lock.task !== undefined) tx.deleteLedger(key, lock.task); // the step is no longer live: its record goes in the same commit
+    return lock.seq;
+  });
+  parts.emit('cancelled', { key, seq, attempt: '' });
+  parts.config.logger.warn('chain cancelled by an operator', { key: keyPath(key), namespace: key.namespace, seq });
+  return { seq };
+}
+
+/** The lock to act on: the entity must exist and, when `options.seq` is given, be at that step. */
+export function current(key: Key, lock: Lock | undefined, options: ActionOptions): Lock {
+  if (!lock) throw new TransitionError(`${keyPath(key)} does not exist`);
+  if (options.seq !== undefined && lock.seq !== options.seq) {
+    throw new TransitionError(`${keyPath(key)} is at step ${lock.seq} now, not step ${options.seq}: reload and look again`);
+  }
+  return lock;
+}
+
+/** Revives failed step `key` with a fresh retry budget, on a new task (see `Locker.retry`). */
+export async function retryStep(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+  rejectUnknownOptions('locker.retry()', options, ACTION_OPTION_NAMES);
+  const now = parts.config.clock();
+  const record = await parts.locks.transaction(key, async (tx) => {
+    const props = await tx.get(key);
+    const lock = current(key, props === undefined ? undefined : readLock(props), options);
+    const found = await ledgerOf(tx, key, lock);
+    // lock_task keeps naming the record (found.id); overwrite alerts still unsent stay until someone sends them.
+    const next = endStepAlerts(parts, { lock: retry(lock, { now: new Date(now) }) }, lock, NO_ALERTS, new Date(now)).lock;
+    const claimed = nextSend(found, now, parts.config.stallAfter);
+    parts.locks.put(tx, key, props!, next);
+    tx.putLedger(claimed);
+    return claimed;
+  });
+  const sent = await parts.dispatcher.send(record);
+  parts.emit('retried', { key, seq: record.seq, attempt: '', task: record.task });
+  parts.config.logger.warn('failed step retried by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, sent });
+  return { seq: record.seq, task: record.task, sent };
+}
+
+/** Re-delivers the current step of `key` now, on a new task (see `Locker.resend`). */
+export async function resendStep(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+  rejectUnknownOptions('locker.resend()', options, ACTION_OPTION_NAMES);
+  const now = parts.config.clock();
+  const record = await parts.locks.transact(async (tx) => {
+    const props = await tx.get(key);
+    const lock = current(key, props === undefined ? undefined : readLock(props), options);
+    const found = await ledgerOf(tx, key, lock);
+    resend(lock, { now: new Date(now) }); // refuses a step that is not scheduled; the lock itself is not written
+    const claimed = nextSend(found, now, parts.config.stallAfter);
+    tx.putLedger(claimed); // the transaction read the entity: a change to it since aborts this commit
+    return claimed;
+  });
+  const sent = await parts.dispatcher.send(record);
+  parts.emit('resent', { key, seq: record.seq, attempt: '', task: record.task, path: record.path, send: record.sends });
+  parts.config.logger.warn('step re-sent by an operator', { key: keyPath(key), namespace: key.namespace, seq: record.seq, task: record.task, send: record.sends, sent });
+  return { seq: record.seq, task: record.task, sent };
+}
+
+/** The ledger record of the lock's current step: its path and payload, which a new task needs. */
+async function ledgerOf(tx: StoreTransaction, key: Key, lock: Lock): Promise<LedgerRecord> {
+  const found = lock.task === undefined ? undefined : await tx.getLedger(key, lock.task);
+  if (!found || found.seq !== lock.seq) {
+    throw new TransitionError(`${keyPath(key)} step ${lock.seq} has no ledger record (the task's path and payload), so no new task can be made for it; kick off a new chain instead`);
+  }
+  return found;
+}

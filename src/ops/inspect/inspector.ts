@@ -1,0 +1,197 @@
+/**
+ * `locker.inspect()`: steps listed by state, kind and namespace, oldest or newest first, a page at
+ * a time; and one entity's detail. Every list is one indexed query range on (`lock_state`,
+ * `lock_ts`) per page, read in a few bounded batches: never a scan of a kind.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { Parts } from '../../parts';
+import { ConfigError } from '../../errors/errors';
+import { keyIdentity } from '../../store/key-path';
+import { readLock } from '../../rules/lock-fields';
+import type { LockQuery } from '../../store/lock-query';
+import { StepState, type Store } from '../../types';
+import { viewLedger, type LedgerView } from './ledger-view';
+import { InspectState, INSPECT_STATES, inList, splitError, viewStep, type StepSummary, type ViewClock } from './step-view';
+
+/** What to list. */
+export interface ListQuery {
+  /** Which steps. */
+  state: InspectState;
+  /** Their entities' kind. */
+  kind: string;
+  /** Their namespace; the default one when left out. */
+  namespace?: string;
+  /** By last progress (`lock_ts`). Defaults to `oldest` first. */
+  order?: 'oldest' | 'newest';
+  /** At most this many steps, 1 to 200. Defaults to 50. */
+  limit?: number;
+  /** Where the previous page ended (its `cursor`). */
+  cursor?: string;
+}
+
+/** A page of steps. */
+export interface StepPage {
+  /** The steps of this page, in the order asked for. */
+  steps: StepSummary[];
+  /** Pass it back as `cursor` for the next page; undefined when there is no more. */
+  cursor?: string;
+}
+
+/** One entity's detail. */
+export interface StepDetail extends StepSummary {
+  /** The last error of the current step, message and stack as stored (bounded). */
+  error?: {
+    /** The error's message. */
+    message: string;
+    /** Its stack, when one was stored. */
+    stack?: string;
+  };
+  /** Alerts sent for this entity, as `reason:seq`. */
+  alerts: string[];
+  /**
+   * The ledger record of the current step (the one the entity's `lock_task` names, for its
+   * `lock_seq`): undefined when there is none, as for a complete or cancelled chain, a step the Go
+   * library scheduled, or a record the sweep already cleared.
+   */
+  ledger?: LedgerView;
+  /**
+   * When the current step was scheduled: its ledger record's `createdAt`, the commit of the step
+   * that scheduled it (or of the kickoff). Not when an attempt first ran it, which is not stored;
+   * a retry or re-send keeps it. Undefined without a ledger record.
+   */
+  startedAt?: Date;
+  /** How long ago `startedAt` was, ms. */
+  startedAgeMs?: number;
+  /** The longest an attempt may fail before the step fails for good. */
+  maxRetries: number;
+  /** The lease duration the states were computed with, ms. */
+  leaseDurationMs: number;
+  /** How long without progress makes a scheduled step stalled, ms. */
+  stallAfterMs: number;
+}
+
+/** Batches read from the store for one page at most: a list with few matches returns early, with a cursor. */
+const MAX_BATCHES = 4;
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 200;
+
+/** Lists and shows steps; made by `locker.inspect()`. */
+export class Inspector {
+  /** @internal */
+  constructor(private readonly parts: Pick<Parts, 'config' | 'locks' | 'dispatcher'>) {}
+
+  /** One page of the steps in `query.state`, by last progress. */
+  async list(query: ListQuery): Promise<StepPage> {
+    const store = this.store();
+    checkList(query);
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const position = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    const clock = this.clock(position?.now);
+    const range = rangeFor(query.state, clock);
+    const steps: StepSummary[] = [];
+    let storeCursor = position?.store;
+    for (let batch = 0; batch < MAX_BATCHES && steps.length < limit; batch++) {
+      const page = await store.queryLocks!({
+        kind: query.kind, namespace: query.namespace ?? '', order: query.order === 'newest' ? 'desc' : 'asc',
+        limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}),
+      });
+      for (const { key, properties } of page.entities) {
+        const view = viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key));
+        if (inList(view, query.state)) steps.push(view);
+      }
+      storeCursor = page.cursor;
+      if (!storeCursor) break;
+    }
+    return storeCursor ? { steps, cursor: encodeCursor({ now: clock.now, store: storeCursor }) } : { steps };
+  }
+
+  /**
+   * The detail of the entity at `key`, or undefined when it does not exist: the entity and its
+   * step's ledger record, read by key in one transaction (two lookups, never a query).
+   */
+  async step(key: Key): Promise<StepDetail | undefined> {
+    const read = await this.parts.locks.transact(async (tx) => {
+      const props = await tx.get(key);
+      if (!props) return undefined;
+      const task = readLock(props).task;
+      return { props, record: task === undefined ? undefined : await tx.getLedger(key, task) };
+    });
+    if (!read) return undefined;
+    const clock = this.clock();
+    const lock = readLock(read.props);
+    const detail: StepDetail = {
+      ...viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key)),
+      alerts: lock.alerts, maxRetries: this.parts.config.maxRetries,
+      leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
+    };
+    if (lock.err) detail.error = splitError(lock.err);
+    if (read.record && read.record.seq === lock.seq && keyIdentity(read.record.key) === keyIdentity(key)) {
+      detail.ledger = viewLedger(read.record, clock.now);
+      detail.startedAt = read.record.createdAt;
+      detail.startedAgeMs = Math.max(0, clock.now - read.record.createdAt.getTime());
+    }
+    return detail;
+  }
+
+  /** @internal The clock and durations states are computed with (a cursor keeps its page's `now`). */
+  clock(now = this.parts.config.clock()): ViewClock {
+    const { leaseDuration } = this.parts.config;
+    return { now, leaseDuration, stallAfter: stallAfterOf(this.parts) };
+  }
+
+  private store(): Store {
+    const store = this.parts.config.store;
+    if (typeof store.queryLocks !== 'function') {
+      throw new ConfigError('locker.inspect() needs a store with queryLocks (DatastoreStore and MemoryStore have it).');
+    }
+    return store;
+  }
+}
+
+/** How long without progress makes a scheduled step stalled: the Locker's `stallAfter`, as the sweep sees it. */
+export function stallAfterOf(parts: Pick<Parts, 'config'>): number {
+  return parts.config.stallAfter;
+}
+
+/** The indexed query range that holds every step of a state (the view then keeps the ones that are). */
+function rangeFor(state: InspectState, clock: ViewClock): Pick<LockQuery, 'state' | 'tsBefore' | 'tsFrom'> {
+  const leaseEdge = new Date(clock.now - clock.leaseDuration);
+  const stallEdge = new Date(clock.now - clock.stallAfter);
+  switch (state) {
+    case InspectState.failed: return { state: StepState.failed };
+    case InspectState.complete: return { state: StepState.complete };
+    case InspectState.cancelled: return { state: StepState.cancelled };
+    case InspectState.running: return { state: StepState.scheduled, tsFrom: leaseEdge };
+    case InspectState.stale: return { state: StepState.scheduled, tsBefore: new Date(leaseEdge.getTime() + 1) };
+    case InspectState.stalled: return { state: StepState.scheduled, tsBefore: new Date(stallEdge.getTime() + 1) };
+    case InspectState.scheduled: return { state: StepState.scheduled, tsFrom: new Date(stallEdge.getTime() + 1) };
+  }
+}
+
+function checkList(query: ListQuery): void {
+  if (!INSPECT_STATES.includes(query.state)) throw new RangeError(`state must be one of ${INSPECT_STATES.join(', ')}; got ${String(query.state)}`);
+  if (typeof query.kind !== 'string' || query.kind === '') throw new RangeError('a list needs a kind');
+  if (query.order !== undefined && query.order !== 'oldest' && query.order !== 'newest') throw new RangeError('order must be "oldest" or "newest"');
+  const limit = query.limit ?? DEFAULT_LIMIT;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be 1 to ${MAX_LIMIT}`);
+}
+
+interface Position {
+  /** The `now` of the first page, so every page of a list draws the same lines. */
+  now: number;
+  store: string;
+}
+
+function encodeCursor(position: Position): string {
+  return Buffer.from(JSON.stringify([position.now, position.store])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): Position {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString());
+    if (Array.isArray(value) && typeof value[0] === 'number' && typeof value[1] === 'string') return { now: value[0], store: value[1] };
+  } catch {
+    // fall through
+  }
+  throw new RangeError('the cursor is not one locker.inspect() handed out');
+}

@@ -1,0 +1,132 @@
+/**
+ * What an operator sees of one step: its state as the operator's view names it (scheduled,
+ * running, stale lease, stalled, failed, complete), computed from the stored lock fields and the
+ * clock, never stored. Pure: the same lock and clock give the same view.
+ */
+import type { Key } from '@google-cloud/datastore';
+import { keyPath } from '../../store/key-codec';
+import { readLock, userProperties } from '../../rules/lock-fields';
+import { StepState, type Properties } from '../../types';
+
+/** The states the operator's view lists steps by. */
+export const InspectState = {
+  /** Waiting for its task: the lease is free and the step has not been waiting for `stallAfter`. */
+  scheduled: 'scheduled',
+  /** An attempt holds a fresh lease (renewed within `leaseDuration`). */
+  running: 'running',
+  /** An attempt holds a lease it stopped renewing: it crashed or hangs; the next delivery takes it over. */
+  stale: 'stale',
+  /** No progress for `stallAfter`: a free lease nobody took, or a stale lease nobody took over. */
+  stalled: 'stalled',
+  /** Failed for good: its chain stopped until someone retries or cancels it. */
+  failed: 'failed',
+  /** The chain finished. */
+  complete: 'complete',
+  /** An operator cancelled the chain at this step. */
+  cancelled: 'cancelled',
+} as const;
+export type InspectState = (typeof InspectState)[keyof typeof InspectState];
+
+/** Every state, in the order a page shows them. */
+export const INSPECT_STATES: readonly InspectState[] = ['stalled', 'stale', 'failed', 'running', 'scheduled', 'complete', 'cancelled'];
+
+/** The clock and durations a view is computed with. */
+export interface ViewClock {
+  now: number;
+  leaseDuration: number;
+  stallAfter: number;
+}
+
+/** One step as the operator's view shows it. */
+export interface StepSummary {
+  /** The entity's key. */
+  key: Key;
+  /** The key as `X-Lock-Key` encodes it; the status router's links and forms carry it. */
+  encodedKey: string;
+  /** The entity's kind. */
+  kind: string;
+  /** The key's namespace; undefined in the default namespace. */
+  namespace?: string;
+  /** e.g. `Order:42/Line:"a"`. */
+  keyPath: string;
+  /** Undefined for an entity no step was ever scheduled on. */
+  state: InspectState | undefined;
+  /** The current step's sequence number. */
+  seq: number;
+  /** The chain the current step belongs to; undefined when none is stored (entities the Go library wrote). */
+  chain?: string;
+  /** Failed attempts of the current step. */
+  tries: number;
+  /** The attempt holding the lease, if any. */
+  holder?: string;
+  /** How long ago the lease was last taken or renewed, ms (while held). */
+  leaseAgeMs?: number;
+  /** When the lock fields were last written: the step's last progress. */
+  lastProgressAt?: Date;
+  /** How long ago that was, ms. */
+  lastProgressAgeMs?: number;
+  /** An attempt holds a lease it stopped renewing. */
+  staleLease: boolean;
+  /** No progress for `stallAfter` while scheduled. */
+  stalled: boolean;
+  /** The name of the task that carries the step. */
+  task?: string;
+  /** The last error's first line. */
+  errorMessage?: string;
+  /** The entity's own properties (lock fields left out). */
+  properties: Properties;
+}
+
+/** The view of an entity's stored properties at `clock.now`. */
+export function viewStep(key: Key, props: Properties, clock: ViewClock, encodedKey: string): StepSummary {
+  const lock = readLock(props);
+  const ageMs = lock.ts ? Math.max(0, clock.now - lock.ts.getTime()) : undefined;
+  const scheduled = lock.state === StepState.scheduled;
+  const staleLease = scheduled && lock.req !== '' && (ageMs === undefined || ageMs >= clock.leaseDuration);
+  const stalled = scheduled && (lock.req === '' || staleLease) && (ageMs === undefined || ageMs >= clock.stallAfter);
+  const view: StepSummary = {
+    key, encodedKey, kind: key.kind, keyPath: keyPath(key),
+    state: stateOf(lock.state, lock.req !== '', staleLease, stalled),
+    seq: lock.seq, tries: lock.tries, staleLease, stalled,
+    properties: userProperties(props),
+  };
+  if (key.namespace) view.namespace = key.namespace;
+  if (lock.chain) view.chain = lock.chain;
+  if (lock.req) view.holder = lock.req;
+  if (lock.req && ageMs !== undefined) view.leaseAgeMs = ageMs;
+  if (lock.ts) view.lastProgressAt = lock.ts;
+  if (ageMs !== undefined) view.lastProgressAgeMs = ageMs;
+  if (lock.task) view.task = lock.task;
+  if (lock.err) view.errorMessage = firstLine(lock.err);
+  return view;
+}
+
+function stateOf(state: StepState | undefined, held: boolean, staleLease: boolean, stalled: boolean): InspectState | undefined {
+  if (state === StepState.failed) return InspectState.failed;
+  if (state === StepState.complete) return InspectState.complete;
+  if (state === StepState.cancelled) return InspectState.cancelled;
+  if (state !== StepState.scheduled) return undefined;
+  if (stalled) return InspectState.stalled;
+  if (staleLease) return InspectState.stale;
+  return held ? InspectState.running : InspectState.scheduled;
+}
+
+/** Whether a view belongs in a list of `state` (a stalled stale lease is in both lists). */
+export function inList(view: StepSummary, state: InspectState): boolean {
+  if (state === InspectState.stale) return view.staleLease;
+  if (state === InspectState.stalled) return view.stalled;
+  return view.state === state;
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n', 1)[0] ?? '';
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
+}
+
+/** Splits a stored error (`lock_err`: the stack, or name and message) into its message and stack. */
+export function splitError(text: string): { message: string; stack?: string } {
+  const lines = text.split('\n');
+  const frame = lines.findIndex((line) => /^\s+at /.test(line));
+  if (frame <= 0) return { message: text };
+  return { message: lines.slice(0, frame).join('\n'), stack: text };
+}

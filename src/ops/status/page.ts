@@ -1,0 +1,257 @@
+/**
+ * The status page's HTML: server-rendered, no script, every value escaped. It reloads itself
+ * (meta refresh), fits a phone (rows become cards on narrow screens), marks stale leases and
+ * stalled steps, shows times as ages, and puts each action in a small form (POST with the CSRF
+ * token).
+ */
+import { escapeHtml } from '../../http/html';
+import { INSPECT_STATES, type InspectState, type StepSummary } from '../inspect/step-view';
+import { formatAge } from './age';
+import type { LedgerView } from '../inspect/ledger-view';
+import type { ActionName, DetailView, ListView, Section, StepRow } from './view-model';
+
+/** What every page needs besides its view. */
+export interface PageContext {
+  title: string;
+  /** Where the router is mounted (`req.baseUrl`): links are built on it. */
+  base: string;
+  csrf: string;
+  refreshSeconds: number;
+  kinds: readonly string[];
+  namespaces: readonly string[];
+  columns: readonly string[];
+  /** Trusted HTML above the lists. */
+  intro: string;
+}
+
+const STATE_LABELS: Record<InspectState, string> = {
+  stalled: 'Stalled', stale: 'Stale lease', failed: 'Failed', running: 'Running', scheduled: 'Scheduled', complete: 'Complete', cancelled: 'Cancelled',
+};
+
+const STATE_HELP: Record<InspectState, string> = {
+  stalled: 'no progress for stallAfter: a free lease nobody took, or a stale lease nobody took over; the sweep re-delivers it, or re-send it now',
+  stale: 'an attempt holds a lease it stopped renewing (it crashed or hangs); the next delivery takes it over',
+  failed: 'failed for good: the chain stopped; fix the cause, then retry it (or leave it: a kickoff starts a new chain)',
+  running: 'an attempt holds a fresh lease',
+  scheduled: 'waiting for its task',
+  complete: 'the chain finished',
+  cancelled: 'an operator cancelled the chain',
+};
+
+/** The list page. */
+export function renderList(view: ListView, ctx: PageContext): string {
+  const body = [ctx.intro, filtersForm(view, ctx), ...view.sections.map((s) => sectionHtml(s, view, ctx))];
+  if (view.sections.every((s) => s.rows.length === 0)) body.push('<p class="empty">No steps to show.</p>');
+  return layout(ctx.title, ctx, body.join('\n'), `${ctx.base}/steps.json${queryString(view.filters)}`);
+}
+
+/** The detail page of one entity. */
+export function renderDetail(view: DetailView, ctx: PageContext): string {
+  const s = view.step;
+  const rows: Array<[string, string]> = [
+    ['State', `${stateBadge(s)}<div class="help">${s.state ? escapeHtml(STATE_HELP[s.state]) : 'no step was ever scheduled'}</div>`],
+    ['Kind', escapeHtml(s.kind)],
+    ['Namespace', escapeHtml(s.namespace ?? '(default)')],
+    ['Step (lock_seq)', String(s.seq)],
+    ['Chain', code(s.chain)],
+    ['Failed attempts', `${s.tries} of ${view.step.maxRetries}`],
+    ['Lease holder', s.holder ? `${code(s.holder)} <span class="age" data-age="lease">${formatAge(s.leaseAgeMs)}</span> ago${s.staleLease ? ' <span class="mark stale">stale</span>' : ''}` : 'none (free)'],
+    ['Last progress', timeCell(s.lastProgressAt, s.lastProgressAgeMs, 'progress')],
+    ['Started', s.startedAt ? `${timeCell(s.startedAt, s.startedAgeMs, 'started')}<div class="help">when the step was scheduled (its ledger record committed)</div>` : '— (no ledger record)'],
+    ['Task', code(s.task)],
+    ...ledgerRows(s.ledger),
+    ['Alerts sent', s.alerts.length > 0 ? s.alerts.map(code).join(' ') : 'none'],
+    ['Limits', `lease ${formatAge(view.step.leaseDurationMs)}, stalled after ${formatAge(view.step.stallAfterMs)}`],
+    ...Object.entries(view.extra).map(([title, value]): [string, string] => [escapeHtml(title), escapeHtml(value)]),
+  ];
+  const done = view.done ? `<p class="done" role="status">${escapeHtml(DONE[view.done])}</p>` : '';
+  const error = s.error
+    ? `<h2>Last error</h2>\n<p class="error-message">${escapeHtml(s.error.message)}</p>${s.error.stack ? `\n<pre class="stack">${escapeHtml(s.error.stack)}</pre>` : ''}`
+    : '';
+  const body = `<p><a href="${escapeHtml(ctx.base)}/">← all steps</a></p>
+${done}
+<h2 class="key">${escapeHtml(s.keyPath)}</h2>
+<table class="detail" data-key="${escapeHtml(s.encodedKey)}" data-state="${s.state ?? ''}">
+${rows.map(([label, value]) => `<tr><th>${label}</th><td>${value}</td></tr>`).join('\n')}
+</table>
+<div class="actions">${actionForms(s, view.actions, ctx, true)}</div>
+${error}
+<h2>Properties</h2>
+<pre class="props">${escapeHtml(JSON.stringify(s.properties, jsonSafe, 2))}</pre>`;
+  return layout(`${s.keyPath} · ${ctx.title}`, ctx, body, `${ctx.base}/step.json?key=${encodeURIComponent(s.encodedKey)}`);
+}
+
+/** The ledger record's rows of the detail table (docs/design.md, section 5); one row saying there is none otherwise. */
+function ledgerRows(ledger: LedgerView | undefined): Array<[string, string]> {
+  if (!ledger) return [['Ledger record', 'none: the step is not live, or the Go library scheduled it']];
+  const due = ledger.dueInMs >= 0
+    ? `in <span class="age" data-age="due">${formatAge(ledger.dueInMs)}</span>`
+    : `<span class="age" data-age="due">${formatAge(-ledger.dueInMs)}</span> overdue`;
+  return [
+    ['Ledger record', `${code(ledger.id)} · ${code(ledger.path)} · ${ledger.bodyBytes} bytes of payload`],
+    ['Current task', `${code(ledger.task)}<div class="help">send <span data-ledger="sends">${ledger.sends}</span>, <span class="age" data-age="sent">${formatAge(ledger.sentAgeMs)}</span> ago</div>`],
+    ['Sweep', `looks again ${due}${ledger.failures > 0 ? `; <span data-ledger="failures">${ledger.failures}</span> re-deliveries in a row could not create their task` : ''}`],
+    ...(ledger.scheduleTime ? [['Runs at', `<time datetime="${ledger.scheduleTime.toISOString()}">${ledger.scheduleTime.toISOString()}</time>`] as [string, string]] : []),
+  ];
+}
+
+/** A short page for a refusal or an error: no data. */
+export function renderMessage(title: string, message: string, ctx: Pick<PageContext, 'base'> | undefined): string {
+  const back = ctx ? `<p><a href="${escapeHtml(ctx.base)}/">← all steps</a></p>` : '';
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>${back}</body></html>\n`;
+}
+
+const DONE: Record<ActionName, string> = {
+  retry: 'Retried: the step runs again with a fresh retry budget, on a new task.',
+  resend: 'Re-sent: a new task for the current step was created.',
+  cancel: 'Cancelled: the step will not run; its tasks are dropped when they arrive.',
+};
+
+function layout(title: string, ctx: PageContext, body: string, json: string): string {
+  const refresh = ctx.refreshSeconds > 0 ? `<meta http-equiv="refresh" content="${ctx.refreshSeconds}">\n` : '';
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+${refresh}<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<header><h1><a href="${escapeHtml(ctx.base)}/">${escapeHtml(ctx.title)}</a></h1></header>
+<main>
+${body}
+</main>
+<footer>As JSON: <a href="${escapeHtml(json)}">${escapeHtml(json)}</a>${ctx.refreshSeconds > 0 ? ` · reloads every ${ctx.refreshSeconds} s` : ''}</footer>
+</body>
+</html>
+`;
+}
+
+function filtersForm(view: ListView, ctx: PageContext): string {
+  const f = view.filters;
+  const select = (name: string, options: Array<[string, string]>, selected: string | undefined) =>
+    `<label>${name} <select name="${name}">${options.map(([value, label]) => `<option value="${escapeHtml(value)}"${value === (selected ?? '') ? ' selected' : ''}>${escapeHtml(label)}</option>`).join('')}</select></label>`;
+  const states: Array<[string, string]> = [['', 'overview'], ...INSPECT_STATES.map((s): [string, string] => [s, STATE_LABELS[s]])];
+  const kinds: Array<[string, string]> = [['', 'all'], ...ctx.kinds.map((k): [string, string] => [k, k])];
+  const namespaces: Array<[string, string]> = ctx.namespaces.length > 1 ? [['*', 'all'], ...ctx.namespaces.map((n): [string, string] => [n, n || '(default)'])] : [];
+  return `<form class="filters" method="get" action="${escapeHtml(ctx.base)}/">
+${select('state', states, f.state)}
+${select('kind', kinds, f.kind)}
+${namespaces.length > 0 ? select('namespace', namespaces, f.namespace ?? '*') : ''}
+${select('order', [['oldest', 'oldest first'], ['newest', 'newest first']], f.order)}
+<button type="submit">Show</button>
+</form>`;
+}
+
+function sectionHtml(section: Section, view: ListView, ctx: PageContext): string {
+  if (section.rows.length === 0 && !view.filters.state) return '';
+  const where = `${section.kind}${section.namespace ? ` in ${section.namespace}` : ''}`;
+  const head = ['Entity', 'State', 'Step', 'Tries', 'Lease', 'Last progress', 'Last error', ...ctx.columns, ''];
+  const more = section.cursor
+    ? `<p class="more"><a href="${escapeHtml(`${ctx.base}/${queryString({ ...view.filters, kind: section.kind, namespace: section.namespace, state: section.state, order: section.order, cursor: section.cursor })}`)}">More ${escapeHtml(STATE_LABELS[section.state].toLowerCase())} steps →</a></p>`
+    : '';
+  const rows = section.rows.length === 0 ? `<p class="empty">None.</p>` : `<table class="steps">
+<thead><tr>${head.map((h) => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead>
+<tbody>
+${section.rows.map((row) => rowHtml(row, ctx)).join('\n')}
+</tbody>
+</table>`;
+  return `<section class="state-${section.state}" data-kind="${escapeHtml(section.kind)}" data-state="${section.state}">
+<h2>${escapeHtml(STATE_LABELS[section.state])} · ${escapeHtml(where)} <small>${escapeHtml(STATE_HELP[section.state])}</small></h2>
+${rows}
+${more}
+</section>`;
+}
+
+function rowHtml(row: StepRow, ctx: PageContext): string {
+  const s = row.step;
+  const link = `${ctx.base}/step?key=${encodeURIComponent(s.encodedKey)}`;
+  const cells: Array<[string, string]> = [
+    ['Entity', `<a href="${escapeHtml(link)}">${escapeHtml(s.keyPath)}</a>`],
+    ['State', stateBadge(s)],
+    ['Step', String(s.seq)],
+    ['Tries', String(s.tries)],
+    ['Lease', s.holder ? `<span class="age" data-age="lease">${formatAge(s.leaseAgeMs)}</span> <span class="holder" title="${escapeHtml(s.holder)}">${escapeHtml(s.holder.slice(0, 8))}</span>` : 'free'],
+    ['Last progress', timeCell(s.lastProgressAt, s.lastProgressAgeMs, 'progress')],
+    ['Last error', s.errorMessage ? `<span class="error-message">${escapeHtml(s.errorMessage)}</span>` : ''],
+    ...ctx.columns.map((title): [string, string] => [title, escapeHtml(row.extra[title] ?? '')]),
+    ['', actionForms(s, row.actions, ctx, false)],
+  ];
+  return `<tr data-key="${escapeHtml(s.encodedKey)}" data-state="${s.state ?? ''}" data-stale="${s.staleLease}" data-stalled="${s.stalled}">${cells.map(([label, value]) => `<td data-label="${escapeHtml(label)}">${value}</td>`).join('')}</tr>`;
+}
+
+function stateBadge(s: StepSummary): string {
+  const marks = [
+    s.staleLease ? '<span class="mark stale">stale lease</span>' : '',
+    s.stalled ? '<span class="mark stalled">stalled</span>' : '',
+  ].filter(Boolean);
+  const state = s.state ?? 'none';
+  const label = s.state ? STATE_LABELS[s.state] : 'No step';
+  return `<span class="state ${state}">${escapeHtml(label)}</span>${marks.length > 0 ? ` ${marks.join(' ')}` : ''}`;
+}
+
+function timeCell(at: Date | undefined, ageMs: number | undefined, name: string): string {
+  if (!at) return '—';
+  return `<time datetime="${at.toISOString()}" title="${at.toISOString()}"><span class="age" data-age="${name}">${formatAge(ageMs)}</span> ago</time>`;
+}
+
+function actionForms(s: StepSummary, actions: readonly ActionName[], ctx: PageContext, big: boolean): string {
+  return actions.map((action) => `<form method="post" action="${escapeHtml(`${ctx.base}/step/${action}`)}" class="action">
+<input type="hidden" name="key" value="${escapeHtml(s.encodedKey)}"><input type="hidden" name="seq" value="${s.seq}"><input type="hidden" name="csrf" value="${escapeHtml(ctx.csrf)}">
+<button type="submit" name="action" value="${action}" class="${action}${big ? ' big' : ''}" title="${escapeHtml(ACTION_HELP[action])}">${escapeHtml(ACTION_LABELS[action])}</button>
+</form>`).join('');
+}
+
+const ACTION_LABELS: Record<ActionName, string> = { retry: 'Retry', resend: 'Resend', cancel: 'Cancel' };
+const ACTION_HELP: Record<ActionName, string> = {
+  retry: 'Run the failed step again with a fresh retry budget, on a new task',
+  resend: 'Create a new task for the current step now',
+  cancel: 'End the chain here: the step never runs',
+};
+
+function code(value: string | undefined): string {
+  return value ? `<code>${escapeHtml(value)}</code>` : '—';
+}
+
+function queryString(f: { kind?: string | undefined; namespace?: string | undefined; state?: string | undefined; order?: string; cursor?: string | undefined }): string {
+  const params = new URLSearchParams();
+  if (f.state) params.set('state', f.state);
+  if (f.kind) params.set('kind', f.kind);
+  if (f.namespace !== undefined) params.set('namespace', f.namespace);
+  if (f.order && f.order !== 'oldest') params.set('order', f.order);
+  if (f.cursor) params.set('cursor', f.cursor);
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+function jsonSafe(_name: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}
+
+const STYLE = `
+body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 80rem; padding: 0.5rem 1rem; color: #1b1b1b; }
+header h1 { font-size: 1.3rem; margin: 0.3rem 0; } header h1 a { color: inherit; text-decoration: none; }
+h2 { font-size: 1.05rem; margin: 1.2rem 0 0.4rem; } h2 small { font-weight: normal; color: #666; font-size: 0.8rem; }
+table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
+th, td { text-align: left; padding: 0.3rem 0.4rem; border-bottom: 1px solid #ddd; vertical-align: top; }
+table.detail th { width: 10rem; }
+.state { font-weight: 600; } .state.failed { color: #b00020; } .state.stalled, .state.stale { color: #a15c00; }
+.state.running { color: #0b6e2e; } .state.complete, .state.cancelled { color: #555; }
+.mark { display: inline-block; font-size: 0.75rem; padding: 0 0.35rem; border-radius: 0.6rem; color: #fff; }
+.mark.stale { background: #c77700; } .mark.stalled { background: #b00020; }
+.error-message { color: #b00020; overflow-wrap: anywhere; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: 0.5rem; font-size: 0.8rem; }
+form.action { display: inline; } button { margin: 0.1rem; padding: 0.2rem 0.6rem; }
+button.big { font-size: 1rem; padding: 0.4rem 1rem; } button.cancel { color: #b00020; }
+.filters { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; margin: 0.5rem 0; }
+.done { background: #e7f5ea; padding: 0.5rem; } .empty, .help, footer { color: #666; font-size: 0.85rem; }
+code { font-size: 0.85em; overflow-wrap: anywhere; }
+@media (max-width: 40rem) {
+  table.steps thead { display: none; }
+  table.steps tr { display: block; border: 1px solid #ddd; border-radius: 0.4rem; margin: 0.5rem 0; padding: 0.3rem; }
+  table.steps td { display: flex; gap: 0.5rem; border: 0; padding: 0.15rem 0.3rem; }
+  table.steps td::before { content: attr(data-label); flex: 0 0 6.5rem; color: #666; }
+  table.detail th { width: 7rem; }
+}
+`;

@@ -1,0 +1,208 @@
+/**
+ * `locker.statusRouter(options)`: a mountable Express router serving the operator's view as HTML
+ * and JSON, and its actions as CSRF-safe POSTs. Every request is authenticated first; a refused
+ * one gets its status and no data.
+ *
+ *   GET  /             the steps by state, kind and namespace (`?state=&kind=&namespace=&order=&cursor=`)
+ *   GET  /steps.json   the same as JSON
+ *   GET  /step?key=    one entity (`key` as `X-Lock-Key` encodes it); `/step.json?key=` as JSON
+ *   POST /step/retry | /step/resend | /step/cancel   form fields key, seq, csrf; answers 303 to the step
+ */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { Key } from '@google-cloud/datastore';
+import { BadRequestError, LockerError, TransitionError } from '../../errors/errors';
+import { keyPath } from '../../store/key-codec';
+import type { Inspector } from '../inspect/inspector';
+import { INSPECT_STATES, InspectState, type StepSummary } from '../inspect/step-view';
+import type { ActionOptions, ActionResult } from '../actions';
+import type { Logger } from '../../types';
+import { CSRF_FIELD, csrfRefusal, csrfToken } from './csrf';
+import { parseStatusOptions, type StatusConfig, type StatusRouterOptions } from './options';
+import { renderDetail, renderList, renderMessage, type PageContext } from './page';
+import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, type ListView, type Section, type StepRow } from './view-model';
+
+/** What the router needs from the Locker. */
+export interface StatusBackend {
+  inspect(): Inspector;
+  decodeKey(encoded: string): Key;
+  retry(key: Key, options?: ActionOptions): Promise<ActionResult>;
+  resend(key: Key, options?: ActionOptions): Promise<ActionResult>;
+  cancel(key: Key, options?: ActionOptions): Promise<ActionResult>;
+  readonly config: { readonly logger: Logger; readonly clock: () => number };
+}
+
+const ACTIONS: readonly ActionName[] = ['retry', 'resend', 'cancel'];
+
+/** Builds the router; throws `ConfigError` when an option is wrong (authentication is required). */
+export function statusRouter(backend: StatusBackend, options: StatusRouterOptions): Router {
+  const config = parseStatusOptions(options);
+  const router = express.Router();
+  // Per route, not router.use(): mounted at '/', the router must leave the app's other routes (task handlers) alone.
+  const auth = authenticate(backend, config);
+  router.get('/', auth, handler(backend, async (req, res) => {
+    const view = await listView(backend, config, req);
+    res.type('html').set('Cache-Control', 'no-store').send(renderList(view, pageContext(config, req, res)));
+  }));
+  router.get('/steps.json', auth, handler(backend, async (req, res) => {
+    const view = await listView(backend, config, req);
+    res.set('Cache-Control', 'no-store').json({
+      now: new Date(view.now).toISOString(),
+      sections: view.sections.map((s) => ({ kind: s.kind, namespace: s.namespace, state: s.state, order: s.order, cursor: s.cursor, steps: s.rows.map((r) => stepJson(r.step, r.extra, r.actions)) })),
+    });
+  }));
+  router.get('/step', auth, handler(backend, async (req, res) => {
+    const view = await detailView(backend, config, req);
+    res.type('html').set('Cache-Control', 'no-store').send(renderDetail(view, pageContext(config, req, res)));
+  }));
+  router.get('/step.json', auth, handler(backend, async (req, res) => {
+    const view = await detailView(backend, config, req);
+    res.set('Cache-Control', 'no-store').json({ ...stepJson(view.step, view.extra, view.actions), now: new Date(view.now).toISOString() });
+  }));
+  router.post('/step/:action', auth, express.urlencoded({ extended: false, limit: '8kb' }), handler(backend, (req, res) => act(backend, req, res)));
+  return router;
+}
+
+function authenticate(backend: StatusBackend, config: StatusConfig) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    let verdict;
+    try {
+      verdict = await config.authenticate({ method: req.method, url: req.originalUrl, headers: req.headers });
+    } catch (error) {
+      verdict = { ok: false as const, status: 401 as const, reason: `the authenticator threw: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    if (verdict.ok) return next();
+    backend.config.logger.warn('status page request refused', { status: verdict.status, reason: verdict.reason, path: req.originalUrl.split('?')[0] });
+    res.status(verdict.status).set('Cache-Control', 'no-store').type('text').send(verdict.status === 401 ? 'authentication required\n' : 'forbidden\n');
+  };
+}
+
+/** Runs a route; bad input is a 400 page, a refused action a 409, anything else a logged 500/503. */
+function handler(backend: StatusBackend, fn: (req: Request, res: Response) => Promise<void>) {
+  return (req: Request, res: Response): void => {
+    fn(req, res).catch((error: unknown) => {
+      const status = error instanceof RangeError || error instanceof BadRequestError ? 400
+        : error instanceof TransitionError ? 409
+        : error instanceof LockerError ? error.status : 500;
+      const message = error instanceof Error ? error.message : String(error);
+      const fields = { path: req.originalUrl.split('?')[0], status, error: message };
+      if (status >= 500) backend.config.logger.error('status page failed', fields);
+      else backend.config.logger.warn('status page request not done', fields);
+      const shown = status >= 500 ? 'The store could not be read; try again.' : message;
+      if (res.headersSent) return;
+      res.status(status).set('Cache-Control', 'no-store');
+      if (req.path.endsWith('.json')) res.json({ error: shown });
+      else res.type('html').send(renderMessage(status === 409 ? 'Not done' : status === 400 ? 'Bad request' : 'Error', shown, { base: req.baseUrl }));
+    });
+  };
+}
+
+async function listView(backend: StatusBackend, config: StatusConfig, req: Request): Promise<ListView> {
+  const filters = readFilters(config, req);
+  const inspector = backend.inspect();
+  const now = inspector.clock().now;
+  const kinds = filters.kind ? [filters.kind] : config.kinds;
+  const namespaces = filters.namespace !== undefined ? [filters.namespace] : config.namespaces;
+  const states = filters.state ? [filters.state] : config.overview;
+  const sections: Section[] = [];
+  for (const kind of kinds) {
+    for (const namespace of namespaces) {
+      for (const state of states) {
+        const finished = state === InspectState.complete || state === InspectState.cancelled;
+        const order = !filters.state && finished ? 'newest' : filters.order;
+        const page = await inspector.list({
+          state, kind, namespace, order, limit: config.pageSize,
+          ...(filters.cursor ? { cursor: filters.cursor } : {}),
+        });
+        // On the overview a stale lease that is also stalled shows once, under stalled.
+        const steps = !filters.state && state === InspectState.stale && states.includes(InspectState.stalled) ? page.steps.filter((s) => !s.stalled) : page.steps;
+        const section: Section = { kind, namespace, state, order, rows: await Promise.all(steps.map((s) => row(config, s))) };
+        if (page.cursor) section.cursor = page.cursor;
+        sections.push(section);
+      }
+    }
+  }
+  return { now, filters, sections };
+}
+
+async function detailView(backend: StatusBackend, config: StatusConfig, req: Request): Promise<DetailView> {
+  const key = readKey(backend, req.query.key);
+  const step = await backend.inspect().step(key);
+  if (!step) throw new BadRequestError(`${keyPath(key)} does not exist`);
+  const view: DetailView = { now: backend.inspect().clock().now, step, extra: await extraColumns(config, step), actions: actionsFor(step) };
+  const done = req.query.done;
+  if (typeof done === 'string' && (ACTIONS as readonly string[]).includes(done)) view.done = done as ActionName;
+  return view;
+}
+
+async function act(backend: StatusBackend, req: Request, res: Response): Promise<void> {
+  const action = String(req.params.action);
+  if (!(ACTIONS as readonly string[]).includes(action)) throw new BadRequestError(`no action ${action}: retry, resend or cancel`);
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const refusal = csrfRefusal(req, body[CSRF_FIELD]);
+  if (refusal) {
+    backend.config.logger.warn('status page action refused', { action, reason: refusal });
+    res.status(403).set('Cache-Control', 'no-store').type('html').send(renderMessage('Not done', `Refused: ${refusal}.`, { base: req.baseUrl }));
+    return;
+  }
+  const key = readKey(backend, body.key);
+  const seq = typeof body.seq === 'string' && /^\d{1,15}$/.test(body.seq) ? Number(body.seq) : undefined;
+  if (seq === undefined) throw new BadRequestError('the form has no step (seq)');
+  const result = await backend[action as ActionName](key, { seq });
+  backend.config.logger.info(`status page: ${action} done`, { key: keyPath(key), namespace: key.namespace, seq: result.seq, task: result.task });
+  res.redirect(303, `${req.baseUrl}/step?key=${encodeURIComponent(String(body.key))}&done=${action}`);
+}
+
+function readFilters(config: StatusConfig, req: Request): Filters {
+  const q = req.query;
+  const text = (name: string): string | undefined => (typeof q[name] === 'string' && q[name] !== '' ? (q[name] as string) : undefined);
+  const filters: Filters = { order: text('order') === 'newest' ? 'newest' : 'oldest' };
+  const state = text('state');
+  if (state !== undefined) {
+    if (!(INSPECT_STATES as readonly string[]).includes(state)) throw new BadRequestError(`state must be one of ${INSPECT_STATES.join(', ')}`);
+    filters.state = state as InspectState;
+  }
+  const kind = text('kind');
+  if (kind !== undefined) {
+    if (!config.kinds.includes(kind)) throw new BadRequestError(`kind must be one of ${config.kinds.join(', ')}`);
+    filters.kind = kind;
+  }
+  const namespace = typeof q.namespace === 'string' && q.namespace !== '*' ? q.namespace : undefined;
+  if (namespace !== undefined) {
+    if (!config.namespaces.includes(namespace)) throw new BadRequestError('that namespace is not one this page lists');
+    filters.namespace = namespace;
+  }
+  const cursor = text('cursor');
+  if (cursor !== undefined) {
+    if (!filters.state || !filters.kind || filters.namespace === undefined) throw new BadRequestError('a cursor goes with one state, kind and namespace');
+    filters.cursor = cursor;
+  }
+  return filters;
+}
+
+function readKey(backend: StatusBackend, value: unknown): Key {
+  if (typeof value !== 'string' || value === '' || value.length > 2_000) throw new BadRequestError('key is missing: pass the key as X-Lock-Key encodes it');
+  return backend.decodeKey(value);
+}
+
+async function row(config: StatusConfig, step: StepSummary): Promise<StepRow> {
+  return { step, extra: await extraColumns(config, step), actions: actionsFor(step) };
+}
+
+async function extraColumns(config: StatusConfig, step: StepSummary): Promise<Record<string, string>> {
+  const extra: Record<string, string> = {};
+  for (const column of config.columns) {
+    try {
+      extra[column.title] = String(await column.value(step));
+    } catch (error) {
+      extra[column.title] = `(${error instanceof Error ? error.message : String(error)})`;
+    }
+  }
+  return extra;
+}
+
+function pageContext(config: StatusConfig, req: Request, res: Response): PageContext {
+  return {
+    title: config.title, base: req.baseUrl, csrf: csrfToken(req, res), refreshSeconds: config.refreshSeconds,
+    kinds: config.kinds, namespaces: config.namespaces, columns: config.columns.map((c) => c.title), intro: config.intro,
+  };
+}

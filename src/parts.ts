@@ -1,0 +1,60 @@
+/**
+ * The parts of a Locker and their ports (docs/design.md, section 15), built once by its
+ * constructor. Each function below the Locker is handed the few of them it uses (a `Pick` of
+ * `Parts`), never the Locker: the events port (`emit`) is the only edge that goes up.
+ */
+import type { EventEmitter } from 'node:events';
+import { AlertSender } from './alert/sender';
+import { Dispatcher } from './chain/dispatcher';
+import { Ledger } from './chain/ledger';
+import type { Config } from './config/options';
+import { ConfigErrorLog } from './errors/faults';
+import type { LockerEvents } from './events';
+import { Drain } from './step/drain';
+import { SeenSteps } from './step/seen-steps';
+import { LockWriter } from './store/lock-writer';
+import { emitTo, type Emit } from './telemetry/emit';
+import { loadOtelApi } from './telemetry/otel-api';
+import { Telemetry } from './telemetry/telemetry';
+
+/** The parts of one Locker; a function is handed a `Pick` of them. */
+export interface Parts {
+  /** The parsed, complete options: the step settings the parts read. */
+  readonly config: Config;
+  /** Logs the store's configuration errors at most once a minute. */
+  readonly configErrors: ConfigErrorLog;
+  /** What this process last saw of each entity's lock (see `step/seen-steps.ts`). */
+  readonly seen: SeenSteps;
+  /** OpenTelemetry spans and counters (see `telemetry/telemetry.ts`); inert without the API. */
+  readonly telemetry: Telemetry;
+  /** The attempts in flight, and whether new ones are taken (`shutdown()`). */
+  readonly drain: Drain;
+  /** The events port: reports to the Locker's listeners, isolated. */
+  readonly emit: Emit;
+  /** The one part that writes locks. */
+  readonly locks: LockWriter;
+  /** Sends alerts within `alertTimeout`, and keeps the sends in flight. */
+  readonly alerts: AlertSender;
+  /** Turns a ledger record into its task. */
+  readonly dispatcher: Dispatcher;
+  /** Claims a record's next send, retires records. */
+  readonly ledger: Ledger;
+}
+
+/** Builds the parts of a Locker whose events go to `emitter`; `ready` resolves once the store's project id is known, or could not be. */
+export function buildParts(config: Config, ready: Promise<void>, emitter: EventEmitter<LockerEvents>): Parts {
+  const seen = new SeenSteps(config.duplicateCache);
+  const locks = new LockWriter(config, seen);
+  return {
+    config,
+    configErrors: new ConfigErrorLog(),
+    seen,
+    telemetry: new Telemetry(config.telemetry ? loadOtelApi() : undefined),
+    drain: new Drain(),
+    emit: emitTo(emitter, config.logger),
+    locks,
+    alerts: new AlertSender(config, locks),
+    dispatcher: new Dispatcher(config, ready),
+    ledger: new Ledger(config, (fn) => locks.transact(fn)),
+  };
+}

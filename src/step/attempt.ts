@@ -1,0 +1,169 @@
+/**
+ * One attempt at one step, from arrival to answer: take the lease (`take.ts`), run the handler
+ * under it, then finish the step (`finish.ts`), or release or fail it (`fail.ts`). Returns the HTTP
+ * answer; never throws.
+ */
+import { failAttempt } from './fail';
+import type { EntityFactory, TaskContext, TaskHandler } from './handler-types';
+import { completeStep, makeContext, type StepProgress } from './finish';
+import type { Parts } from '../parts';
+import { LeaseLostError, ShutdownError, type StoreConfigError } from '../errors/errors';
+import { answers, type Answer } from '../http/answer';
+import type { Arrival } from '../http/arrival';
+import { classify, FaultClass } from '../errors/faults';
+import { keyPath } from '../store/key-codec';
+import { Lease, type Interruption } from './lease';
+import { describeError, userProperties } from '../rules/lock-fields';
+import { take } from './take';
+import { Attr } from '../telemetry/telemetry';
+import type { Properties } from '../types';
+
+/** Runs one attempt and returns its answer. Store outages and lost leases become 503s, logged. */
+export async function runAttempt<E, P>(
+  parts: Parts,
+  arrival: Arrival,
+  handler: TaskHandler<E, P>,
+  factory: EntityFactory<E>,
+): Promise<Answer> {
+  try {
+    return await parts.seen.coalesce(arrival.key, arrival.seq, () => attempt(parts, arrival, handler, factory));
+  } catch (error) {
+    return unexpected(parts, arrival, error);
+  }
+}
+
+async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Answer> {
+  const taken = await parts.telemetry.span('take', a, async (span) => {
+    const result = await take(parts, a);
+    span.setAttribute(Attr.outcome, 'answer' in result ? result.answer.outcome ?? 'answered' : 'taken');
+    return result;
+  });
+  if ('answer' in taken) return taken.answer;
+  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot);
+  try {
+    return await runUnderLease(parts, a, lease, taken.props, handler, factory);
+  } finally {
+    parts.drain.released(lease);
+    await lease.close();
+  }
+}
+
+/** Runs the handler under the lease, then finishes, releases or fails the step. */
+async function runUnderLease<E, P>(
+  parts: Parts, a: Arrival, lease: Lease, props: Properties, handler: TaskHandler<E, P>, factory: EntityFactory<E>,
+): Promise<Answer> {
+  const step: StepProgress = { done: false, next: undefined };
+  let entity: E | undefined;
+  let failure: { error: unknown } | undefined;
+  let ranOn = false;
+  lease.start();
+  parts.drain.holding(lease);
+  // Taken after shutdown's time was up: handed back before the handler starts.
+  const early = lease.interrupted();
+  if (early) return handBack(parts, a, lease, false, early);
+  try {
+    entity = factory(userProperties(props), a.key);
+    const ctx = makeContext(parts, a, lease, entity, step) as TaskContext<E, P>;
+    ranOn = await lease.race(parts.telemetry.span('run', a, () => Promise.resolve(handler(ctx))));
+  } catch (error) {
+    failure = { error };
+  }
+  parts.telemetry.count('run', a.key, { [Attr.outcome]: failure ? 'error' : 'ok' });
+  const interruption = lease.interrupted();
+  // Stopped, and still running at the end of its grace: whatever it does next is not written
+  // (unless it already finished its step, whose answer follows).
+  if (ranOn && interruption && !step.done) return handBack(parts, a, lease, true, interruption);
+  await lease.pause();
+
+  if (step.done) {
+    if (failure) parts.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error: describeError(failure.error) });
+    return answers.done(a.seq, step.next);
+  }
+  const lostLease = lease.lost ?? (failure?.error instanceof LeaseLostError ? failure.error : undefined);
+  if (lostLease) return lost(parts, a, lostLease);
+  if (!failure) return finish(parts, a, lease, entity);
+  // Stopped at shutdown and it stopped on the signal: handed back silently, no attempt counted.
+  // (Stopped for the request's time limit, it is a failed attempt: released, counted, answered 503.)
+  if (interruption && stoppedOn(failure.error, interruption)) {
+    if (interruption instanceof ShutdownError) return handBack(parts, a, lease, false, interruption);
+    const answer = await failAttempt(parts, a, lease, failure.error);
+    return answer.reason === 'handler-failed' ? answers.stoppedNearTimeout(answer) : answer;
+  }
+  // The store's set-up is wrong (the handler let a StoreConfigError of its own write through): no write can help.
+  if (classify(failure.error) === FaultClass.config) throw failure.error;
+  // The handler let through the transient fault its own schedule()/complete() gave up with: as when
+  // finishing after it returned, the lease stays held (503), so the step is not run again unalerted
+  // by a release; a later delivery takes the stale lease over, with an overwrite alert.
+  if (failure.error === step.settleError && classify(failure.error) === FaultClass.transient) throw failure.error;
+  return failAttempt(parts, a, lease, failure.error);
+}
+
+/**
+ * The handler returned without scheduling or completing: the step, and the chain, are complete.
+ * When the store refuses the step's changes for good (too large, a value it cannot hold), they are
+ * discarded and the attempt counts as failed: the error is stored, never a held lease.
+ */
+async function finish(parts: Parts, a: Arrival, lease: Lease, entity: unknown): Promise<Answer> {
+  try {
+    await completeStep(parts, a, lease, entity);
+  } catch (error) {
+    if (error instanceof LeaseLostError) return lost(parts, a, error);
+    if (classify(error) === FaultClass.transient || classify(error) === FaultClass.config) throw error;
+    parts.config.logger.error('the step\'s changes cannot be saved; they are discarded and the attempt counts as failed', {
+      key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: error instanceof Error ? error.message : String(error),
+    });
+    return failAttempt(parts, a, lease, error);
+  }
+  return answers.done(a.seq);
+}
+
+/** Whether the handler showed it stopped on its signal: it rejected with the signal's reason, or an error caused by it (an `AbortError`). */
+function stoppedOn(error: unknown, reason: Interruption): boolean {
+  return error === reason || (error instanceof Error && error.cause === reason);
+}
+
+/**
+ * Hands the lease of a stopped attempt back (see `Lease.handBack`) and answers 503 so Cloud Tasks
+ * delivers the task again: silently when the handler stopped on the signal (or never ran), written
+ * stale (the next delivery's overwrite counts and alerts, naming this attempt) when it ran on.
+ */
+async function handBack(parts: Parts, a: Arrival, lease: Lease, ranOn: boolean, why: Interruption): Promise<Answer> {
+  const reason = why instanceof ShutdownError ? 'shutdown' : 'time-limit';
+  const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, reason };
+  try {
+    await lease.handBack(ranOn);
+  } catch (error) {
+    if (error instanceof LeaseLostError) return lost(parts, a, error);
+    throw error;
+  }
+  if (ranOn) parts.config.logger.error('handler still running after it was stopped; its lease is written stale, so the next delivery takes it over with an alert', fields);
+  else parts.config.logger.warn('lease handed back; the next delivery runs the step', fields);
+  parts.emit('handedBack', { key: a.key, seq: a.seq, attempt: a.attempt, reason, silent: !ranOn });
+  return answers.handedBack(a.seq, reason);
+}
+
+function lost(parts: Parts, a: Arrival, error: LeaseLostError): Answer {
+  parts.config.logger.warn('attempt lost its lease; nothing it did after that was saved', { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: error.message });
+  return answers.leaseLost();
+}
+
+/** The answer to an attempt ended by an error nobody handled: a store fault, classified once, or a bug. */
+function unexpected(parts: Parts, a: Arrival, error: unknown): Answer {
+  const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: describeError(error) };
+  switch (classify(error)) {
+    case FaultClass.transient:
+      parts.config.logger.error('store unavailable; the step did not move on', fields);
+      return answers.storeUnavailable();
+    case FaultClass.config:
+      parts.configErrors.report(parts.config.logger, error as StoreConfigError, fields);
+      return answers.storeConfig();
+    case FaultClass.rejected:
+      parts.config.logger.error('the store refused the request; nothing changed', fields);
+      return answers.storeRejected();
+    case FaultClass.lost:
+      return lost(parts, a, error as LeaseLostError);
+    default:
+      parts.config.logger.error('unexpected error; the step did not move on', fields);
+      return answers.internal();
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * A failed attempt, written under the lease: the lease released for a retry (500), or the step
+ * failed for good (200, alerted). The handler's changes are left out; the error is kept in
+ * `lock_err`, shorter when the store refuses it whole.
+ */
+import { claimAlert, failureMarker, markAlertsSent } from '../rules/alert-markers';
+import { alertEvent } from '../alert/event';
+import { NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
+import { answers, type Answer } from '../http/answer';
+import type { Arrival } from '../http/arrival';
+import type { Parts } from '../parts';
+import { afterFailure } from '../rules/decision';
+import { PermanentError, StoreRejectedError } from '../errors/errors';
+import { keyPath } from '../store/key-codec';
+import type { Lease } from './lease';
+import { describeError, sameLock, type Lock } from '../rules/lock-fields';
+import { alerted, fail as failStep, release } from '../rules/transitions';
+import { AlertReason, type Properties } from '../types';
+
+/**
+ * The handler threw (or the store refused the step's changes): release the lease for a retry
+ * (500), or fail the step for good (200). A lost lease is thrown as `LeaseLostError`.
+ */
+export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error: unknown): Promise<Answer> {
+  let outcome: FailOutcome;
+  const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran: this write marks them
+  const sent = alerting ? await alerting : NO_ALERTS;
+  try {
+    outcome = await writeFailure(parts, lease, error, describeError(error), sent);
+  } catch (writeError) {
+    if (!(writeError instanceof StoreRejectedError)) throw writeError;
+    // The entity as stored, with this error beside it, is more than the store takes: store less of the error.
+    outcome = await writeFailure(parts, lease, error, shortError(error), sent);
+  }
+  const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: error instanceof Error ? error.message : String(error) };
+  if (outcome.verdict === 'release') {
+    parts.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
+    parts.config.logger.warn('handler failed; the step will be retried', fields);
+    return answers.released(a.seq, outcome.tries, parts.config.maxRetries);
+  }
+  // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
+  parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
+  parts.config.logger.error('step failed for good', fields);
+  if (outcome.alerts) {
+    // Sent, then its claim marked sent on the entity (the sweep sends again a claim left unmarked).
+    await parts.alerts.sendAndMark(a.key, [{ marker: failureMarker(a.seq, a.attempt), event: alertEvent({
+      reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.tries, previousAttempt: a.attempt,
+      error, task: a.task, properties: outcome.props, at: outcome.at,
+    }) }]);
+  }
+  return answers.failed(a.seq, outcome.tries);
+}
+
+interface FailOutcome { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties; at: Date }
+
+/** Writes a failed attempt (`release`, or `fail` for good) on the stored entity, the handler's changes left out; settled under the lease. */
+async function writeFailure(parts: Parts, lease: Lease, error: unknown, err: string, sent: readonly string[]): Promise<FailOutcome> {
+  const now = new Date(parts.config.clock());
+  let decided: FailOutcome | undefined;
+  let intended: Lock | undefined;
+  await lease.settle('release', () => lease.update((lock, props) => {
+    const verdict = afterFailure(lock, parts.config.maxRetries, error instanceof PermanentError);
+    const alerts = verdict === 'fail' ? claimAlert(parts.config, lock, { failed: lease.attempt }) : undefined;
+    intended = verdict === 'fail' ? failStep(lock, { now, error: err, alerts }) : release(lock, { now, error: err });
+    if (sent.length > 0) intended = alerted(intended, { alerts: markAlertsSent(intended.alerts, intended.seq, sent) });
+    decided = { verdict, tries: intended.tries, alerts, props, at: now };
+    return intended;
+  }, (lock) => (intended && sameLock(lock, intended) ? true : undefined)));
+  return decided!;
+}
+
+/** An error in a few hundred characters: its name and the start of its message. */
+function shortError(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.length > 500 ? `${text.slice(0, 486)}… (truncated)` : text;
+}

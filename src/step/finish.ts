@@ -1,0 +1,109 @@
+/**
+ * What a running handler can do to its step: the context it is given, with `schedule()` (the
+ * next step and its task, committed together through the outbox) and `complete()`, both fenced.
+ */
+import type { Arrival } from '../http/arrival';
+import { entityProperties, type ScheduledStep, type TaskContext } from './handler-types';
+import type { Parts } from '../parts';
+import { StepAlreadyFinishedError } from '../errors/errors';
+import { keyPath } from '../store/key-codec';
+import type { Lease } from './lease';
+import { sameLock, type Lock } from '../rules/lock-fields';
+import { checkStep, commitNextStep, sendNextStep } from '../chain/next-step';
+import type { LedgerRecord } from '../types';
+import { newChainId } from '../rules/ledger-record';
+import { Attr } from '../telemetry/telemetry';
+import { finish as finishStep } from '../rules/transitions';
+import { endStepAlerts, keepRecordForAlerts, NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
+
+/** The parts a handler's finishing writes use. */
+export type StepParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger' | 'telemetry'>;
+
+/**
+ * What the attempt learns from the handler's own `schedule()`/`complete()`: whether the step was
+ * finished, the next step, and the transient store error that made finishing give up, if any.
+ */
+export interface StepProgress {
+  done: boolean;
+  next: number | undefined;
+  /** The error a `schedule()`/`complete()` gave up with after its retries under the lease. */
+  settleError?: unknown;
+}
+
+/** The handler's context; `step` records whether the handler scheduled or completed the step itself. */
+export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entity: E, step: StepProgress): TaskContext<E> {
+  const finishOnce = (): void => {
+    if (step.done) throw new StepAlreadyFinishedError(`step ${a.seq} of ${keyPath(a.key)} was already scheduled or completed by this handler`);
+  };
+  return {
+    key: a.key,
+    entity,
+    seq: a.seq,
+    payload: a.payload,
+    attempt: a.attempt,
+    get task() {
+      return a.task; // parsed on first use
+    },
+    get signal() {
+      return lease.signal; // made on first use: most handlers never look
+    },
+    request: a.request,
+    async schedule(path, payload, options): Promise<ScheduledStep> {
+      finishOnce();
+      const next = checkStep(parts, path, payload, options);
+      const own = entityProperties(entity);
+      const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran (none in the usual case)
+      const alertsSent = alerting ? await alerting : NO_ALERTS;
+      const now = new Date(parts.config.clock());
+      let planned: { lock: Lock; record: LedgerRecord } | undefined;
+      const record = await remember(step, parts.telemetry.span('finish', a, () => lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
+        const chain = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
+        planned = commitNextStep(parts, tx, a.key, props, lock, { chain, step: next, how: 'schedule', own, sent: alertsSent }, now);
+        return planned.record;
+      }, (lock) => (planned && sameLock(lock, planned.lock) ? planned.record : undefined)))));
+      parts.telemetry.count('finish', a.key, { [Attr.outcome]: 'scheduled' });
+      step.done = true;
+      step.next = record.seq;
+      parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: record.seq });
+      return sendNextStep(parts, record, a.attempt);
+    },
+    async complete(): Promise<void> {
+      finishOnce();
+      await remember(step, completeStep(parts, a, lease, entity));
+      step.done = true;
+    },
+  };
+}
+
+/** Notes on `step` the error a finishing write gave up with, and rethrows it to the handler. */
+async function remember<T>(step: StepProgress, settling: Promise<T>): Promise<T> {
+  try {
+    return await settling;
+  } catch (error) {
+    step.settleError = error;
+    throw error;
+  }
+}
+
+/**
+ * Marks the step complete (`lock_seq + 1`, nothing scheduled) and saves the entity; fenced, and
+ * retried under the live lease when the store fails transiently (`Lease.settle`).
+ */
+export async function completeStep(parts: StepParts, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
+  const own = entityProperties(entity);
+  const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran (none in the usual case)
+  const alertsSent = alerting ? await alerting : NO_ALERTS;
+  const now = new Date(parts.config.clock());
+  let intended: Lock | undefined;
+  let record: string | undefined;
+  await parts.telemetry.span('finish', a, () => lease.settle('finish', () => lease.update((lock) => {
+    record = lock.task;
+    intended = endStepAlerts(parts, { lock: finishStep(lock, { now }) }, lock, alertsSent, now).lock;
+    return intended;
+  }, (lock) => (intended && sameLock(lock, intended) ? true : undefined), own)));
+  parts.telemetry.count('finish', a.key, { [Attr.outcome]: 'complete' });
+  // The record goes, unless the chain ended with overwrite alerts unsent: then the sweep needs it to find them.
+  if (intended!.alerts.length === 0) parts.ledger.retire(a.key, record);
+  else await keepRecordForAlerts(parts, a.key, record, now);
+  parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
+}

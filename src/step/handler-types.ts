@@ -1,0 +1,88 @@
+/**
+ * What a task handler is given, and how the user's typed entity is made from stored properties
+ * and turned back into them.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { Request } from 'express';
+import type { OptionNames } from '../config/option-names';
+import { LOCK_FIELD_PREFIX, type Json, type Properties, type TaskInfo } from '../types';
+
+/** Builds the user's typed entity from its stored properties (lock fields left out). */
+export type EntityFactory<E> = (properties: Properties, key: Key) => E;
+
+/** Options of a scheduled step. */
+export interface ScheduleOptions {
+  /** Run the step this many ms from now. */
+  delayMs?: number;
+  /** Run the step at this time (at most 30 days ahead, as Cloud Tasks allows). */
+  at?: Date;
+}
+
+/** Every option name of {@link ScheduleOptions}. */
+export const SCHEDULE_OPTION_NAMES: OptionNames<ScheduleOptions> = { delayMs: true, at: true };
+
+/** The step that was scheduled. */
+export interface ScheduledStep {
+  /** The sequence number of the step scheduled. */
+  seq: number;
+  /** The task's name. */
+  task: string;
+  /** Whether the task was created at once; if not, `sweep()` sends it later. */
+  sent: boolean;
+}
+
+/** Everything a handler needs to run one step. */
+export interface TaskContext<E, P = Json | undefined> {
+  /** The entity's key. */
+  readonly key: Key;
+  /** The user's entity, typed by the factory. Changes to it are saved when the step finishes. */
+  readonly entity: E;
+  /** The step's sequence number: use it to fence your own downstream writes. */
+  readonly seq: number;
+  /** The task's JSON body (undefined when empty). */
+  readonly payload: P;
+  /** This attempt's id (the value of `lock_req` while it holds the lease). */
+  readonly attempt: string;
+  /** Cloud Tasks' metadata about this delivery. */
+  readonly task: TaskInfo;
+  /** Aborts when the lease is lost or `leaseTimeout` passes: stop work and return. */
+  readonly signal: AbortSignal;
+  /** The HTTP request. */
+  readonly request: Request;
+  /**
+   * Chains the next step: commits `seq + 1` with its ledger record (and the entity's
+   * changes), then creates the task. The current step is then finished. Fenced: throws
+   * `LeaseLostError` if this attempt no longer holds the lease.
+   */
+  schedule(path: string, payload?: Json, options?: ScheduleOptions): Promise<ScheduledStep>;
+  /** Ends the chain: the step is finished and nothing follows. Also fenced. */
+  complete(): Promise<void>;
+}
+
+/** A task handler. Resolving finishes the step; throwing fails the attempt (retried). */
+export type TaskHandler<E, P = Json | undefined> = (ctx: TaskContext<E, P>) => Promise<void> | void;
+
+/** An entity that says how it is stored. */
+export interface SelfStoring {
+  /** The properties to store for this entity (lock fields, if any, are left out). */
+  toProperties(): Properties;
+}
+
+/**
+ * The properties to store for a user's entity: `toProperties()` when it has one, else its own
+ * enumerable data properties. Lock fields are the Locker's and are left out.
+ */
+export function entityProperties(entity: unknown): Properties {
+  if (entity === null || typeof entity !== 'object') return {};
+  const source = isSelfStoring(entity) ? entity.toProperties() : (entity as Properties);
+  const out: Properties = {};
+  for (const name of Object.keys(source)) {
+    const value = source[name];
+    if (!name.startsWith(LOCK_FIELD_PREFIX) && typeof value !== 'function' && value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+function isSelfStoring(entity: object): entity is SelfStoring {
+  return typeof (entity as Partial<SelfStoring>).toProperties === 'function';
+}

@@ -1,0 +1,153 @@
+/**
+ * Taking the lease when a task arrives: one strongly consistent read decides (most duplicates end
+ * there), then a compare-and-swap on the version read writes the lock `take`, `overwrite` or
+ * `expire` makes. A task that does not run is answered here.
+ */
+import { claimAlert, failureMarker } from '../rules/alert-markers';
+import { alertEvent, type ClaimedAlert } from '../alert/event';
+import { startAlerts, unsentOverwriteAlerts } from '../alert/overwrite-alert';
+import { answers, type Answer } from '../http/answer';
+import type { Arrival } from '../http/arrival';
+import type { Parts } from '../parts';
+import { decide, type Decision } from '../rules/decision';
+import { ContentionError } from '../errors/errors';
+import { keyPath } from '../store/key-codec';
+import { readLock, type Lock } from '../rules/lock-fields';
+import { withContentionRetry } from '../store/retry';
+import { Attr } from '../telemetry/telemetry';
+import { expire, overwrite, take as takeLease } from '../rules/transitions';
+import { AlertReason, type Properties, type Snapshot } from '../types';
+
+/**
+ * Takes the lease, or answers. One strongly consistent read decides; most duplicates end there.
+ * A lease is taken by a compare-and-swap on the version read: when another attempt wrote first,
+ * the entity is read again and decided again (bounded, with backoff).
+ */
+export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot; props: Properties }> {
+  const { store, leaseDuration } = parts.config;
+  const now = new Date(parts.config.clock());
+  const known = a.resent ? undefined : parts.seen.recall(a.key, a.seq, a.chain, now.getTime());
+  if (known) return { answer: answerFor(parts, a, known) };
+  let snapshot = await store.read(a.key);
+  let readAt = now.getTime();
+  const taken = await withContentionRetry(async () => {
+    const lock = snapshot && readLock(snapshot.properties);
+    const decision = arrivalDecision(parts, a, lock);
+    if (!snapshot || !lock || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
+      // What was read is remembered for the next copies of this task; a write remembers what it wrote instead.
+      parts.seen.observe(a.key, snapshot?.properties, readAt, leaseDuration);
+      return { decision, snapshot: undefined, alerts: undefined, lock: undefined };
+    }
+    const next = takeover(parts, a, decision, lock, now);
+    const written = await parts.locks.replace(a.key, snapshot, next.lock);
+    if (written) return { decision, snapshot: written, read: snapshot, alerts: next.alerts, lock: next.lock };
+    snapshot = await store.read(a.key);
+    readAt = parts.config.clock();
+    throw new ContentionError(`${keyPath(a.key)} changed while attempt ${a.attempt} took its lease`);
+  }, parts.config.contention);
+
+  const d = taken.decision;
+  if (!taken.snapshot || !taken.read || !taken.lock) return { answer: answerFor(parts, a, d) };
+  if (d.action === 'overwrite' || d.action === 'expire') {
+    await reportTakeover(parts, a, d, taken.read.properties, taken.lock, taken.alerts !== undefined, now);
+    if (d.action === 'expire') {
+      // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
+      return { answer: answers.expired(a.seq) };
+    }
+  } else {
+    parts.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
+    // Overwrite alerts an earlier holder left unmarked: this attempt sends them too (none in the usual case: no work at all).
+    if (taken.lock.alerts.length > 0) startAlerts(parts, a, unsentOverwriteAlerts(parts, a.key, taken.lock, taken.read.properties, a.task, now));
+  }
+  parts.telemetry.count('take', a.key);
+  return { snapshot: taken.snapshot, props: taken.read.properties };
+}
+
+/** The lock an arriving attempt writes when it takes the lease (or fails a step whose leases kept expiring). */
+function takeover(parts: Parts, a: Arrival, d: Decision, lock: Lock, now: Date): { lock: Lock; alerts: string[] | undefined } {
+  if (d.action === 'overwrite') {
+    const alerts = claimAlert(parts.config, lock, { previous: d.previous, next: a.attempt });
+    return { lock: overwrite(lock, { now, attempt: a.attempt, alerts }), alerts };
+  }
+  if (d.action === 'expire') {
+    const alerts = claimAlert(parts.config, lock, { failed: d.previous });
+    const error = `lease of attempt ${d.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
+    return { lock: expire(lock, { now, error, alerts }), alerts };
+  }
+  return { lock: takeLease(lock, { now, attempt: a.attempt }), alerts: undefined };
+}
+
+/**
+ * Reports a stale lease taken over (`overwrite`) or ended (`expire`): event, log line and the
+ * alerts. An overwrite's alert, this takeover's and any other of the lock still unmarked (an
+ * earlier holder may have died before sending its own), is sent while the handler runs; the
+ * step's last write waits for it and marks it sent (`overwrite-alert.ts`). An expiry answers at
+ * once, so its alerts are sent and marked before the answer.
+ */
+async function reportTakeover(
+  parts: Parts, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, written: Lock, claimed: boolean, now: Date,
+): Promise<void> {
+  const lock = readLock(props);
+  const retries = lock.tries + 1;
+  const where = { key: keyPath(a.key), seq: a.seq, previous: d.previous };
+  let error: Error | undefined;
+  if (d.action === 'overwrite') {
+    parts.emit('overwritten', { key: a.key, seq: a.seq, attempt: a.attempt, previous: d.previous, leaseAgeMs: d.leaseAgeMs });
+    parts.config.logger.warn('stale lease overwritten', { ...where, attempt: a.attempt, leaseAgeMs: d.leaseAgeMs });
+  } else {
+    error = new Error(`the lease of attempt ${d.previous} expired and the step has no attempts left`);
+    parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error });
+    parts.config.logger.error('step failed: its lease expired too often', { ...where, retries });
+  }
+  const own = d.action === 'overwrite' ? `overwrite:${written.seq}:${d.previous}:${a.attempt}` : failureMarker(written.seq, d.previous);
+  const alerts: ClaimedAlert[] = [];
+  if (claimed) {
+    alerts.push({ marker: own, event: alertEvent({
+      reason: d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure,
+      key: a.key, seq: a.seq, retries, previousAttempt: d.previous, newAttempt: d.action === 'overwrite' ? a.attempt : undefined,
+      leaseAgeMs: d.leaseAgeMs, task: a.task, properties: props, at: now, error,
+    }) });
+  }
+  alerts.push(...unsentOverwriteAlerts(parts, a.key, written, props, a.task, now, own));
+  if (d.action === 'overwrite') startAlerts(parts, a, alerts);
+  else await parts.alerts.sendAndMark(a.key, alerts);
+}
+
+function arrivalDecision(parts: Parts, a: Arrival, lock: Lock | undefined): Decision {
+  return decide({
+    lock,
+    seq: a.seq,
+    chain: a.chain,
+    attempt: a.attempt,
+    now: parts.config.clock(),
+    leaseDurationMs: parts.config.leaseDuration,
+    goLeaseTimeoutMs: parts.config.goLeaseTimeout,
+    maxRetries: parts.config.maxRetries,
+  });
+}
+
+/** The answer to a task that does not run. */
+function answerFor(parts: Parts, a: Arrival, d: Decision): Answer {
+  if (d.action === 'refuse') {
+    parts.emit('refused', { key: a.key, seq: a.seq, attempt: a.attempt, holder: d.holder, retryAfterMs: d.retryAfterMs });
+    parts.telemetry.count('refuse', a.key);
+    const retryAfter = Math.max(1, Math.ceil(Math.min(d.retryAfterMs, parts.config.leaseDuration) / 1000));
+    return answers.refused(a.seq, parts.config.lockFailedStatus, retryAfter);
+  }
+  if (d.action === 'drop') {
+    parts.emit('dropped', { key: a.key, seq: a.seq, attempt: a.attempt, reason: d.reason });
+    parts.config.logger.info('task dropped', { key: keyPath(a.key), seq: a.seq, reason: d.reason });
+    parts.telemetry.count('drop', a.key, { [Attr.reason]: d.reason });
+    return answers.dropped(DROP_MESSAGES[d.reason]);
+  }
+  throw new Error(`no answer for decision ${d.action}`);
+}
+
+const DROP_MESSAGES = {
+  missing: 'the entity does not exist',
+  finished: 'a duplicate of a finished step',
+  unscheduled: 'no such step is scheduled',
+  'other-chain': 'the task belongs to an earlier chain',
+  failed: 'the step failed for good',
+  cancelled: 'the chain was cancelled',
+} as const;
