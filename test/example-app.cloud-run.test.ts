@@ -12,10 +12,10 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { exampleEnv, fetchStatus, ROOT, startExample, waitFor, type ExampleProcess } from './support/example-process';
+import { freePort } from './support/free-port';
 
 interface LockEntry { dev?: boolean }
 
@@ -25,15 +25,6 @@ function procfileWeb(): string[] {
   const web = /^web:\s*(.+)$/m.exec(procfile)?.[1];
   assert.ok(web, 'the Procfile has a web process');
   return web.trim().split(/\s+/);
-}
-
-/** A port nothing listens on now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** Copies the top-level packages `npm prune --production` keeps into `dir/node_modules` (hard links where the file system allows). */

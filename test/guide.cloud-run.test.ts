@@ -11,7 +11,6 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import ts from 'typescript';
 import { startCloudTasksServer, type CloudTasksServer, type ReceivedCall } from './support/cloud-tasks-server';
@@ -19,6 +18,7 @@ import { idTokenClaims, startOidcIssuer, type OidcIssuer } from './support/oidc-
 import { TestSmtpServer } from './support/smtp';
 import { uniqueNamespace } from './support/emulator';
 import { waitFor } from './support/example-process';
+import { freePort } from './support/free-port';
 
 const ROOT = path.resolve(__dirname, '..');
 const SOURCE = path.join(ROOT, 'docs', 'guides', 'cloud-run', 'main.ts');
@@ -30,15 +30,6 @@ const ACCOUNT = 'tasks@demo-project.iam.gserviceaccount.com';
 const TIMEOUT_SECONDS = 600;
 
 const source = readFileSync(SOURCE, 'utf8');
-
-/** A port nothing listens on now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** The guide's service as a child process, its output captured. */
 interface Service {
