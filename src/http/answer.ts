@@ -16,7 +16,7 @@ export interface Answer {
   retryAfter?: number;
   /** Why the task did not run, when it was answered before the handler (the take span's outcome). */
   outcome?: 'refused' | 'dropped' | 'expired';
-  /** Why a non-2xx answer was given (the `retryLater` event); a refusal is `held`. */
+  /** Why a non-2xx answer was given (the `retryLater` event). */
   reason?: AnswerReason;
 }
 
@@ -28,7 +28,7 @@ export const answers = {
   },
   /** Another attempt holds a fresh lease: the Locker's `lockFailedStatus`, after the lease's own time. */
   refused(seq: number, status: number, retryAfter: number): Answer {
-    return { status, message: `step ${seq} is running in another attempt; retry later`, retryAfter, outcome: 'refused' };
+    return { status, message: `step ${seq} is running in another attempt; retry later`, retryAfter, outcome: 'refused', reason: 'held' };
   },
   /** The task is not run and never will be: a duplicate, a stale chain's, an entity gone. */
   dropped(why: string): Answer {

@@ -85,7 +85,7 @@ function answerTask(parts: Pick<Parts, 'drain' | 'emit'>, req: Request, res: Res
   send(res, answer);
   if (answer.status >= 300) {
     parts.emit('retryLater', {
-      status: answer.status, reason: answer.reason ?? (answer.outcome === 'refused' ? 'held' : 'internal'), path: req.path,
+      status: answer.status, reason: answer.reason ?? 'internal', path: req.path,
       ...(arrival ? { key: arrival.key, seq: arrival.seq } : {}),
     });
   }
