@@ -1,5 +1,5 @@
 /**
- * The transactional outbox that replaces App Engine's transactional enqueue (docs/design.md, section 5): a
+ * The ledger write that replaces App Engine's transactional enqueue (a transactional outbox; docs/design.md, section 5): a
  * step and its ledger record are committed in one transaction (`commitNextStep`, the one way a next
  * step is written, by the kickoff and by `ctx.schedule()`); the task is created after the commit
  * (`sendNextStep`, through the dispatcher); the sweep re-delivers what stalls (`sweep.ts`).

@@ -1,6 +1,6 @@
 /**
  * What a running handler can do to its step: the context it is given, with `schedule()` (the
- * next step and its task, committed together through the outbox) and `complete()`, both fenced.
+ * next step and its task, committed together through the ledger) and `complete()`, both fenced.
  */
 import type { Arrival } from '../http/arrival';
 import { entityProperties, type ScheduledStep, type TaskContext } from './handler-types';

@@ -5,7 +5,7 @@
  * `leaseTimeout`, and closed when the attempt ends. Every write made on the attempt's behalf is
  * fenced: it proceeds only while the attempt still holds the lease. Single-entity writes
  * (`update`) are compare-and-swaps on the last version this attempt wrote, one round trip each;
- * writes that add an outbox record go through a transaction (`fenced`). A step's last write goes
+ * writes that add an ledger record go through a transaction (`fenced`). A step's last write goes
  * through `settle`, which retries transient failures under the live lease.
  */
 import type { Key } from '@google-cloud/datastore';

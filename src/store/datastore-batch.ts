@@ -44,8 +44,8 @@ export interface BatchConfig {
   rpc: DatastoreRpc;
   ledgerKind: string;
   conditionalWrites: boolean;
-  /** Told the namespace of every outbox record written. */
-  onOutboxNamespace(namespace: string): void;
+  /** Told the namespace of every ledger record written. */
+  onLedgerNamespace(namespace: string): void;
 }
 
 /** Reads `keys` in one lookup (at most 1,000), absent ones included. */
@@ -103,7 +103,7 @@ async function conditional(config: BatchConfig, writes: Encoded[], outcomes: Con
   const recorded: Encoded[] = [];
   for (const chunk of chunks(writes, MAX_MUTATIONS, (w) => approxBytes(w.record))) {
     await splitting(chunk, outcomes, async (part) => {
-      for (const w of part) config.onOutboxNamespace(w.key.namespace ?? '');
+      for (const w of part) config.onLedgerNamespace(w.key.namespace ?? '');
       await config.rpc.commit(part.map((w) => ({ upsert: w.record })));
       recorded.push(...part);
     });
@@ -124,7 +124,7 @@ async function conditional(config: BatchConfig, writes: Encoded[], outcomes: Con
 async function inTransactions(config: BatchConfig, writes: Encoded[], outcomes: ConditionalOutcome[]): Promise<void> {
   for (const chunk of chunks(writes, TRANSACTION_WRITES, (w) => w.bytes)) {
     await splitting(chunk, outcomes, async (part) => {
-      for (const w of part) config.onOutboxNamespace(w.key.namespace ?? '');
+      for (const w of part) config.onLedgerNamespace(w.key.namespace ?? '');
       const written = await withContentionRetry(() => transactionOnce(config.rpc, part));
       part.forEach((w, i) => (outcomes[w.index] = written[i] ? { outcome: 'written' } : { outcome: 'conflict' }));
     }, true);

@@ -21,8 +21,8 @@ import { LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from './led
 /** What a transaction needs from its store. */
 export interface TransactionConfig {
   ledgerKind: string;
-  /** Told the namespace of every outbox record written. */
-  onOutboxNamespace(namespace: string): void;
+  /** Told the namespace of every ledger record written. */
+  onLedgerNamespace(namespace: string): void;
 }
 
 /** One Datastore transaction, as `fn` sees it. */
@@ -78,7 +78,7 @@ export class DatastoreTransaction implements StoreTransaction {
   putLedger(record: LedgerRecord): void {
     keyString(record.key);
     this.put(ledgerKey(this.config.ledgerKind, record.key.namespace, record.id), ledgerProperties(record), LEDGER_UNINDEXED);
-    this.config.onOutboxNamespace(record.key.namespace ?? '');
+    this.config.onLedgerNamespace(record.key.namespace ?? '');
   }
 
   deleteLedger(key: Key, id: string): void {

@@ -59,7 +59,7 @@ import { entityProto } from './datastore-encode';
 import { grpcCode } from './datastore-errors';
 import { lookup } from './datastore-lookup';
 import { decodeEntity, keyToProto } from './datastore-protos';
-import { allNamespaces, queryDue } from './datastore-outbox-query';
+import { allNamespaces, queryDue } from './datastore-ledger-query';
 import { queryDatastoreLocks } from './datastore-query';
 import type { LockPage, LockQuery } from './lock-query';
 import { replaceAtVersion } from './datastore-replace';
@@ -135,7 +135,7 @@ export class DatastoreStore implements Store {
   private readonly overrides: Partial<Backend>;
   private readonly probeTarget: ProbeTarget;
   private readonly gate = new KeyGate();
-  /** Namespaces this store wrote outbox records to: the fallback when namespaces can't be listed. */
+  /** Namespaces this store wrote ledger records to: the fallback when namespaces can't be listed. */
   private readonly writtenNamespaces = new Set<string>(['']);
   private namespaceQueryRefused = false;
   private knownProjectId?: string;
@@ -185,7 +185,7 @@ export class DatastoreStore implements Store {
     const { beginWithFirstRead } = await this.backend();
     const tx = new DatastoreTransaction(this.rpc, {
       ledgerKind: this.ledgerKind,
-      onOutboxNamespace: (namespace) => this.writtenNamespaces.add(namespace),
+      onLedgerNamespace: (namespace) => this.writtenNamespaces.add(namespace),
     });
     try {
       if (!beginWithFirstRead) await tx.begin();
@@ -237,13 +237,13 @@ export class DatastoreStore implements Store {
   async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
     const { conditionalWrites } = await this.backend();
     return replaceMany({
-      rpc: this.rpc, ledgerKind: this.ledgerKind, conditionalWrites, onOutboxNamespace: (namespace) => this.writtenNamespaces.add(namespace),
+      rpc: this.rpc, ledgerKind: this.ledgerKind, conditionalWrites, onLedgerNamespace: (namespace) => this.writtenNamespaces.add(namespace),
     }, writes);
   }
 
   async listDue(now: Date, limit: number): Promise<DueLedger> {
     if (limit <= 0) return { records: [], malformed: [] };
-    const namespaces = await this.outboxNamespaces();
+    const namespaces = await this.ledgerNamespaces();
     const lists = await Promise.all(namespaces.map((namespace) => queryDue(this.rpc, this.ledgerKind, namespace, now, limit)));
     return {
       records: lists.flatMap((l) => l.records).sort(dueFirst).slice(0, limit),
@@ -266,7 +266,7 @@ export class DatastoreStore implements Store {
   }
 
   /** The namespaces to sweep: as configured, else all (or, where that query is refused, the known ones). */
-  private async outboxNamespaces(): Promise<readonly string[]> {
+  private async ledgerNamespaces(): Promise<readonly string[]> {
     if (this.namespaces) return this.namespaces;
     if (!this.namespaceQueryRefused) {
       try {
