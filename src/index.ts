@@ -46,7 +46,10 @@ export { verifyLocalSignature, type LocalSecret } from './queue/local-signature'
 export { oidcAuthenticator, type OidcAuthenticatorOptions, type OidcTokenVerifier } from './auth/oidc';
 export { appEngineAuthenticator, type AppEngineAuthenticatorOptions } from './auth/app-engine';
 // App Engine cron's requests, for the sweep route that cron.yaml calls.
-export { appEngineCronAuthenticator } from './auth/app-engine-cron';
+export { appEngineCronAuthenticator, type AppEngineCronAuthenticatorOptions } from './auth/app-engine-cron';
+// Behind Cloud Run's IAM front (--no-allow-unauthenticated), which removes token signatures.
+export { cloudRunIamAuthenticator, type CloudRunIamAuthenticatorOptions } from './auth/cloud-run-iam';
+export { STRIPPED_SIGNATURE } from './auth/bearer-jwt';
 export { anyOf } from './auth/any-of';
 // People behind Identity-Aware Proxy, e.g. for the status router.
 export { iapAuthenticator, IAP_HEADER, type IapAuthenticatorOptions, type IapTokenVerifier } from './auth/iap';

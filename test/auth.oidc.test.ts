@@ -144,7 +144,7 @@ describe('oidcAuthenticator', () => {
 
     it('a token with its signature removed', async () => {
       const [header, payload] = token().split('.');
-      assertRefused(await authenticate(bearer(`${header}.${payload}.`)), 401, /signature is invalid/);
+      assertRefused(await authenticate(bearer(`${header}.${payload}.`)), 401, /^OIDC token is unsigned/);
     });
 
     it('a token signed by another key under the published key id', async () => {

@@ -8,6 +8,9 @@ import { OAuth2Client } from 'google-auth-library';
 import { ConfigError } from '../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { AuthRequest, AuthVerdict, Authenticator } from '../types';
+import { markKind } from './authenticator-kind';
+import { unsignedProblem } from './bearer-jwt';
+import { verificationFailure } from './verification-failure';
 import { ACCEPT, refuse } from './verdict';
 
 /** What the authenticator needs from an `OAuth2Client`: IAP's keys and the check of a token against them. */
@@ -50,21 +53,24 @@ export function iapAuthenticator(options: IapAuthenticatorOptions): Authenticato
   const allowed = allowList(options.allow);
   const client = options.client ?? new OAuth2Client();
   const audience = options.audience;
-  return async (req: AuthRequest): Promise<AuthVerdict> => {
+  return markKind(async (req: AuthRequest): Promise<AuthVerdict> => {
     const header = req.headers[IAP_HEADER];
     const token = Array.isArray(header) ? undefined : header;
     if (!token) return refuse(401, `no ${IAP_HEADER} header: the request did not come through Identity-Aware Proxy`);
+    const unsigned = unsignedProblem(token, 'iapAuthenticator');
+    if (unsigned !== undefined) return refuse(401, `IAP ${unsigned}`);
     let email: unknown;
     try {
       const { pubkeys } = await client.getIapPublicKeysAsync();
       const ticket = await client.verifySignedJwtWithCertsAsync(token, pubkeys, audience, [IAP_ISSUER]);
       email = ticket.getPayload()?.email;
     } catch (error) {
-      return refuse(401, `IAP token does not verify: ${error instanceof Error ? error.message : String(error)}`);
+      // google-auth-library's message quotes the token's header or payload: mapped, never copied.
+      return refuse(401, `IAP token does not verify: ${verificationFailure(error)}`);
     }
     if (typeof email !== 'string' || email === '') return refuse(401, 'IAP token has no email');
     return allowed(email.toLowerCase()) ? ACCEPT : refuse(403, `${email} is not allowed`);
-  };
+  }, 'verifies-signature');
 }
 
 function allowList(allow: IapAuthenticatorOptions['allow']): (email: string) => boolean {

@@ -7,6 +7,9 @@ import type { TokenPayload } from 'google-auth-library';
 import { ConfigError } from '../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { AuthRequest, AuthVerdict, Authenticator } from '../types';
+import { markKind } from './authenticator-kind';
+import { bearerToken, unsignedProblem } from './bearer-jwt';
+import { verificationFailure } from './verification-failure';
 import { ACCEPT, refuse } from './verdict';
 
 /**
@@ -65,13 +68,13 @@ interface OidcConfig {
  */
 export function oidcAuthenticator(options: OidcAuthenticatorOptions): Authenticator {
   const config = parseOptions(options);
-  return async (req: AuthRequest): Promise<AuthVerdict> => {
+  return markKind(async (req: AuthRequest): Promise<AuthVerdict> => {
     try {
       return await authenticate(config, req);
     } catch (error) {
       return refuse(401, `OIDC token could not be verified: unexpected ${errorName(error)}`);
     }
-  };
+  }, 'verifies-signature');
 }
 
 /** Checks the options once and fills in the defaults. */
@@ -123,8 +126,8 @@ function checkClient(client: OidcTokenVerifier): OidcTokenVerifier {
 async function authenticate(config: OidcConfig, req: AuthRequest): Promise<AuthVerdict> {
   const token = bearerToken(req.headers.authorization);
   if (typeof token !== 'string') return token;
-  const shapeProblem = tokenShapeProblem(token);
-  if (shapeProblem !== undefined) return refuse(401, shapeProblem);
+  const shapeProblem = tokenShapeProblem(token) ?? unsignedProblem(token, 'oidcAuthenticator');
+  if (shapeProblem !== undefined) return refuse(401, shapeProblem.startsWith('OIDC') ? shapeProblem : `OIDC ${shapeProblem}`);
   let certs;
   try {
     certs = (await config.client.getFederatedSignonCertsAsync()).certs;
@@ -141,24 +144,16 @@ async function authenticate(config: OidcConfig, req: AuthRequest): Promise<AuthV
     );
     payload = ticket.getPayload();
   } catch (error) {
-    return refuse(401, verificationFailure(error));
+    return refuse(401, `OIDC token ${verificationFailure(error)}`);
   }
   return checkIdentity(config, payload);
 }
 
-/** The token of an `Authorization: Bearer <token>` header, or the refusal when there is none. */
-function bearerToken(header: string | undefined): string | AuthVerdict {
-  if (header === undefined || header.trim() === '') return refuse(401, 'missing Authorization header');
-  const match = /^(\S+)(?: +(\S+))? *$/.exec(header);
-  if (match === null) return refuse(401, 'malformed Authorization header: expected "Bearer <token>"');
-  if (match[1].toLowerCase() !== 'bearer') return refuse(401, 'Authorization scheme is not Bearer');
-  if (match[2] === undefined) return refuse(401, 'malformed Authorization header: the Bearer token is missing');
-  return match[2];
-}
-
 /**
  * Why the token is not a JWT signed with RS256, or undefined when it is one. Checked before the
- * certificates are fetched, so garbage costs nothing and `alg: none` is refused outright.
+ * certificates are fetched, so garbage costs nothing and `alg: none` is refused outright. A
+ * stripped or empty signature passes this shape check and is refused next, by `unsignedProblem`,
+ * before any client (a pluggable one included) is asked to verify it.
  */
 function tokenShapeProblem(token: string): string | undefined {
   if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token)) {
@@ -176,33 +171,6 @@ function tokenShapeProblem(token: string): string | undefined {
   if (!('kid' in header) || typeof header.kid !== 'string') return 'OIDC token has no key id (kid)';
   return undefined;
 }
-
-/**
- * What google-auth-library's verification error means, as a reason. Its messages embed the
- * token, so they are matched, never repeated.
- */
-function verificationFailure(error: unknown): string {
-  const message = error instanceof Error ? error.message : '';
-  const known = VERIFICATION_FAILURES.find(([start]) => message.startsWith(start));
-  return `OIDC token ${known === undefined ? 'failed verification' : known[1]}`;
-}
-
-/** The start of each google-auth-library verification message, and what it means. */
-const VERIFICATION_FAILURES: readonly (readonly [string, string])[] = [
-  ['Wrong number of segments', 'is malformed: not a JWT'],
-  ["Can't parse token", 'is malformed: its header or payload is not JSON'],
-  ['No pem found', 'is signed by an unknown key (kid not among the signing certificates)'],
-  ['Invalid token signature', 'signature is invalid'],
-  ['No issue time', 'has no issue time (iat)'],
-  ['iat field', 'has an invalid issue time (iat)'],
-  ['No expiration time', 'has no expiration time (exp)'],
-  ['exp field', 'has an invalid expiration time (exp)'],
-  ['Expiration time too far', 'expiration time is too far in the future (exp)'],
-  ['Token used too early', 'is not valid yet (iat is in the future)'],
-  ['Token used too late', 'has expired (exp)'],
-  ['Invalid issuer', 'issuer (iss) is not allowed'],
-  ['Wrong recipient', 'audience (aud) does not match'],
-];
 
 /** A verified token must name an allowed service account whose email Google verified. */
 function checkIdentity(config: OidcConfig, payload: TokenPayload | undefined): AuthVerdict {
