@@ -9,19 +9,25 @@
  *   TASKS_LOCATION          the queue's region, e.g. europe-west1
  *   TASKS_QUEUE             the queue's id, e.g. steps
  *   SERVICE_URL             the service's URL: where tasks go, and their OIDC audience
- *   TASKS_SERVICE_ACCOUNT   the account Cloud Tasks and Cloud Scheduler sign their tokens as
+ *   CLOUD_RUN_AUTH          iam when deployed --no-allow-unauthenticated (Cloud Run checks every
+ *                           token, then removes its signature), public with --allow-unauthenticated
+ *                           (the service verifies signatures itself); see docs/concepts/authentication.md
+ *   TASKS_SERVICE_ACCOUNT   the account Cloud Tasks signs its tokens as: the only one the task routes take
+ *   SCHEDULER_SERVICE_ACCOUNT  the account Cloud Scheduler signs its tokens as: the only one the sweep takes
  *   SMTP_URL, ALERT_TO, ALERT_FROM   where alerts go (ALERT_TO may list several, comma-separated)
  *   REQUEST_TIMEOUT_SECONDS the service's --timeout, 90 to 1800 (default 300, Cloud Run's default)
  *   DATASTORE_NAMESPACE     optional: the namespace of every entity (default: the default one)
  *   PORT                    set by Cloud Run (8080 when unset)
+ *   CLOUD_TASKS_EMULATOR_HOST  optional, for a local run: host:port of a Cloud Tasks emulator (plain gRPC)
  */
 import type { Server } from 'node:http';
 import express from 'express';
 import { Datastore } from '@google-cloud/datastore';
 import { CloudTasksClient } from '@google-cloud/tasks';
+import { grpc } from 'google-gax';
 import {
-  ChainBusyError, CloudTasksQueue, ConfigError, DatastoreStore, EmailAlerter, Locker, PermanentError,
-  oidcAuthenticator, type OidcTokenVerifier, type Properties,
+  ChainBusyError, CloudTasksQueue, DatastoreStore, EmailAlerter, Locker, PermanentError,
+  cloudRunIamAuthenticator, oidcAuthenticator, type Authenticator, type Properties,
 } from 'datastore-locker';
 
 /** An order. The Locker keeps its lock fields (lock_ts, lock_seq, ...) beside these. */
@@ -46,7 +52,10 @@ interface Config {
   location: string;
   queue: string;
   url: string;
+  auth: 'iam' | 'public';
   tasksAccount: string;
+  schedulerAccount: string;
+  tasksEmulator: string | undefined;
   namespace: string | undefined;
   requestTimeoutMs: number;
   smtpUrl: string;
@@ -54,16 +63,25 @@ interface Config {
   alertFrom: string;
 }
 
-/** Reads the environment; throws `ConfigError` naming the first variable that is missing or wrong. */
+/** A variable of the environment is missing or wrong (the library's own mistakes are `ConfigError`s). */
+class EnvironmentError extends Error {
+  override name = 'EnvironmentError';
+}
+
+/** Reads the environment; throws `EnvironmentError` naming the first variable that is missing or wrong. */
 function readConfig(env: NodeJS.ProcessEnv): Config {
   const need = (name: string, what: string): string => {
     const value = env[name]?.trim();
-    if (!value) throw new ConfigError(`${name} is not set: set it to ${what}.`);
+    if (!value) throw new EnvironmentError(`${name} is not set: set it to ${what}.`);
     return value;
   };
   const seconds = Number(env.REQUEST_TIMEOUT_SECONDS?.trim() || 300);
   if (!Number.isInteger(seconds) || seconds < 90 || seconds > 1800) {
-    throw new ConfigError('REQUEST_TIMEOUT_SECONDS must be the service\'s --timeout, 90 to 1800 (a task\'s dispatch deadline is at most 30 min).');
+    throw new EnvironmentError('REQUEST_TIMEOUT_SECONDS must be the service\'s --timeout, 90 to 1800 (a task\'s dispatch deadline is at most 30 min).');
+  }
+  const auth = need('CLOUD_RUN_AUTH', 'iam (deployed with --no-allow-unauthenticated) or public (--allow-unauthenticated)');
+  if (auth !== 'iam' && auth !== 'public') {
+    throw new EnvironmentError(`CLOUD_RUN_AUTH must be iam (deployed with --no-allow-unauthenticated) or public (--allow-unauthenticated); got ${JSON.stringify(auth)}.`);
   }
   return {
     port: Number(env.PORT || 8080),
@@ -71,7 +89,10 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     location: need('TASKS_LOCATION', 'the queue\'s region, e.g. europe-west1'),
     queue: need('TASKS_QUEUE', 'the queue\'s id'),
     url: need('SERVICE_URL', 'the service\'s URL, e.g. https://orders-abc123-ew.a.run.app'),
+    auth,
     tasksAccount: need('TASKS_SERVICE_ACCOUNT', 'the service account Cloud Tasks signs its tokens as'),
+    schedulerAccount: need('SCHEDULER_SERVICE_ACCOUNT', 'the service account Cloud Scheduler signs its tokens as'),
+    tasksEmulator: env.CLOUD_TASKS_EMULATOR_HOST?.trim() || undefined,
     namespace: env.DATASTORE_NAMESPACE?.trim() || undefined,
     requestTimeoutMs: seconds * 1000,
     smtpUrl: need('SMTP_URL', 'the SMTP server alerts are sent through, e.g. smtps://user:password@smtp.example.com'),
@@ -85,22 +106,34 @@ function log(severity: 'INFO' | 'ERROR', message: string, fields: Record<string,
   (severity === 'ERROR' ? console.error : console.log)(JSON.stringify({ severity, message, ...fields }));
 }
 
-/** Google's clients. Production uses the defaults; a local run or a test passes clients for emulators. */
-export interface GoogleClients {
-  tasks: CloudTasksClient;
-  /** Verifies the OIDC tokens of tasks and of the Scheduler job; defaults to Google's certificates. */
-  tokens?: OidcTokenVerifier;
+/** The Cloud Tasks client: Google's, or a local emulator's when CLOUD_TASKS_EMULATOR_HOST is set. */
+function tasksClient(config: Config): CloudTasksClient {
+  if (config.tasksEmulator === undefined) return new CloudTasksClient();
+  const [host, port] = config.tasksEmulator.split(':');
+  if (!host || !Number.isInteger(Number(port))) throw new EnvironmentError('CLOUD_TASKS_EMULATOR_HOST must be host:port.');
+  return new CloudTasksClient({ apiEndpoint: host, port: Number(port), sslCreds: grpc.credentials.createInsecure() });
+}
+
+/**
+ * Who may call a route: one service account. Behind Cloud Run's IAM check every token arrives
+ * with its signature removed, and every invoker gets through, so the account is checked here; on
+ * a public service the token arrives whole and its signature is verified here.
+ */
+function onlyAccount(config: Config, account: string): Authenticator {
+  const options = { audience: config.url, serviceAccountEmail: account };
+  return config.auth === 'iam' ? cloudRunIamAuthenticator(options) : oidcAuthenticator(options);
 }
 
 /** Builds the service and listens on PORT; on SIGTERM shuts it down and exits 0. */
-async function start(env: NodeJS.ProcessEnv, google: GoogleClients): Promise<Server> {
+async function start(env: NodeJS.ProcessEnv): Promise<Server> {
   const config = readConfig(env);
+  const tasks = tasksClient(config);
   const datastore = new Datastore({ projectId: config.project });
   const alerter = new EmailAlerter({ transport: config.smtpUrl, to: config.alertTo, from: config.alertFrom });
   const locker = new Locker({
     store: new DatastoreStore(datastore, config.namespace === undefined ? {} : { namespaces: [config.namespace] }),
     queue: new CloudTasksQueue({
-      client: google.tasks,
+      client: tasks,
       project: config.project,
       location: config.location,
       queue: config.queue,
@@ -108,7 +141,8 @@ async function start(env: NodeJS.ProcessEnv, google: GoogleClients): Promise<Ser
       // Cloud Tasks waits as long as Cloud Run lets a request run, not less.
       dispatchDeadlineMs: config.requestTimeoutMs,
     }),
-    authenticate: oidcAuthenticator({ audience: config.url, serviceAccountEmail: config.tasksAccount, client: google.tokens }),
+    // The task routes take the tasks account only.
+    authenticate: onlyAccount(config, config.tasksAccount),
     alerter,
     maxRetries: 10,
     // A held lease is not overload: 409 retries only the refused task (see docs/concepts/throttling.md).
@@ -136,11 +170,12 @@ async function start(env: NodeJS.ProcessEnv, google: GoogleClients): Promise<Ser
     ctx.entity.receiptSent = true;
   }, (props) => new Order(props), { kinds: ['Order'] }));
 
-  // The sweep, called by Cloud Scheduler every minute with the same account's OIDC token.
-  app.post('/sweep', locker.sweepHandler());
+  // The sweep, called by Cloud Scheduler every minute: its account only, not the tasks account.
+  app.post('/sweep', locker.sweepHandler({ authenticate: onlyAccount(config, config.schedulerAccount) }));
 
   // Starts an order's chain. Not authenticated here: deploy with --no-allow-unauthenticated, so
-  // Cloud Run admits only principals with roles/run.invoker.
+  // Cloud Run admits only principals with roles/run.invoker (with CLOUD_RUN_AUTH=public, anyone:
+  // put your own check here).
   app.post('/orders/:id', express.json(), async (req, res) => {
     const amountCents: unknown = req.body?.amountCents;
     if (!Number.isSafeInteger(amountCents) || (amountCents as number) <= 0) {
@@ -181,7 +216,7 @@ async function start(env: NodeJS.ProcessEnv, google: GoogleClients): Promise<Ser
       log('INFO', 'locker shut down');
       await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); });
       await alerter.shutdown();
-      await google.tasks.close();
+      await tasks.close();
       log('INFO', 'stopped');
       process.exit(0);
     })().catch((error: unknown) => {
@@ -193,19 +228,17 @@ async function start(env: NodeJS.ProcessEnv, google: GoogleClients): Promise<Ser
 }
 
 /**
- * Starts the service. Never rejects: a configuration error is one line on stderr and exit code 2,
- * any other failure to start exit code 1.
+ * Starts the service. Never rejects: a missing or wrong variable is one line on stderr and exit
+ * code 2, any other failure to start (the library's ConfigError included) exit code 1.
  */
-export async function main(env: NodeJS.ProcessEnv = process.env, google?: GoogleClients): Promise<Server | undefined> {
+async function main(): Promise<void> {
   try {
-    return await start(env, google ?? { tasks: new CloudTasksClient() });
+    await start(process.env);
   } catch (error) {
-    const config = error instanceof ConfigError;
-    log('ERROR', `${config ? 'configuration error' : 'failed to start'}: ${error instanceof Error ? error.message : String(error)}`);
-    process.exit(config ? 2 : 1);
+    const environment = error instanceof EnvironmentError;
+    log('ERROR', environment ? `configuration error: ${error.message}` : `failed to start: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    process.exit(environment ? 2 : 1);
   }
 }
 
-// Run as the entry point (node main.js); a test imports main() and passes its own clients.
-// In an ES module project, write `await main();` instead.
-if (require.main === module) void main();
+void main();
