@@ -4,7 +4,7 @@
  * chains, and the sweep routes.
  */
 import express, { type Express, type Request, type Response } from 'express';
-import { appEngineCronAuthenticator, type Locker } from '../src/index';
+import { appEngineCronAuthenticator, type Authenticator, type Locker } from '../src/index';
 import { MANY_COUNTERS, type Chains } from './chains';
 import type { OperatorConfig } from './config';
 import { operatorAuthenticator, operatorOnly } from './operator';
@@ -21,6 +21,8 @@ export interface AppDeps {
   appEngine: boolean;
   /** Who may use the status page and start chains. */
   operator: OperatorConfig;
+  /** Who may call POST /sweep: Cloud Scheduler's account; undefined for the Locker's own authenticator. */
+  sweepAuthenticate?: Authenticator;
   /** With the local dispatcher, `POST /local/sweep` runs a sweep by hand (for operators; open on a local run). */
   localSweep: boolean;
   /** Key paths of the chains found unfinished when the app started (after a restart), shown in /status.json. */
@@ -50,10 +52,10 @@ export function createApp(deps: AppDeps): Express {
   // token or App Engine's queue header) before it touches the store.
   app.use(deps.chains.router);
 
-  // Re-delivers stalled steps: the library's sweep route. For Cloud Scheduler a POST, authenticated
-  // like a task request; the local set-up sweeps in-process instead, and takes a sweep by hand at
-  // POST /local/sweep.
-  app.post('/sweep', deps.locker.sweepHandler());
+  // Re-delivers stalled steps: the library's sweep route. For Cloud Scheduler a POST, with the
+  // scheduler's own account when SCHEDULER_SERVICE_ACCOUNT names it (else like a task request);
+  // the local set-up sweeps in-process instead, and takes a sweep by hand at POST /local/sweep.
+  app.post('/sweep', deps.locker.sweepHandler(deps.sweepAuthenticate === undefined ? {} : { authenticate: deps.sweepAuthenticate }));
   // App Engine cron (cron.yaml) sends a GET with `X-Appengine-Cron: true`, a header App Engine
   // strips from outside requests. Anywhere else the header proves nothing, so the route exists
   // only on App Engine.

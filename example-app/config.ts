@@ -30,6 +30,15 @@ export type TargetConfig =
       url: string;
       /** The service account Cloud Tasks signs the OIDC token as. */
       serviceAccountEmail: string;
+      /**
+       * How tokens arrive: `cloud-run-iam` behind Cloud Run's IAM check (`CLOUD_RUN_AUTH=iam`, the
+       * signature removed by the front), `oidc` whole (`CLOUD_RUN_AUTH=public`, or off Cloud Run).
+       */
+      auth: 'cloud-run-iam' | 'oidc';
+      /** The only account the sweep (POST /sweep) takes (`SCHEDULER_SERVICE_ACCOUNT`); the tasks account when unset. */
+      schedulerAccount: string | undefined;
+      /** `CLOUD_TASKS_EMULATOR_HOST`: a local Cloud Tasks emulator (plain gRPC), for a local run. */
+      emulatorHost: string | undefined;
     }
   | {
       type: 'appengine';
@@ -149,7 +158,7 @@ function storeConfig(get: Getter): StoreConfig {
   return { type: 'datastore', projectId, namespace, emulatorHost };
 }
 
-const CLOUD_TASKS_COMPANIONS = ['CLOUD_TASKS_LOCATION', 'CLOUD_TASKS_TARGET', 'CLOUD_TASKS_URL', 'CLOUD_TASKS_SERVICE_ACCOUNT', 'CLOUD_TASKS_SERVICE'];
+const CLOUD_TASKS_COMPANIONS = ['CLOUD_TASKS_LOCATION', 'CLOUD_TASKS_TARGET', 'CLOUD_TASKS_URL', 'CLOUD_TASKS_SERVICE_ACCOUNT', 'CLOUD_TASKS_SERVICE', 'CLOUD_RUN_AUTH', 'SCHEDULER_SERVICE_ACCOUNT', 'CLOUD_TASKS_EMULATOR_HOST'];
 
 function queueConfig(get: Getter, store: StoreConfig): QueueConfig {
   const queue = get('CLOUD_TASKS_QUEUE');
@@ -162,8 +171,11 @@ function queueConfig(get: Getter, store: StoreConfig): QueueConfig {
   const project = required(get, 'GOOGLE_CLOUD_PROJECT', 'CLOUD_TASKS_QUEUE is set', 'the project of the queue');
   if (store.type !== 'datastore') throw new ConfigError('CLOUD_TASKS_QUEUE needs the Datastore store: set GOOGLE_CLOUD_PROJECT.');
   const onAppEngine = get('GAE_APPLICATION') !== undefined;
+  const onCloudRun = !onAppEngine && get('K_SERVICE') !== undefined;
   const targetType = get('CLOUD_TASKS_TARGET') ?? (onAppEngine ? 'appengine' : 'http');
   if (targetType === 'appengine') {
+    // App Engine's queue header is trusted only where App Engine strips it from outside requests.
+    if (!onAppEngine) throw new ConfigError('CLOUD_TASKS_TARGET=appengine runs only on App Engine (GAE_APPLICATION is not set): elsewhere anyone can send X-AppEngine-QueueName. Set CLOUD_TASKS_TARGET=http.');
     for (const name of ['CLOUD_TASKS_URL', 'CLOUD_TASKS_SERVICE_ACCOUNT']) {
       if (get(name) !== undefined) throw new ConfigError(`${name} is set, but App Engine targets use neither a URL nor OIDC: unset it or set CLOUD_TASKS_TARGET=http.`);
     }
@@ -174,7 +186,20 @@ function queueConfig(get: Getter, store: StoreConfig): QueueConfig {
   const url = required(get, 'CLOUD_TASKS_URL', 'CLOUD_TASKS_TARGET is http', "the app's public base URL, e.g. https://app.example.com");
   if (!/^https?:\/\/[^\s/]+/.test(url)) throw new ConfigError(`CLOUD_TASKS_URL must be an http(s) URL such as https://app.example.com; got ${JSON.stringify(url)}.`);
   const serviceAccountEmail = required(get, 'CLOUD_TASKS_SERVICE_ACCOUNT', 'CLOUD_TASKS_TARGET is http', 'the service account Cloud Tasks signs its OIDC token as');
-  return { type: 'cloud-tasks', project, location, queue, target: { type: 'http', url, serviceAccountEmail } };
+  const cloudRunAuth = get('CLOUD_RUN_AUTH');
+  if (onCloudRun && cloudRunAuth === undefined) {
+    throw new ConfigError('CLOUD_RUN_AUTH is not set: on Cloud Run set it to iam (deployed with --no-allow-unauthenticated: Cloud Run checks tokens and removes their signature) or public (--allow-unauthenticated).');
+  }
+  if (!onCloudRun && cloudRunAuth !== undefined) throw new ConfigError('CLOUD_RUN_AUTH is set, but K_SERVICE is not: it applies on Cloud Run only. Unset it.');
+  if (cloudRunAuth !== undefined && cloudRunAuth !== 'iam' && cloudRunAuth !== 'public') {
+    throw new ConfigError(`CLOUD_RUN_AUTH must be iam (--no-allow-unauthenticated) or public (--allow-unauthenticated); got ${JSON.stringify(cloudRunAuth)}.`);
+  }
+  const schedulerAccount = get('SCHEDULER_SERVICE_ACCOUNT');
+  if (schedulerAccount !== undefined && !schedulerAccount.includes('@')) throw new ConfigError('SCHEDULER_SERVICE_ACCOUNT must be the email of the account Cloud Scheduler signs its tokens as.');
+  const target: TargetConfig = {
+    type: 'http', url, serviceAccountEmail, auth: cloudRunAuth === 'iam' ? 'cloud-run-iam' : 'oidc', schedulerAccount, emulatorHost: get('CLOUD_TASKS_EMULATOR_HOST'),
+  };
+  return { type: 'cloud-tasks', project, location, queue, target };
 }
 
 function operatorConfig(get: Getter): OperatorConfig {

@@ -39,7 +39,7 @@ async function main(): Promise<void> {
   const chains = createChains({ locker: parts.locker, queue: parts.queue, records, say });
   let unfinished: string[] = [];
   const app = createApp({
-    locker: parts.locker, chains, records, appEngine: config.appEngine, operator: config.operator,
+    locker: parts.locker, chains, records, appEngine: config.appEngine, operator: config.operator, sweepAuthenticate: parts.sweepAuthenticate,
     localSweep: config.queue.type === 'local', unfinishedAtStart: () => unfinished, say,
   });
 

@@ -5,8 +5,9 @@
  */
 import { Datastore } from '@google-cloud/datastore';
 import { CloudTasksClient } from '@google-cloud/tasks';
+import { grpc } from 'google-gax';
 import {
-  appEngineAuthenticator, CloudTasksQueue, DatastoreStore, EmailAlerter, LocalQueue, Locker, MemoryStore, oidcAuthenticator,
+  appEngineAuthenticator, cloudRunIamAuthenticator, CloudTasksQueue, DatastoreStore, EmailAlerter, LocalQueue, Locker, MemoryStore, oidcAuthenticator,
   type Alerter, type Authenticator, type Logger, type Queue, type Store,
 } from '../src/index';
 import type { ExampleConfig, QueueConfig } from './config';
@@ -20,6 +21,8 @@ export interface Parts {
   keys: Datastore;
   /** The namespace of every key the app writes. */
   namespace: string | undefined;
+  /** The only account the sweep route takes, when it differs from the tasks account (Cloud Scheduler's). */
+  sweepAuthenticate: Authenticator | undefined;
   /** Says in one line what the app runs on, e.g. `in-memory store, local dispatcher`. */
   description: string;
   /**
@@ -33,7 +36,7 @@ export interface Parts {
 export function buildParts(config: ExampleConfig, baseUrl: () => string): Parts {
   const closers: Array<() => Promise<void>> = [];
   const { store, keys, namespace, storeName } = buildStore(config);
-  const { queue, authenticate, queueName } = buildQueue(config.queue, baseUrl, closers);
+  const { queue, authenticate, sweepAuthenticate, queueName } = buildQueue(config.queue, baseUrl, closers);
   let alerter: Alerter | undefined;
   if (config.alert) {
     const email = new EmailAlerter({ transport: config.alert.smtpUrl, to: config.alert.to, from: config.alert.from });
@@ -45,7 +48,7 @@ export function buildParts(config: ExampleConfig, baseUrl: () => string): Parts 
   });
   if (config.queue.type === 'local') locker.startSweeping(config.queue.sweepIntervalMs);
   return {
-    store, queue, locker, keys, namespace,
+    store, queue, locker, keys, namespace, sweepAuthenticate,
     description: `${storeName}, ${queueName}${alerter ? ', email alerts' : ''}`,
     async shutdown() {
       await locker.shutdown();
@@ -67,25 +70,37 @@ function buildStore(config: ExampleConfig): { store: Store; keys: Datastore; nam
   return { store, keys: datastore, namespace, storeName: `${where}${namespace ? `, namespace ${namespace}` : ''}` };
 }
 
-function buildQueue(config: QueueConfig, baseUrl: () => string, closers: Array<() => Promise<void>>): { queue: Queue; authenticate: Authenticator | undefined; queueName: string } {
+function buildQueue(config: QueueConfig, baseUrl: () => string, closers: Array<() => Promise<void>>): { queue: Queue; authenticate: Authenticator | undefined; sweepAuthenticate?: Authenticator; queueName: string } {
   if (config.type === 'local') {
     // The dispatcher signs its requests; the Locker checks the signature by default.
     return { queue: new LocalQueue({ baseUrl, logger: oneLineLogger }), authenticate: undefined, queueName: 'local dispatcher' };
   }
-  const client = new CloudTasksClient();
-  closers.push(() => client.close());
   const { project, location, queue: queueId, target } = config;
+  const client = target.type === 'http' && target.emulatorHost !== undefined ? emulatorClient(target.emulatorHost) : new CloudTasksClient();
+  closers.push(() => client.close());
   const name = `Cloud Tasks queue ${queueId} in ${location}`;
   if (target.type === 'http') {
     const queue = new CloudTasksQueue({
       client, project, location, queue: queueId,
       target: { type: 'http', url: target.url, oidc: { serviceAccountEmail: target.serviceAccountEmail } },
     });
-    const authenticate = oidcAuthenticator({ audience: target.url, serviceAccountEmail: target.serviceAccountEmail });
-    return { queue, authenticate, queueName: `${name} (HTTP target ${target.url}, OIDC)` };
+    // Behind Cloud Run's IAM check the token arrives without its signature: its claims are checked.
+    const only = (serviceAccountEmail: string) => (target.auth === 'cloud-run-iam'
+      ? cloudRunIamAuthenticator({ audience: target.url, serviceAccountEmail })
+      : oidcAuthenticator({ audience: target.url, serviceAccountEmail }));
+    const authenticate = only(target.serviceAccountEmail);
+    const sweepAuthenticate = target.schedulerAccount === undefined ? undefined : only(target.schedulerAccount);
+    const how = target.auth === 'cloud-run-iam' ? 'OIDC behind Cloud Run IAM' : 'OIDC';
+    return { queue, authenticate, sweepAuthenticate, queueName: `${name} (HTTP target ${target.url}, ${how})` };
   }
   const queue = new CloudTasksQueue({ client, project, location, queue: queueId, target: { type: 'appengine', service: target.service } });
   return { queue, authenticate: appEngineAuthenticator({ queues: [queueId] }), queueName: `${name} (App Engine target)` };
+}
+
+/** A Cloud Tasks client for an emulator at `host:port`, over plain gRPC. */
+function emulatorClient(hostPort: string): CloudTasksClient {
+  const [host, port] = hostPort.split(':');
+  return new CloudTasksClient({ apiEndpoint: host, port: Number(port), sslCreds: grpc.credentials.createInsecure() });
 }
 
 /** Logs one line per message, like the Locker's default logger. */

@@ -302,9 +302,25 @@ describe('example-app/config.ts: the environment in, the configuration out', () 
     });
     assert.deepEqual(c.queue, {
       type: 'cloud-tasks', project: 'demo', location: 'europe-west1', queue: 'locker',
-      target: { type: 'http', url: 'https://app.example.com', serviceAccountEmail: 'tasks@demo.iam.gserviceaccount.com' },
+      target: { type: 'http', url: 'https://app.example.com', serviceAccountEmail: 'tasks@demo.iam.gserviceaccount.com', auth: 'oidc', schedulerAccount: undefined, emulatorHost: undefined },
     });
     assert.equal(c.appEngine, false);
+  });
+  it('on Cloud Run, asks how it was deployed (CLOUD_RUN_AUTH) and refuses App Engine targets', () => {
+    const base = {
+      K_SERVICE: 'example', GOOGLE_CLOUD_PROJECT: 'demo', CLOUD_TASKS_QUEUE: 'locker', CLOUD_TASKS_LOCATION: 'europe-west1',
+      CLOUD_TASKS_URL: 'https://app.example.com', CLOUD_TASKS_SERVICE_ACCOUNT: 'tasks@demo.iam.gserviceaccount.com',
+    };
+    fails(base, /^CLOUD_RUN_AUTH is not set: on Cloud Run set it to iam/);
+    fails({ ...base, CLOUD_RUN_AUTH: 'private' }, /^CLOUD_RUN_AUTH must be iam/);
+    const iam = read({ ...base, CLOUD_RUN_AUTH: 'iam', SCHEDULER_SERVICE_ACCOUNT: 'sweep@demo.iam.gserviceaccount.com' });
+    assert.deepEqual(iam.queue.type === 'cloud-tasks' && iam.queue.target.type === 'http' && [iam.queue.target.auth, iam.queue.target.schedulerAccount], ['cloud-run-iam', 'sweep@demo.iam.gserviceaccount.com']);
+    const pub = read({ ...base, CLOUD_RUN_AUTH: 'public' });
+    assert.equal(pub.queue.type === 'cloud-tasks' && pub.queue.target.type === 'http' && pub.queue.target.auth, 'oidc');
+    const { CLOUD_TASKS_URL: _url, CLOUD_TASKS_SERVICE_ACCOUNT: _sa, ...noHttp } = base;
+    fails({ ...noHttp, CLOUD_TASKS_TARGET: 'appengine' }, /^CLOUD_TASKS_TARGET=appengine runs only on App Engine/);
+    const { K_SERVICE: _k, ...offCloudRun } = base;
+    fails({ ...offCloudRun, CLOUD_RUN_AUTH: 'iam' }, /^CLOUD_RUN_AUTH is set, but K_SERVICE is not/);
   });
   it('names the missing companion of CLOUD_TASKS_QUEUE', () => {
     const base = { GOOGLE_CLOUD_PROJECT: 'demo', CLOUD_TASKS_QUEUE: 'locker' };
@@ -315,7 +331,7 @@ describe('example-app/config.ts: the environment in, the configuration out', () 
     fails({ ...located, CLOUD_TASKS_URL: 'https://app.example.com' }, /^CLOUD_TASKS_TARGET is http but CLOUD_TASKS_SERVICE_ACCOUNT is not/);
     fails({ ...located, CLOUD_TASKS_URL: 'app.example.com', CLOUD_TASKS_SERVICE_ACCOUNT: 'a@b' }, /^CLOUD_TASKS_URL must be an http\(s\) URL/);
     fails({ ...located, CLOUD_TASKS_TARGET: 'grpc' }, /^CLOUD_TASKS_TARGET must be "http" or "appengine"; got "grpc"\.$/);
-    fails({ ...located, CLOUD_TASKS_TARGET: 'appengine', CLOUD_TASKS_URL: 'https://app.example.com' }, /^CLOUD_TASKS_URL is set, but App Engine targets use neither/);
+    fails({ ...located, CLOUD_TASKS_TARGET: 'appengine', GAE_APPLICATION: 'e~demo', CLOUD_TASKS_URL: 'https://app.example.com' }, /^CLOUD_TASKS_URL is set, but App Engine targets use neither/);
     fails({ CLOUD_TASKS_LOCATION: 'europe-west1' }, /^CLOUD_TASKS_LOCATION is set but CLOUD_TASKS_QUEUE is not/);
   });
   it('on App Engine, targets App Engine by default, routed to this service, and enables the cron route', () => {
