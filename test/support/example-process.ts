@@ -35,7 +35,7 @@ export interface ExampleRun {
 }
 
 /** Variables of the example and of the platforms it reads, removed so the test alone decides. */
-const CONFIG_VARIABLE = /^(PORT|HOST|EXAMPLE_.*|DATASTORE_.*|GOOGLE_CLOUD_PROJECT|GCLOUD_PROJECT|CLOUD_TASKS_.*|ALERT_.*|GAE_.*)$/;
+const CONFIG_VARIABLE = /^(PORT|HOST|EXAMPLE_.*|DATASTORE_.*|GOOGLE_CLOUD_PROJECT|GCLOUD_PROJECT|CLOUD_TASKS_.*|ALERT_.*|GAE_.*|K_SERVICE|CLOUD_RUN_AUTH|SCHEDULER_SERVICE_ACCOUNT)$/;
 
 /** The test's environment without any variable the example reads, plus `env`, on loopback. */
 export function exampleEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
