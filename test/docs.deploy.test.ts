@@ -60,8 +60,15 @@ describe('deployment guides and the throttling page', () => {
     const timeout = /--timeout=(\d+)/.exec(guide)?.[1];
     assert.ok(timeout);
     assert.match(guide, new RegExp(`REQUEST_TIMEOUT_SECONDS=${timeout}\\b`), 'the variable repeats --timeout');
-    assert.match(guide, /--uri=\$URL\/sweep --http-method=POST \\\n\s+--oidc-service-account-email=\$TASKS_SA --oidc-token-audience=\$URL\n/);
+    assert.match(guide, /--uri=\$URL\/sweep --http-method=POST \\\n\s+--oidc-service-account-email=\$SCHEDULER_SA --oidc-token-audience=\$URL\n/);
     assert.match(guide, /SERVICE_URL=\$URL,/);
+    // The mode main.ts trusts is the mode the service is deployed in, and each route's account is the one its caller signs as.
+    const deploys = guide.replace(/\\\n/g, ' ').split('\n').filter((line) => line.startsWith('gcloud run deploy '));
+    assert.equal(deploys.length, 2, 'the guide’s service and the example app');
+    for (const deploy of deploys) {
+      assert.equal(/--no-allow-unauthenticated/.test(deploy), /CLOUD_RUN_AUTH=iam\b/.test(deploy), deploy);
+    }
+    assert.match(guide, /TASKS_SERVICE_ACCOUNT=\$TASKS_SA,SCHEDULER_SERVICE_ACCOUNT=\$SCHEDULER_SA,/);
   });
 
   it('tells App Engine users the cron URL the example mounts', () => {
