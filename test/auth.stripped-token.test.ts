@@ -139,6 +139,17 @@ describe('cloudRunIamAuthenticator', () => {
     assert.equal(refusal(await check(bearer('not-a-jwt'))).status, 401);
   });
 
+  it('reads the token Cloud Run checked: X-Serverless-Authorization when present, never Authorization then', async () => {
+    const check = iam();
+    const tasks = stripped(claims());
+    const yours = stripped(claims({ email: 'you@example.com' }));
+    // You, an invoker, put your own token where Cloud Run checks it, and a forged tasks token in Authorization.
+    const r = refusal(await check({ method: 'POST', url: '/', headers: { 'x-serverless-authorization': `Bearer ${yours}`, authorization: `Bearer ${tasks}` } }));
+    assert.equal(r.status, 403);
+    assert.match(r.reason, /you@example\.com is not an allowed service account/);
+    assert.deepEqual(await check({ method: 'POST', url: '/', headers: { 'x-serverless-authorization': `Bearer ${tasks}`, authorization: 'Basic app-level' } }), { ok: true });
+  });
+
   it('is refused at construction off Cloud Run, and on App Engine, unless skipPlatformCheck', () => {
     const build = () => cloudRunIamAuthenticator({ audience: AUDIENCE, serviceAccountEmail: TASKS, logger: keptLogger() });
     assert.throws(() => withEnv({}, build), (e: unknown) => e instanceof ConfigError && /not on Cloud Run \(K_SERVICE/.test(e.message));

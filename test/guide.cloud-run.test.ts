@@ -218,9 +218,12 @@ describe('the Cloud Run guide’s main.ts', () => {
       const asScheduler = await fetch(`${url}/tasks/order/charge`, { method: 'POST', headers: { authorization: `Bearer ${issuer.sign(idTokenClaims({ aud: url, email: SCHEDULER }))}`, ...step }, body: '{}' });
       assert.equal(asScheduler.status, 403, 'nor the scheduler’s account');
       const forged = `${encode({ alg: 'RS256', kid: issuer.key.kid })}.${encode(idTokenClaims({ aud: url, email: ACCOUNT }))}.${STRIPPED}`;
+      // Your own token where Cloud Run checks first, a forged tasks token in Authorization, which Cloud Run then passes on untouched.
+      const smuggled = await fetch(`${url}/tasks/order/charge`, { method: 'POST', headers: { 'x-serverless-authorization': you().authorization, authorization: `Bearer ${forged}`, ...step }, body: '{}' });
+      assert.equal(smuggled.status, 403, 'the app reads the token Cloud Run checked');
       const atFront = await fetch(`${url}/tasks/order/charge`, { method: 'POST', headers: { authorization: `Bearer ${forged}`, ...step }, body: '{}' });
       assert.equal(atFront.status, 401);
-      assert.deepEqual(front.log.filter((e) => e.path === '/tasks/order/charge' && e.status !== 200).map((e) => [e.status, e.by]), [[403, 'app'], [403, 'app'], [401, 'front']]);
+      assert.deepEqual(front.log.filter((e) => e.path === '/tasks/order/charge' && e.status !== 200).map((e) => [e.status, e.by]), [[403, 'app'], [403, 'app'], [403, 'app'], [401, 'front']]);
       assert.ok(lines(service.stdout() + service.stderr()).some((l) => /token email you@example\.com is not an allowed service account/.test(JSON.stringify(l))), 'the refusal is logged with its reason');
     });
 

@@ -8,6 +8,11 @@
  * and trusts the front for the signature. It is the only authenticator that accepts a stripped
  * token, and only that exact literal; on a public service such a token is a forgery, which is why
  * it is refused off Cloud Run and refuses a token that still carries a signature.
+ *
+ * Cloud Run checks `X-Serverless-Authorization` instead of `Authorization` when a request carries
+ * both, and then passes `Authorization` on untouched: an invoker could put its own token in the
+ * first and a forged stripped token in the second. So the token read here is the one Cloud Run
+ * checked: `X-Serverless-Authorization` when present, `Authorization` otherwise.
  */
 import { ConfigError } from '../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
@@ -141,9 +146,15 @@ function nonEmptyList(name: string, value: unknown): readonly string[] {
 /** The start of the reason given for a token that still carries a signature. */
 const SIGNED_REASON = 'token carries a signature';
 
+/** The header Cloud Run checks first, when a request carries it. */
+const SERVERLESS_HEADER = 'x-serverless-authorization';
+
 /** Every check in order; the first that fails decides. */
 function check(config: Config, req: AuthRequest): AuthVerdict {
-  const token = bearerToken(req.headers.authorization);
+  const serverless = req.headers[SERVERLESS_HEADER];
+  if (Array.isArray(serverless)) return refuse(401, 'more than one X-Serverless-Authorization header');
+  // The token Cloud Run checked: X-Serverless-Authorization when present, never Authorization then.
+  const token = bearerToken(serverless ?? req.headers.authorization);
   if (typeof token !== 'string') return token;
   const parts = token.split('.');
   if (parts.length !== 3 || !/^[A-Za-z0-9_-]+$/.test(parts[0]) || !/^[A-Za-z0-9_-]+$/.test(parts[1])) {

@@ -4,7 +4,8 @@
  * against the loopback issuer's key, expiry, audience = one of the service's audiences) and that
  * its `email` holds `roles/run.invoker` (the `invokers` list), answers 401 or 403 itself, and hands
  * the request on with the token's signature replaced by `SIGNATURE_REMOVED_BY_GOOGLE` (Cloud Run's
- * service-to-service authentication docs). For a public service (`--allow-unauthenticated`) it
+ * service-to-service authentication docs). When the request carries `X-Serverless-Authorization`,
+ * that header is the one checked and stripped, and `Authorization` goes on untouched. For a public service (`--allow-unauthenticated`) it
  * hands every request on untouched. Either way it cuts a request at `--timeout` (504). Its log
  * says who answered each request: the front or the app.
  */
@@ -58,14 +59,16 @@ export async function startCloudRunFront(options: CloudRunFrontOptions): Promise
     const entry = (status: number, by: FrontEntry['by']) => log.push({ method: req.method ?? '', path: req.url ?? '', status, by });
     const headers = { ...req.headers };
     if (options.auth === 'iam') {
-      const verdict = checkToken(req.headers.authorization, options, [url, ...(options.audiences ?? [])]);
+      const serverless = req.headers['x-serverless-authorization'];
+      const checked = typeof serverless === 'string' ? 'x-serverless-authorization' : 'authorization';
+      const verdict = checkToken(typeof serverless === 'string' ? serverless : req.headers.authorization, options, [url, ...(options.audiences ?? [])]);
       if (verdict.status !== 200) {
         entry(verdict.status, 'front');
         res.writeHead(verdict.status, { 'content-type': 'text/html' }).end(verdict.status === 401 ? 'Unauthorized\n' : 'Forbidden\n');
         req.resume();
         return;
       }
-      headers.authorization = verdict.stripped;
+      headers[checked] = verdict.stripped;
     }
     forward(req, res, headers, options, entry);
   });
