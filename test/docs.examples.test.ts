@@ -212,6 +212,24 @@ const EXAMPLES: Example[] = [
     },
   },
   {
+    page: 'docs/guides/testing.md', index: 0, shows: 'a duplicate: dropped',
+    async check({ start }) {
+      const run = await start();
+      await loads(run);
+      assert.equal(await run.exited, 0, run.stderr());
+      assert.match(run.stdout(), /^ok$/m);
+    },
+  },
+  {
+    page: 'docs/guides/testing.md', index: 1, shows: 'takes the lease over and runs the step again',
+    async check({ start }) {
+      const run = await start();
+      await loads(run);
+      assert.equal(await run.exited, 0, run.stderr());
+      assert.match(run.stdout(), /^ok$/m);
+    },
+  },
+  {
     page: 'docs/guides/operating.md', index: 3, shows: 'locker.startSweeping(5_000)',
     async check({ start }) {
       await loads(await start());
