@@ -62,6 +62,8 @@ describe('numbers the docs state, from the code', () => {
       assert.match(prose(page), /at least (the Locker's )?`requestTimeout`/, page);
     }
     assert.doesNotMatch(prose('docs/guides/deploy-app-engine.md'), /at most 30 minutes/, 'App Engine targets take up to 24 h');
+    // A CloudTasksQueue brings no authenticator: { store, queue } alone throws ConfigError.
+    assert.doesNotMatch(prose('docs/concepts/shutdown-and-time-limits.md'), /`new Locker\(\{ store, queue \}\)` works/);
   });
 
   it('gives the sweep URL cron.yaml calls, and formatAlert its required options', () => {
