@@ -60,7 +60,8 @@ describe('deployment guides and the throttling page', () => {
     const timeout = /--timeout=(\d+)/.exec(guide)?.[1];
     assert.ok(timeout);
     assert.match(guide, new RegExp(`REQUEST_TIMEOUT_SECONDS=${timeout}\\b`), 'the variable repeats --timeout');
-    assert.match(guide, /--uri=\$URL\/sweep --http-method=POST \\\n\s+--oidc-service-account-email=\$SCHEDULER_SA --oidc-token-audience=\$URL\n/);
+    assert.match(guide, /--uri=\$URL\/sweep --http-method=POST --attempt-deadline=(\d+)s \\\n\s+--oidc-service-account-email=\$SCHEDULER_SA --oidc-token-audience=\$URL\n/);
+    assert.equal(/--attempt-deadline=(\d+)s/.exec(guide)?.[1], timeout, 'the Scheduler job waits as long as the service lets a sweep run');
     assert.match(guide, /SERVICE_URL=\$URL,/);
     // The mode main.ts trusts is the mode the service is deployed in, and each route's account is the one its caller signs as.
     const deploys = guide.replace(/\\\n/g, ' ').split('\n').filter((line) => line.startsWith('gcloud run deploy '));

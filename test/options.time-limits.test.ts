@@ -57,7 +57,16 @@ describe('time limits that agree', () => {
     const { warnings } = build({ requestTimeout: 3_600_000, queue: queue() });
     assert.equal(warnings.length, 1);
     assert.match(warnings[0]!, /requestTimeout 3600000 ms, dispatch deadline 600000 ms, leaseTimeout 3600000 ms/);
-    assert.match(warnings[0]!, /dispatch deadline above requestTimeout/);
+    assert.match(warnings[0]!, /set the dispatch deadline to requestTimeout or more/);
+  });
+
+  it('warns when the dispatch deadline ends after the step is stopped but before its answer may come (one rule: at least requestTimeout)', () => {
+    // requestTimeout 600 s: the step is stopped at 570 s and answered by 600 s; a deadline of 580 s may lose that answer.
+    const { warnings } = build({ requestTimeout: 600_000, queue: queue({ dispatchDeadlineMs: 580_000 }) });
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /dispatch deadline 580000 ms/);
+    assert.deepEqual(build({ requestTimeout: 600_000, queue: queue({ dispatchDeadlineMs: 600_000 }) }).warnings, [], 'equal is enough');
+    assert.deepEqual(build({ requestTimeout: 600_000, queue: queue({ dispatchDeadlineMs: 1_800_000, target: { type: 'http', url: 'https://x.example' } }), leaseTimeout: 630_000 }).warnings, [], 'a deadline past leaseTimeout is fine');
   });
 
   it('warns when a given leaseTimeout ends renewal before the step may end', () => {

@@ -32,8 +32,8 @@ export interface LockerOptions {
   leaseDuration?: number;
   /**
    * The longest an attempt may run, ms: then its signal aborts and its lease is no longer renewed.
-   * Defaults to 630 000 (10 min 30 s), above Cloud Tasks' default dispatch deadline of 10 min, or
-   * `requestTimeout` when that is longer.
+   * Defaults to 630 000 (10 min 30 s), or `requestTimeout` when that is longer, so the request's
+   * limit stops a handler first.
    */
   leaseTimeout?: number;
   /**

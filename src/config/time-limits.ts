@@ -34,10 +34,13 @@ export function stepTimes(requestTimeout: number): StepTimes {
 /**
  * Checks the three clocks: throws `ConfigError` when `requestTimeout` leaves no room for a step
  * (less than 2 s: most likely seconds were given), and logs one warning naming the three numbers
- * when they merely waste: the queue waits less than the request may run (a step outliving the
- * dispatch deadline is delivered again, and refused, while it still runs), or `leaseTimeout`
- * (given) ends renewal before the step's limit (a step running past it is taken over, alerted,
- * while still running).
+ * when they merely waste. The one rule for the dispatch deadline: at least `requestTimeout`, since
+ * a step stopped at its limit is answered within the margin after it, up to `requestTimeout`; a
+ * queue that stops waiting sooner delivers the task again (refused) while the step still runs, and
+ * loses its answer. A longer deadline costs nothing (the platform cuts the request at
+ * `requestTimeout`), and `leaseTimeout` does not bound it. The other waste: `leaseTimeout` (given)
+ * ends renewal before the step's limit (a step running past it is taken over, alerted, while still
+ * running).
  */
 export function checkTimeLimits(
   t: { requestTimeout: number; leaseTimeout: number; leaseTimeoutGiven: boolean; dispatchDeadline: number | undefined },
@@ -52,8 +55,8 @@ export function checkTimeLimits(
   const { stepLimit } = stepTimes(t.requestTimeout);
   const numbers = `requestTimeout ${t.requestTimeout} ms, dispatch deadline ${t.dispatchDeadline === undefined ? 'unknown' : `${t.dispatchDeadline} ms`}, leaseTimeout ${t.leaseTimeout} ms`;
   const waste: string[] = [];
-  if (t.dispatchDeadline !== undefined && t.dispatchDeadline < stepLimit) {
-    waste.push(`the queue stops waiting at ${t.dispatchDeadline} ms while a step may run until ${stepLimit} ms: a longer step's task is delivered again (and refused) while it runs, and its answer is lost; set the dispatch deadline above requestTimeout`);
+  if (t.dispatchDeadline !== undefined && t.dispatchDeadline < t.requestTimeout) {
+    waste.push(`the queue stops waiting at ${t.dispatchDeadline} ms while a step may run until ${stepLimit} ms and be answered until ${t.requestTimeout} ms: a longer step's task is delivered again (and refused) while it runs, and its answer is lost; set the dispatch deadline to requestTimeout or more`);
   }
   if (t.leaseTimeoutGiven && t.leaseTimeout < stepLimit) {
     waste.push(`leaseTimeout ends renewal at ${t.leaseTimeout} ms, before the step's limit of ${stepLimit} ms: a longer step is taken over (alerted) while it still runs; set leaseTimeout to requestTimeout or more`);
