@@ -89,17 +89,17 @@ async function stops(run: Run, code: number | null = 0): Promise<void> {
 const EXAMPLES: Example[] = [
   { page: 'README.md', index: 0, shows: "console.log('chain complete')", runBy: 'test/readme.test.ts' },
   {
-    page: 'README.md', index: 1, shows: 'oidcAuthenticator({ audience: url, serviceAccountEmail })',
+    page: 'README.md', index: 1, shows: 'cloudRunIamAuthenticator({ audience: url, serviceAccountEmail })',
     async check({ tasks, start }) {
       // Without SMTP_URL it stops at once, naming the variable.
-      const bare = await start();
+      const bare = await start({ K_SERVICE: 'orders' });
       const refused = await bare.loaded;
       assert.equal(refused.loaded, false);
       assert.match(refused.error?.message ?? '', /SMTP_URL/);
       assert.equal(await bare.exited, 3);
       // With it, the Locker starts a chain on Datastore and creates its task for the service, with the tasks account's token.
       const from = tasks.calls.length;
-      const run = await start({ SMTP_URL: `smtp://127.0.0.1:${await closedPort()}` }, { schedule: 'locker', path: '/charge' });
+      const run = await start({ SMTP_URL: `smtp://127.0.0.1:${await closedPort()}`, K_SERVICE: 'orders' }, { schedule: 'locker', path: '/charge' });
       await loads(run, { locker: 'Locker' });
       const probe = await run.probed;
       assert.equal(probe.ok, true, probe.error);
@@ -168,18 +168,7 @@ const EXAMPLES: Example[] = [
       await waitFor('a progress line', async () => (/\r\d+\/10000 settled: [1-9]\d* started/.test(run.stdout()) ? true : undefined), 120_000);
     },
   },
-  {
-    page: 'docs/guides/deploy-app-engine.md', index: 0, shows: 'appEngineCronAuthenticator()',
-    async check({ start }) {
-      const run = await start({ GOOGLE_CLOUD_PROJECT: 'locker-test' });
-      await loads(run);
-      assert.equal(await serving(run, '/sweep'), 401, 'a sweep without App Engine cron\'s header is refused');
-      const sweep = await fetch(`http://127.0.0.1:${run.port}/sweep`, { headers: { 'X-Appengine-Cron': 'true' } });
-      assert.equal(sweep.status, 200);
-      assert.deepEqual(Object.keys((await sweep.json()) as object).sort(), ['alerted', 'cleared', 'failed', 'malformed', 'resent', 'waiting']);
-      await stops(run);
-    },
-  },
+  { page: 'docs/guides/deploy-app-engine.md', index: 0, shows: 'appEngineCronAuthenticator()', runBy: 'test/guide.app-engine.test.ts' },
   {
     page: 'docs/guides/deploy-app-engine.md', index: 1, shows: 'async function kickoff()',
     async check({ tasks, start }) {
@@ -193,7 +182,7 @@ const EXAMPLES: Example[] = [
       assert.match(run.stdout(), /sent: true/);
     },
   },
-  { page: 'docs/guides/deploy-cloud-run.md', index: 0, shows: 'export async function main(', runBy: 'test/guide.cloud-run.test.ts' },
+  { page: 'docs/guides/deploy-cloud-run.md', index: 0, shows: 'async function start(env: NodeJS.ProcessEnv)', runBy: 'test/guide.cloud-run.test.ts' },
   {
     page: 'docs/guides/getting-started.md', index: 0, shows: "app.post('/charge'",
     async check({ start }) {
