@@ -4,10 +4,14 @@
  * wall time, and, on a counterexample, the shrunk sequence. Exits 1 when a promise broke.
  *
  *   npm run model -- --seed 42 --runs 2000 --store memory
- *   npm run model -- --store datastore --runs 30     (through scripts/with-emulators.mjs)
+ *   npm run model -- --known                          (replays the known defects' sequences)
+ *   npm run model -- --without refusal,email          (look past the counterexamples those find)
+ *   node scripts/with-emulators.mjs -- tsx model/main.ts --store datastore --runs 30
  */
 import { parseArgs } from 'node:util';
-import { describeFailure, runModel, type StoreKind } from './run';
+import { FEATURES, type Feature } from './commands';
+import { describeFailure, replayKnown, runModel, type StoreKind } from './run';
+import { PROMISES } from './oracle';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -17,6 +21,8 @@ async function main(): Promise<number> {
       store: { type: 'string', default: 'memory' },
       'max-commands': { type: 'string', default: '40' },
       path: { type: 'string' },
+      without: { type: 'string', default: '' },
+      known: { type: 'boolean', default: false },
     },
   });
   const seed = values.seed === undefined ? Date.now() % 2_147_483_647 : Number(values.seed);
@@ -31,9 +37,26 @@ async function main(): Promise<number> {
     console.error(`--store must be memory or datastore; got ${JSON.stringify(store)}`);
     return 2;
   }
-  console.log(`model: seed ${seed}, up to ${runs} sequences of up to ${maxCommands} commands, on the ${store} store`);
-  const result = await runModel({ seed, runs, store, maxCommands, ...(values.path ? { path: values.path } : {}) });
-  console.log(`model: ${result.sequences} sequences, ${result.operations} operations, ${(result.wallMs / 1000).toFixed(1)} s wall time, seed ${result.seed}`);
+  if (values.known) {
+    let unexpected = 0;
+    for (const { defect, violations } of await replayKnown(store)) {
+      const broke = violations.some((v) => v.promise === defect.promise);
+      const expected = defect.fixed ? violations.length === 0 : broke;
+      if (!expected) unexpected++;
+      console.log(`${expected ? 'as expected' : 'UNEXPECTED'}: defect ${defect.id}, ${defect.title} (${defect.fixed ? 'fixed: every promise holds' : `breaks (${defect.promise}) ${PROMISES[defect.promise]}`})`);
+      for (const v of violations) console.log(`    (${v.promise}) ${v.text}`);
+    }
+    return unexpected === 0 ? 0 : 1;
+  }
+  const without = values.without.split(',').filter((f) => f !== '');
+  const unknown = without.filter((f) => !(FEATURES as readonly string[]).includes(f));
+  if (unknown.length > 0) {
+    console.error(`--without takes ${FEATURES.join(', ')}; got ${unknown.join(', ')}`);
+    return 2;
+  }
+  console.log(`model: seed ${seed}, up to ${runs} sequences of up to ${maxCommands} commands, on the ${store} store${without.length > 0 ? `, without ${without.join(', ')}` : ''}`);
+  const result = await runModel({ seed, runs, store, maxCommands, without: without as Feature[], ...(values.path ? { path: values.path } : {}) });
+  console.log(`model: ${result.sequences} sequences (${result.generated} generated, the rest shrinking), ${result.operations} operations, ${(result.wallMs / 1000).toFixed(1)} s wall time, seed ${result.seed}`);
   if (result.failure) {
     console.log(describeFailure(result));
     console.log(JSON.stringify({ ...result, failure: { ...result.failure } }));

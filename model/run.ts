@@ -10,9 +10,10 @@ import { Datastore } from '@google-cloud/datastore';
 import { MemoryStore } from '../src/store/memory';
 import { DatastoreStore } from '../src/store/datastore';
 import { TestSmtpServer } from '../test/support/smtp';
-import { COMMANDS, CONFIG, type Command } from './commands';
+import { commandArbitraries, configArbitrary, type Command, type Feature } from './commands';
 import { Loopback } from './loopback';
 import { judge, PROMISES, type Violation } from './oracle';
+import { KNOWN_DEFECTS, type KnownDefect } from './scenarios';
 import { World, type Backend, type SequenceConfig } from './world';
 
 /** Where the entities live. */
@@ -28,6 +29,8 @@ export interface ModelOptions {
   maxCommands?: number;
   /** fast-check's replay path of a counterexample, to run it alone. */
   path?: string;
+  /** Features left out of the sequences (see `FEATURES`). */
+  without?: readonly Feature[];
 }
 
 /** A counterexample, shrunk. */
@@ -47,6 +50,10 @@ export interface ModelResult {
   store: StoreKind;
   /** Sequences run, shrinking included. */
   sequences: number;
+  /** Sequences generated until the first counterexample (all of them when none was found). */
+  generated: number;
+  /** Features left out. */
+  without: Feature[];
   /** Operations run: commands, and the deliveries and sweeps that brought each sequence to quiet. */
   operations: number;
   wallMs: number;
@@ -124,14 +131,17 @@ export async function runModel(options: ModelOptions): Promise<ModelResult> {
   let sequences = 0;
   let operations = 0;
   try {
-    const property = fc.asyncProperty(CONFIG, fc.commands(COMMANDS, { maxCommands: options.maxCommands ?? 40, size: 'max' }), async (config, commands) => {
+    const without = new Set(options.without ?? []);
+    const property = fc.asyncProperty(configArbitrary(without), fc.commands(commandArbitraries(without), { maxCommands: options.maxCommands ?? 40, size: 'max' }), async (config, commands) => {
       sequences++;
       const outcome = await runSequence(rig, config, commands);
       operations += outcome.operations;
       if (outcome.violations.length > 0) throw new BrokenPromise(outcome.violations);
     });
     const details = await fc.check(property, { seed: options.seed, numRuns: options.runs, ...(options.path ? { path: options.path } : {}) });
-    const result: ModelResult = { seed: options.seed, store: options.store, sequences, operations, wallMs: Math.round(performance.now() - started) };
+    const result: ModelResult = {
+      seed: options.seed, store: options.store, sequences, generated: details.numRuns, without: [...without], operations, wallMs: Math.round(performance.now() - started),
+    };
     if (details.failed && details.counterexample) {
       const [config, commands] = details.counterexample;
       const error = details.errorInstance;
@@ -159,6 +169,24 @@ export function describeFailure(result: ModelResult): string {
     `  config: ${f.config.instances} instances, ${f.config.alerter} alerter, maxRetries ${f.config.maxRetries}`,
     '  sequence:',
     ...f.commands.map((c, i) => `    ${i + 1}. ${c}`),
-    `  replay: npm run model -- --store ${result.store} --seed ${result.seed} --runs 1 --path ${f.path ?? ''}`,
+    `  replay: npm run model -- --store ${result.store} --seed ${result.seed} --path ${f.path ?? ''}${result.without.length > 0 ? ` --without ${result.without.join(',')}` : ''}`,
   ].join('\n');
+}
+
+/** What a known defect's sequence did. */
+export interface KnownOutcome {
+  defect: KnownDefect;
+  violations: Violation[];
+}
+
+/** Runs every known defect's sequence (scenarios.ts) on one store and judges it. */
+export async function replayKnown(store: StoreKind): Promise<KnownOutcome[]> {
+  const rig = await Rig.start(store);
+  try {
+    const out: KnownOutcome[] = [];
+    for (const defect of KNOWN_DEFECTS) out.push({ defect, violations: (await runSequence(rig, defect.config, defect.commands())).violations });
+    return out;
+  } finally {
+    await rig.stop();
+  }
 }

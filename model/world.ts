@@ -5,6 +5,7 @@
  * brings it to rest (alerter up, store healthy, deliveries and sweeps until nothing moves) before
  * the oracle judges what was observed.
  */
+import { request } from 'node:http';
 import type { Key } from '@google-cloud/datastore';
 import type { Locker } from '../src/locker';
 import type { Store, TaskRequest } from '../src/types';
@@ -160,13 +161,10 @@ export class World {
     const id = `d${++this.serial}`;
     const headers: Record<string, string> = { ...entry.task.headers, 'x-model-script': JSON.stringify({ ...script, id }) };
     if (entry.task.body !== '') headers['content-type'] = 'application/json';
-    const answered = fetch(this.backend.loopback.url(instance.id, entry.task.path), {
-      method: 'POST', headers, body: entry.task.body, signal: this.aborter.signal,
-    }).then(async (res) => {
-      await res.arrayBuffer();
-      if (res.ok) entry.done = true;
-      return res.status;
-    }, () => undefined);
+    const answered = post(this.backend.loopback.url(instance.id, entry.task.path), headers, entry.task.body, this.aborter.signal).then((status) => {
+      if (status !== undefined && status >= 200 && status < 300) entry.done = true;
+      return status;
+    });
     const delivery: Delivery = { id, instance, task: name, answered, waiting: deferred() };
     this.deliveries.set(id, delivery);
     void answered.then(() => this.deliveries.delete(id));
@@ -246,7 +244,8 @@ export class World {
     if (!r || !('value' in r)) return;
     for (const result of r.value.results) {
       const entity = result.key.name!;
-      if (result.status === 'started') this.seen.committed.push({ entity, seq: result.seq });
+      // A resumed chain's step was seen committed when it was (its `seq` may name no step: a chain that completed since).
+      if (result.status === 'started' && !result.resumed) this.seen.committed.push({ entity, seq: result.seq });
       this.seen.kickoffs.push({ kickoffId: r.value.kickoffId, entity, status: result.status, resumed: result.status === 'started' && result.resumed });
     }
   }
@@ -327,6 +326,22 @@ export class World {
     for (const id of this.served) this.backend.loopback.remove(id);
     await this.desk.close();
   }
+}
+
+/**
+ * POSTs a task on a connection of its own (no keep-alive: a connection a dead instance's request
+ * holds is cut at the end of its sequence). Resolves to the status, or undefined when cut.
+ */
+function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const req = request(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: false, signal }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+      res.on('error', () => resolve(undefined));
+    });
+    req.on('error', () => resolve(undefined));
+    req.end(body);
+  });
 }
 
 interface Deferred {
