@@ -159,7 +159,7 @@ function planArb(without: ReadonlySet<Feature>): fc.Arbitrary<Plan> {
     ),
     block: fc.oneof({ arbitrary: fc.constant<Plan['block']>('none'), weight: 4 }, { arbitrary: fc.constantFrom<Plan['block']>(...BLOCKS.filter((b) => b !== 'none')), weight: 2 }),
     onSignal: fc.constantFrom(...ON_SIGNAL.filter((o) => !(without.has('stop-after') && o === 'stop-after'))),
-  });
+  }).map((p) => (without.has('stop-after') && p.block === 'after-effect' && p.onSignal !== 'ignore' ? { ...p, onSignal: 'ignore' } : p)); // past its effect, any stop is a stop after it
 }
 
 /** Every command's arbitrary, less the features left out (deliveries listed more than once: they are most of what happens). */
