@@ -8,7 +8,7 @@
 import { EmailAlerter } from '../src/alert/email';
 import type { AlertEvent, Alerter } from '../src/types';
 import type { TestSmtpServer } from '../test/support/smtp';
-import { NEVER } from './store-faults';
+import { never } from './store-faults';
 
 /** Which alerter a sequence runs with. */
 export type AlerterKind = 'record' | 'email';
@@ -42,7 +42,7 @@ export class AlertDesk {
   alerterFor(dead: () => boolean): Alerter {
     if (this.kind === 'record') {
       return async (event) => {
-        if (dead()) return NEVER;
+        if (dead()) return never();
         this.given.push(event);
         if (!this.up) throw new Error('model: the alerter is down');
         this.taken.push(event);
@@ -55,10 +55,10 @@ export class AlertDesk {
     this.emailers.push(email);
     return {
       send: async (event) => {
-        if (dead()) return NEVER;
+        if (dead()) return never();
         this.given.push(event);
         await email.send(event);
-        if (dead()) return NEVER;
+        if (dead()) return never();
       },
     };
   }

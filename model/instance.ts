@@ -10,7 +10,7 @@ import { Locker } from '../src/locker';
 import type { Logger, Queue, Store, TaskRequest } from '../src/types';
 import type { AlertDesk } from './alert-desk';
 import { stepHandler, ModelEntity, type HandlerPort } from './handler';
-import { MortalStore, NEVER } from './store-faults';
+import { MortalStore, never } from './store-faults';
 
 /** The timings every instance runs with, ms. Real-time timers (renewal, proof, time limits) never fire within a sequence; the model's clock moves leases. */
 export const TIMINGS = Object.freeze({ leaseDuration: 60_000, stallAfter: 120_000, alertTimeout: 5_000 });
@@ -50,7 +50,7 @@ export class Instance {
     const queue: Queue = {
       enqueue: async (task) => {
         if (this.dieAtEnqueue) this.store.die();
-        if (this.dead) return NEVER;
+        if (this.dead) return never();
         deps.created(task);
       },
     };

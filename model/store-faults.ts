@@ -8,8 +8,13 @@ import type { Key } from '@google-cloud/datastore';
 import { StoreUnavailableError } from '../src/errors/errors';
 import type { ConditionalOutcome, ConditionalWrite, DueLedger, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../src/types';
 
-/** Never settles: what a call of a dead process returns. */
-export const NEVER: Promise<never> = new Promise<never>(() => undefined);
+/**
+ * A promise that never settles: what a call of a dead process returns. A new one each time, so that
+ * what waits on it is collected with it once nothing else holds it.
+ */
+export function never(): Promise<never> {
+  return new Promise<never>(() => undefined);
+}
 
 /** A shared store that fails the next operations when told (an outage burst). */
 export class FaultyStore implements Store {
@@ -128,9 +133,9 @@ export class MortalStore implements Store {
 
   private async call<T>(run: () => Promise<T>, write: boolean): Promise<T> {
     if (write && this.dieAtWrite) this.die();
-    if (this.dead) return NEVER;
+    if (this.dead) return never();
     const result = await run();
-    if (this.dead) return NEVER; // died while the call was out: its answer is never seen
+    if (this.dead) return never(); // died while the call was out: its answer is never seen
     return result;
   }
 
@@ -166,7 +171,7 @@ export class MortalStore implements Store {
       };
       const result = await fn(mortal);
       if (this.dieAtWrite) this.die();
-      if (this.dead) return NEVER; // never committed
+      if (this.dead) return never(); // never committed
       return result;
     }), false);
   }

@@ -15,7 +15,7 @@ import { PLAIN, type HandlerPort, type Script, ModelEntity } from './handler';
 import { Instance, TIMINGS, type KillPoint } from './instance';
 import type { Loopback } from './loopback';
 import { emptyObservations, type Observations, type Run } from './observations';
-import { FaultyStore, NEVER } from './store-faults';
+import { FaultyStore, never } from './store-faults';
 
 /** What a sequence is run with. */
 export interface SequenceConfig {
@@ -177,7 +177,7 @@ export class World {
   }
 
   private wait(id: string, instance: Instance, signal: AbortSignal | undefined): Promise<'released' | 'aborted'> {
-    if (instance.dead) return NEVER;
+    if (instance.dead) return never();
     const waiting = new Promise<'released' | 'aborted'>((resolve) => {
       const gate: Gate = { instance, release: () => resolve('released') };
       this.gates.set(id, gate);
@@ -187,7 +187,7 @@ export class World {
       }
     }).then((how) => {
       this.gates.delete(id);
-      return instance.dead ? NEVER : how;
+      return instance.dead ? never() : how;
     });
     const d = this.deliveries.get(id);
     if (d) {
