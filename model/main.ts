@@ -21,6 +21,7 @@ async function main(): Promise<number> {
       store: { type: 'string', default: 'memory' },
       'max-commands': { type: 'string', default: '40' },
       path: { type: 'string' },
+      'replay-path': { type: 'string' },
       without: { type: 'string', default: '' },
       known: { type: 'boolean', default: false },
     },
@@ -30,7 +31,7 @@ async function main(): Promise<number> {
   const maxCommands = Number(values['max-commands']);
   const store = values.store as StoreKind;
   if (!Number.isSafeInteger(seed) || !Number.isSafeInteger(runs) || runs < 1 || !Number.isSafeInteger(maxCommands) || maxCommands < 1) {
-    console.error('usage: npm run model -- [--seed N] [--runs N] [--store memory|datastore] [--max-commands N] [--path P]');
+    console.error('usage: npm run model -- [--seed N] [--runs N] [--store memory|datastore] [--max-commands N] [--path P --replay-path R] [--without F,...] [--known]');
     return 2;
   }
   if (store !== 'memory' && store !== 'datastore') {
@@ -55,7 +56,7 @@ async function main(): Promise<number> {
     return 2;
   }
   console.log(`model: seed ${seed}, up to ${runs} sequences of up to ${maxCommands} commands, on the ${store} store${without.length > 0 ? `, without ${without.join(', ')}` : ''}`);
-  const result = await runModel({ seed, runs, store, maxCommands, without: without as Feature[], ...(values.path ? { path: values.path } : {}) });
+  const result = await runModel({ seed, runs, store, maxCommands, without: without as Feature[], ...(values.path ? { path: values.path } : {}), ...(values['replay-path'] ? { replayPath: values['replay-path'] } : {}) });
   console.log(`model: ${result.sequences} sequences (${result.generated} generated, the rest shrinking), ${result.operations} operations, ${(result.wallMs / 1000).toFixed(1)} s wall time, seed ${result.seed}`);
   if (result.failure) {
     console.log(describeFailure(result));

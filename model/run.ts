@@ -27,8 +27,10 @@ export interface ModelOptions {
   store: StoreKind;
   /** Commands per sequence at most. Defaults to 40. */
   maxCommands?: number;
-  /** fast-check's replay path of a counterexample, to run it alone. */
+  /** fast-check's replay path of a counterexample, to run it alone (with `replayPath`). */
   path?: string;
+  /** The commands' own replay path of that counterexample (`fc.commands`' `replayPath`). */
+  replayPath?: string;
   /** Features left out of the sequences (see `FEATURES`). */
   without?: readonly Feature[];
 }
@@ -41,6 +43,8 @@ export interface Counterexample {
   commands: string[];
   /** fast-check's replay path (`--path`). */
   path: string | undefined;
+  /** The commands' replay path (`--replay-path`). */
+  replayPath: string | undefined;
   shrinks: number;
 }
 
@@ -132,7 +136,9 @@ export async function runModel(options: ModelOptions): Promise<ModelResult> {
   let operations = 0;
   try {
     const without = new Set(options.without ?? []);
-    const property = fc.asyncProperty(configArbitrary(without), fc.commands(commandArbitraries(without), { maxCommands: options.maxCommands ?? 40, size: 'max' }), async (config, commands) => {
+    const property = fc.asyncProperty(configArbitrary(without), fc.commands(commandArbitraries(without), {
+      maxCommands: options.maxCommands ?? 40, size: 'max', ...(options.replayPath ? { replayPath: options.replayPath } : {}),
+    }), async (config, commands) => {
       sequences++;
       const outcome = await runSequence(rig, config, commands);
       operations += outcome.operations;
@@ -150,6 +156,7 @@ export async function runModel(options: ModelOptions): Promise<ModelResult> {
         config,
         commands: [...commands].map(String),
         path: details.counterexamplePath ?? undefined,
+        replayPath: /replayPath="([^"]*)"/.exec(String(commands))?.[1],
         shrinks: details.numShrinks,
       };
     }
@@ -169,7 +176,7 @@ export function describeFailure(result: ModelResult): string {
     `  config: ${f.config.instances} instances, ${f.config.alerter} alerter, maxRetries ${f.config.maxRetries}`,
     '  sequence:',
     ...f.commands.map((c, i) => `    ${i + 1}. ${c}`),
-    `  replay: npm run model -- --store ${result.store} --seed ${result.seed} --path ${f.path ?? ''}${result.without.length > 0 ? ` --without ${result.without.join(',')}` : ''}`,
+    `  replay: npm run model -- --store ${result.store} --seed ${result.seed} --path ${f.path ?? ''} --replay-path '${f.replayPath ?? ''}'${result.without.length > 0 ? ` --without ${result.without.join(',')}` : ''}`,
   ].join('\n');
 }
 
