@@ -38,17 +38,20 @@ function plan(p: Plan): string {
   return parts.join(', ');
 }
 
-/** `locker.schedule(entity)` on an instance. */
+/** `locker.schedule(entity)` on an instance (`firstOnly`: only if no kickoff of the sequence touched the entity yet). */
 export class Kickoff extends Op {
-  constructor(readonly entity: string, readonly slot: number) { super(); }
-  act(w: World): Promise<void> { return w.kickoff(this.entity, w.at(this.slot)); }
+  constructor(readonly entity: string, readonly slot: number, readonly firstOnly = false) { super(); }
+  act(w: World): Promise<void> { return this.firstOnly && w.kickedOff.has(this.entity) ? Promise.resolve() : w.kickoff(this.entity, w.at(this.slot)); }
   toString(): string { return `schedule(${this.entity}) on slot ${this.slot}`; }
 }
 
-/** `locker.scheduleMany(entities, { kickoffId })` on an instance. */
+/** `locker.scheduleMany(entities, { kickoffId })` on an instance (`firstOnly`: of the entities no kickoff touched yet). */
 export class KickoffMany extends Op {
-  constructor(readonly entities: readonly string[], readonly kickoffId: string | undefined, readonly slot: number) { super(); }
-  act(w: World): Promise<void> { return w.kickoffMany(this.entities, this.kickoffId, w.at(this.slot)); }
+  constructor(readonly entities: readonly string[], readonly kickoffId: string | undefined, readonly slot: number, readonly firstOnly = false) { super(); }
+  async act(w: World): Promise<void> {
+    const entities = this.firstOnly ? this.entities.filter((e) => !w.kickedOff.has(e)) : this.entities;
+    if (entities.length > 0) await w.kickoffMany(entities, this.kickoffId, w.at(this.slot));
+  }
   toString(): string { return `scheduleMany([${this.entities.join(', ')}], ${this.kickoffId ?? 'fresh id'}) on slot ${this.slot}`; }
 }
 
@@ -141,9 +144,11 @@ export class StoreOutage extends Op {
 /**
  * What a run can leave out of its sequences (`--without`), to look past a counterexample it keeps
  * finding: results the store refuses, the email alerter (and its rate limit), handlers that stop
- * after their effect, the operator's cancel, repeated kickoff ids, and the alerter going down.
+ * after their effect, the operator's cancel and retry, repeated kickoff ids, a second kickoff on an
+ * entity (`rekickoff`: only entities no kickoff of the sequence touched yet are kicked off), and
+ * the alerter going down.
  */
-export const FEATURES = ['refusal', 'email', 'stop-after', 'cancel', 'kickoff-id', 'alerter-down'] as const;
+export const FEATURES = ['refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down'] as const;
 export type Feature = (typeof FEATURES)[number];
 
 const slot = fc.nat({ max: 2 });
@@ -166,11 +171,12 @@ function planArb(without: ReadonlySet<Feature>): fc.Arbitrary<Plan> {
 export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): Array<fc.Arbitrary<Command>> {
   const plan = planArb(without);
   const open = fc.tuple(fc.nat({ max: 7 }), slot, plan).map(([p, s, pl]) => new Deliver(p, s, pl, false));
-  const actions = (['retry', 'resend', 'cancel'] as const).filter((a) => !(without.has('cancel') && a === 'cancel'));
+  const actions = (['retry', 'resend', 'cancel'] as const).filter((a) => !((without.has('cancel') && a === 'cancel') || (without.has('retry') && a === 'retry')));
+  const firstOnly = without.has('rekickoff');
   const ids = without.has('kickoff-id') ? [undefined] : ['K1', 'K2', undefined];
   return [
-    fc.tuple(entity, slot).map(([e, s]) => new Kickoff(e, s)),
-    fc.tuple(fc.uniqueArray(entity, { minLength: 1, maxLength: 3 }), fc.constantFrom(...ids), slot).map(([es, k, s]) => new KickoffMany(es, k, s)),
+    fc.tuple(entity, slot).map(([e, s]) => new Kickoff(e, s, firstOnly)),
+    fc.tuple(fc.uniqueArray(entity, { minLength: 1, maxLength: 3 }), fc.constantFrom(...ids), slot).map(([es, k, s]) => new KickoffMany(es, k, s, firstOnly)),
     open, open, open,
     fc.tuple(fc.nat({ max: 7 }), slot, plan, fc.boolean()).map(([p, s, pl, late]) => new Deliver(p, s, pl, late)),
     fc.tuple(fc.nat({ max: 7 }), fc.tuple(slot, slot), fc.tuple(plan, plan)).map(([p, s, pl]) => new DeliverTwice(p, s, pl)),

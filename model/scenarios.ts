@@ -4,7 +4,7 @@
  * promise the oracle finds broken. Set `fixed` once the fix is merged: the sequence must then
  * hold every promise (test/model.test.ts checks both ways).
  */
-import { Advance, Alerter, Deliver, Kickoff, KickoffMany, Operate, Release, Shutdown, type Command, type Plan } from './commands';
+import { Advance, Alerter, Deliver, Kickoff, KickoffMany, Operate, Release, Shutdown, type Command, type Feature, type Plan } from './commands';
 import { TIMINGS } from './instance';
 import type { Promise4 } from './oracle';
 import type { SequenceConfig } from './world';
@@ -75,3 +75,9 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     commands: () => [new Kickoff('e0', 0), new Alerter(false), new Deliver(0, 0, run('permanent'), false), new Operate('retry', 'e0', 0)],
   },
 ];
+
+/**
+ * The features every known broken promise needs (one of them at least): a run that leaves them all
+ * out (`--without`) must hold every promise while the defects are open.
+ */
+export const KNOWN_TRIGGERS: readonly Feature[] = Object.freeze(['refusal', 'email', 'stop-after', 'cancel', 'kickoff-id', 'alerter-down']);

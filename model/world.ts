@@ -77,6 +77,8 @@ export class World {
   /** Ids of every instance this world served, to stop serving them at the end. */
   private readonly served: string[] = [];
   private serial = 0;
+  /** Entities a kickoff of this sequence was made on (whatever its outcome). */
+  readonly kickedOff = new Set<string>();
   /** Operations run (commands, and the deliveries and sweeps of `quiet()`). */
   operations = 0;
 
@@ -233,12 +235,14 @@ export class World {
 
   /** A kickoff of `entity` from `instance`. */
   async kickoff(entity: string, instance: Instance): Promise<void> {
+    this.kickedOff.add(entity);
     const r = await this.call(instance, () => instance.locker.schedule(this.key(entity), new ModelEntity({ n: 0 }), '/step'));
     if (r && 'value' in r) this.seen.committed.push({ entity, seq: r.value.seq });
   }
 
   /** A bulk kickoff of `entities` from `instance`, under `kickoffId` (a random one when undefined). */
   async kickoffMany(entities: readonly string[], kickoffId: string | undefined, instance: Instance): Promise<void> {
+    for (const e of entities) this.kickedOff.add(e);
     const items = entities.map((e) => ({ key: this.key(e), entity: new ModelEntity({ n: 0 }), path: '/step' }));
     const r = await this.call(instance, () => instance.locker.scheduleMany(items, kickoffId === undefined ? {} : { kickoffId }));
     if (!r || !('value' in r)) return;
