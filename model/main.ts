@@ -6,7 +6,7 @@
  *   npm run model -- --seed 42 --runs 2000 --store memory
  *   npm run model -- --known                          (replays the known defects' sequences)
  *   npm run model -- --without refusal,email          (look past the counterexamples those find)
- *   node scripts/with-emulators.mjs -- tsx model/main.ts --store datastore --runs 30
+ *   npm run model:datastore -- --runs 30             (on the legacy emulator, started for the run)
  */
 import { parseArgs } from 'node:util';
 import { FEATURES, type Feature } from './commands';

@@ -86,7 +86,7 @@ export class Rig {
     let datastore: Datastore;
     if (store === 'datastore') {
       const host = process.env.DATASTORE_EMULATOR_HOST;
-      if (!host) throw new Error('--store datastore needs DATASTORE_EMULATOR_HOST: run it through scripts/with-emulators.mjs or the test runner');
+      if (!host) throw new Error('--store datastore needs DATASTORE_EMULATOR_HOST: run it as `npm run model:datastore`, or through the test runner');
       datastore = new Datastore({ projectId: process.env.DATASTORE_PROJECT_ID ?? 'locker-test', apiEndpoint: host });
     } else {
       datastore = new Datastore({ projectId: 'locker-model' }); // builds keys; never connects
