@@ -176,7 +176,7 @@ export function describeFailure(result: ModelResult): string {
     `  config: ${f.config.instances} instances, ${f.config.alerter} alerter, maxRetries ${f.config.maxRetries}`,
     '  sequence:',
     ...f.commands.map((c, i) => `    ${i + 1}. ${c}`),
-    `  replay: npm run model -- --store ${result.store} --seed ${result.seed} --path ${f.path ?? ''} --replay-path '${f.replayPath ?? ''}'${result.without.length > 0 ? ` --without ${result.without.join(',')}` : ''}`,
+    `  replay: npm run ${result.store === 'datastore' ? 'model:datastore' : 'model'} -- --seed ${result.seed} --path ${f.path ?? ''} --replay-path '${f.replayPath ?? ''}'${result.without.length > 0 ? ` --without ${result.without.join(',')}` : ''}`,
   ].join('\n');
 }
 
