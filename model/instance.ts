@@ -67,6 +67,12 @@ export class Instance {
     return this.store.isDead;
   }
 
+  /** Forgets a death armed at the next write or task creation that has not struck yet. */
+  disarm(): void {
+    this.dieAtEnqueue = false;
+    this.store.disarm();
+  }
+
   /** Dies now, or arms the death at the next write or task creation. */
   kill(point: KillPoint): void {
     if (point === 'now') this.store.die();

@@ -127,6 +127,11 @@ export class MortalStore implements Store {
     this.dieAtWrite = true;
   }
 
+  /** Forgets a death armed at the next write (the fault is healed before it struck). */
+  disarm(): void {
+    this.dieAtWrite = false;
+  }
+
   get isDead(): boolean {
     return this.dead;
   }

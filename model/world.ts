@@ -282,7 +282,8 @@ export class World {
   }
 
   /**
-   * Brings the world to rest: the store healed, the alerter up, waiting runs released, then rounds
+   * Brings the world to rest: the store healed, the alerter up, deaths armed and not struck
+   * forgotten, waiting runs released, then rounds
    * of deliveries of every open task and a sweep, the clock moved past a stall between rounds,
    * until two rounds in a row ran no handler, re-sent nothing and alerted nothing.
    */
@@ -290,6 +291,7 @@ export class World {
     this.store.heal();
     this.desk.setUp(true);
     this.restartDead();
+    for (const instance of this.slots) instance.disarm(); // a death armed and not struck yet is a fault healed
     for (const id of this.waitingRuns()) {
       await this.release(id);
       await this.look();
@@ -311,7 +313,7 @@ export class World {
       moved += (swept?.resent ?? 0) + (swept?.alerted ?? 0);
       await this.look();
       moved += this.seen.runs.length + this.desk.given.length - before;
-      still = moved === 0 ? still + 1 : 0;
+      still = moved === 0 && swept !== undefined ? still + 1 : 0; // a sweep that did not finish is no sign of rest
     }
   }
 
