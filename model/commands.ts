@@ -1,0 +1,202 @@
+/**
+ * The operations of the model, as fast-check commands over a `World`, and their arbitraries. Every
+ * command is always applicable: one that finds nothing to act on (no open task, no waiting run)
+ * does nothing, so a shrunk sequence stays runnable. After each command, dead instances restart
+ * and the model reads every entity's lock.
+ */
+import fc from 'fast-check';
+import { BLOCKS, FINISHES, ON_SIGNAL, type Script } from './handler';
+import { TIMINGS, type KillPoint } from './instance';
+import { ENTITIES, type SequenceConfig, type World } from './world';
+
+/** A command of the model. */
+export type Command = fc.AsyncCommand<object, World>;
+
+/** A script without its id. */
+export type Plan = Omit<Script, 'id'>;
+
+/** The base of every command: act, then restart the dead and look at the store. */
+abstract class Op implements Command {
+  check(): boolean {
+    return true;
+  }
+
+  async run(_model: object, world: World): Promise<void> {
+    world.operations++;
+    await this.act(world);
+    world.restartDead();
+    await world.look();
+  }
+
+  abstract act(world: World): Promise<void>;
+  abstract toString(): string;
+}
+
+function plan(p: Plan): string {
+  const parts: string[] = [p.finish];
+  if (p.block !== 'none') parts.push(`blocks ${p.block}`, `on signal ${p.onSignal}`);
+  return parts.join(', ');
+}
+
+/** `locker.schedule(entity)` on an instance (`firstOnly`: only if no kickoff of the sequence touched the entity yet). */
+export class Kickoff extends Op {
+  constructor(readonly entity: string, readonly slot: number, readonly firstOnly = false) { super(); }
+  act(w: World): Promise<void> { return this.firstOnly && w.kickedOff.has(this.entity) ? Promise.resolve() : w.kickoff(this.entity, w.at(this.slot)); }
+  toString(): string { return `schedule(${this.entity}) on slot ${this.slot}`; }
+}
+
+/** `locker.scheduleMany(entities, { kickoffId })` on an instance (`firstOnly`: of the entities no kickoff touched yet). */
+export class KickoffMany extends Op {
+  constructor(readonly entities: readonly string[], readonly kickoffId: string | undefined, readonly slot: number, readonly firstOnly = false) { super(); }
+  async act(w: World): Promise<void> {
+    const entities = this.firstOnly ? this.entities.filter((e) => !w.kickedOff.has(e)) : this.entities;
+    if (entities.length > 0) await w.kickoffMany(entities, this.kickoffId, w.at(this.slot));
+  }
+  toString(): string { return `scheduleMany([${this.entities.join(', ')}], ${this.kickoffId ?? 'fresh id'}) on slot ${this.slot}`; }
+}
+
+/** Delivers an open task (or, `late`, any task ever created: a late duplicate) to an instance. */
+export class Deliver extends Op {
+  constructor(readonly pick: number, readonly slot: number, readonly plan: Plan, readonly late: boolean) { super(); }
+  async act(w: World): Promise<void> {
+    const names = w.taskNames(this.late);
+    if (names.length === 0) return;
+    await w.deliver(names[this.pick % names.length]!, w.at(this.slot), this.plan);
+  }
+  toString(): string { return `deliver(${this.late ? 'any' : 'open'} task #${this.pick} to slot ${this.slot}: ${plan(this.plan)})`; }
+}
+
+/** Delivers one open task twice at once, to two instances (or one): a concurrent duplicate. */
+export class DeliverTwice extends Op {
+  constructor(readonly pick: number, readonly slots: [number, number], readonly plans: [Plan, Plan]) { super(); }
+  async act(w: World): Promise<void> {
+    const names = w.taskNames(false);
+    if (names.length === 0) return;
+    const name = names[this.pick % names.length]!;
+    const both = [w.start(name, w.at(this.slots[0]), this.plans[0]), w.start(name, w.at(this.slots[1]), this.plans[1])];
+    await Promise.all(both.map((d) => w.settle(d)));
+  }
+  toString(): string { return `deliverTwice(open task #${this.pick} to slots ${this.slots.join(' and ')}: ${plan(this.plans[0])} | ${plan(this.plans[1])})`; }
+}
+
+/** Lets a run waiting for the model go on. */
+export class Release extends Op {
+  constructor(readonly pick: number) { super(); }
+  async act(w: World): Promise<void> {
+    const waiting = w.waitingRuns();
+    if (waiting.length > 0) await w.release(waiting[this.pick % waiting.length]!);
+  }
+  toString(): string { return `release(waiting run #${this.pick})`; }
+}
+
+/** Moves the model's clock. */
+export class Advance extends Op {
+  constructor(readonly ms: number) { super(); }
+  async act(w: World): Promise<void> { w.advance(this.ms); }
+  toString(): string { return `advance(${this.ms / 1000} s)`; }
+}
+
+/** `locker.sweep()` on an instance. */
+export class Sweep extends Op {
+  constructor(readonly slot: number) { super(); }
+  async act(w: World): Promise<void> { await w.sweep(w.at(this.slot)); }
+  toString(): string { return `sweep() on slot ${this.slot}`; }
+}
+
+/** An instance dies now, at its next write, or at its next task creation. */
+export class Kill extends Op {
+  constructor(readonly slot: number, readonly point: KillPoint) { super(); }
+  async act(w: World): Promise<void> { w.kill(this.slot, this.point); }
+  toString(): string { return `kill(slot ${this.slot}, ${this.point})`; }
+}
+
+/** `locker.shutdown()` on an instance, which then restarts. */
+export class Shutdown extends Op {
+  constructor(readonly slot: number) { super(); }
+  act(w: World): Promise<void> { return w.shutdown(this.slot); }
+  toString(): string { return `shutdown(slot ${this.slot})`; }
+}
+
+/** An operator's retry, cancel or resend. */
+export class Operate extends Op {
+  constructor(readonly action: 'retry' | 'cancel' | 'resend', readonly entity: string, readonly slot: number) { super(); }
+  act(w: World): Promise<void> { return w.operate(this.action, this.entity, w.at(this.slot)); }
+  toString(): string { return `${this.action}(${this.entity}) on slot ${this.slot}`; }
+}
+
+/** The alerter goes down or comes back. */
+export class Alerter extends Op {
+  constructor(readonly up: boolean) { super(); }
+  async act(w: World): Promise<void> { w.desk.setUp(this.up); }
+  toString(): string { return `alerter ${this.up ? 'up' : 'down'}`; }
+}
+
+/** The next operations on the store fail; writes are applied first when `applied` (the answer was lost). */
+export class StoreOutage extends Op {
+  constructor(readonly count: number, readonly applied: boolean) { super(); }
+  async act(w: World): Promise<void> { w.store.outage(this.count, this.applied); }
+  toString(): string { return `store outage(next ${this.count} operation(s)${this.applied ? ', writes applied' : ''})`; }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arbitraries
+
+/**
+ * What a run can leave out of its sequences (`--without`), to look past a counterexample it keeps
+ * finding: results the store refuses, the email alerter (and its rate limit), handlers that stop
+ * after their effect, the operator's cancel and retry, repeated kickoff ids, a second kickoff on an
+ * entity (`rekickoff`: only entities no kickoff of the sequence touched yet are kicked off), and
+ * the alerter going down.
+ */
+export const FEATURES = ['refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down'] as const;
+export type Feature = (typeof FEATURES)[number];
+
+const slot = fc.nat({ max: 2 });
+const entity = fc.constantFrom(...ENTITIES);
+
+function planArb(without: ReadonlySet<Feature>): fc.Arbitrary<Plan> {
+  const rare = FINISHES.filter((f) => !['return', 'schedule', 'throw'].includes(f) && !(without.has('refusal') && f.startsWith('refuse')));
+  return fc.record({
+    finish: fc.oneof(
+      { arbitrary: fc.constantFrom<Plan['finish']>('return', 'schedule'), weight: 6 },
+      { arbitrary: fc.constantFrom<Plan['finish']>('throw'), weight: 2 },
+      { arbitrary: fc.constantFrom<Plan['finish']>(...rare), weight: 2 },
+    ),
+    block: fc.oneof({ arbitrary: fc.constant<Plan['block']>('none'), weight: 4 }, { arbitrary: fc.constantFrom<Plan['block']>(...BLOCKS.filter((b) => b !== 'none')), weight: 2 }),
+    onSignal: fc.constantFrom(...ON_SIGNAL.filter((o) => !(without.has('stop-after') && o === 'stop-after'))),
+  }).map((p) => (without.has('stop-after') && p.block === 'after-effect' && p.onSignal !== 'ignore' ? { ...p, onSignal: 'ignore' } : p)); // past its effect, any stop is a stop after it
+}
+
+/** Every command's arbitrary, less the features left out (deliveries listed more than once: they are most of what happens). */
+export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): Array<fc.Arbitrary<Command>> {
+  const plan = planArb(without);
+  const open = fc.tuple(fc.nat({ max: 7 }), slot, plan).map(([p, s, pl]) => new Deliver(p, s, pl, false));
+  const actions = (['retry', 'resend', 'cancel'] as const).filter((a) => !((without.has('cancel') && a === 'cancel') || (without.has('retry') && a === 'retry')));
+  const firstOnly = without.has('rekickoff');
+  const ids = without.has('kickoff-id') ? [undefined] : ['K1', 'K2', undefined];
+  return [
+    fc.tuple(entity, slot).map(([e, s]) => new Kickoff(e, s, firstOnly)),
+    fc.tuple(fc.uniqueArray(entity, { minLength: 1, maxLength: 3 }), fc.constantFrom(...ids), slot).map(([es, k, s]) => new KickoffMany(es, k, s, firstOnly)),
+    open, open, open,
+    fc.tuple(fc.nat({ max: 7 }), slot, plan, fc.boolean()).map(([p, s, pl, late]) => new Deliver(p, s, pl, late)),
+    fc.tuple(fc.nat({ max: 7 }), fc.tuple(slot, slot), fc.tuple(plan, plan)).map(([p, s, pl]) => new DeliverTwice(p, s, pl)),
+    fc.nat({ max: 3 }).map((p) => new Release(p)),
+    fc.nat({ max: 3 }).map((p) => new Release(p)),
+    fc.constantFrom(1_000, TIMINGS.leaseDuration + 1_000, TIMINGS.stallAfter + 10_000).map((ms) => new Advance(ms)),
+    slot.map((s) => new Sweep(s)),
+    fc.tuple(slot, fc.constantFrom<KillPoint>('now', 'next-write', 'next-enqueue')).map(([s, p]) => new Kill(s, p)),
+    slot.map((s) => new Shutdown(s)),
+    fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
+    (without.has('alerter-down') ? fc.constant(true) : fc.boolean()).map((up) => new Alerter(up)),
+    fc.tuple(fc.integer({ min: 1, max: 4 }), fc.boolean()).map(([n, applied]) => new StoreOutage(n, applied)),
+  ];
+}
+
+/** A sequence's configuration. */
+export function configArbitrary(without: ReadonlySet<Feature> = new Set()): fc.Arbitrary<SequenceConfig> {
+  return fc.record({
+    instances: fc.constantFrom(2, 3),
+    alerter: without.has('email') ? fc.constant<SequenceConfig['alerter']>('record') : fc.constantFrom<SequenceConfig['alerter']>('record', 'email'),
+    maxRetries: fc.constantFrom(2, 3),
+  });
+}

@@ -1,0 +1,199 @@
+/**
+ * Runs the model: seeded, shrinkable sequences of commands (fast-check's `commands` with
+ * `asyncModelRun`) against real Lockers on the memory store or the legacy Datastore emulator, each
+ * sequence brought to quiet and judged by the oracle. On a counterexample, fast-check shrinks it,
+ * and the result carries the shrunk sequence, its configuration, the seed and the replay path.
+ */
+import { performance } from 'node:perf_hooks';
+import fc from 'fast-check';
+import { Datastore } from '@google-cloud/datastore';
+import { MemoryStore } from '../src/store/memory';
+import { DatastoreStore } from '../src/store/datastore';
+import { TestSmtpServer } from '../test/support/smtp';
+import { commandArbitraries, configArbitrary, type Command, type Feature } from './commands';
+import { Loopback } from './loopback';
+import { judge, PROMISES, type Violation } from './oracle';
+import { KNOWN_DEFECTS, type KnownDefect } from './scenarios';
+import { World, type Backend, type SequenceConfig } from './world';
+
+/** Where the entities live. */
+export type StoreKind = 'memory' | 'datastore';
+
+/** How to run the model. */
+export interface ModelOptions {
+  seed: number;
+  /** Sequences to generate (shrinking runs more). */
+  runs: number;
+  store: StoreKind;
+  /** Commands per sequence at most. Defaults to 40. */
+  maxCommands?: number;
+  /** fast-check's replay path of a counterexample, to run it alone (with `replayPath`). */
+  path?: string;
+  /** The commands' own replay path of that counterexample (`fc.commands`' `replayPath`). */
+  replayPath?: string;
+  /** Features left out of the sequences (see `FEATURES`). */
+  without?: readonly Feature[];
+}
+
+/** A counterexample, shrunk. */
+export interface Counterexample {
+  violations: Violation[];
+  config: SequenceConfig;
+  /** The shrunk sequence, one command a line. */
+  commands: string[];
+  /** fast-check's replay path (`--path`). */
+  path: string | undefined;
+  /** The commands' replay path (`--replay-path`). */
+  replayPath: string | undefined;
+  shrinks: number;
+}
+
+/** What a run did. */
+export interface ModelResult {
+  seed: number;
+  store: StoreKind;
+  /** Sequences run, shrinking included. */
+  sequences: number;
+  /** Sequences generated until the first counterexample (all of them when none was found). */
+  generated: number;
+  /** Features left out. */
+  without: Feature[];
+  /** Operations run: commands, and the deliveries and sweeps that brought each sequence to quiet. */
+  operations: number;
+  wallMs: number;
+  failure?: Counterexample;
+}
+
+/** A failed oracle check, thrown inside the property so that fast-check shrinks the sequence. */
+export class BrokenPromise extends Error {
+  constructor(readonly violations: Violation[]) {
+    super(violations.map((v) => `(${v.promise}) ${PROMISES[v.promise]}: ${v.text}`).join('\n'));
+    this.name = 'BrokenPromise';
+  }
+}
+
+/** The parts a run shares between sequences: the loopback server, the SMTP server, and where stores come from. */
+export class Rig {
+  private constructor(
+    readonly store: StoreKind,
+    private readonly loopback: Loopback,
+    private readonly smtp: TestSmtpServer,
+    private readonly datastore: Datastore,
+  ) {}
+
+  /** Starts the servers; `datastore` needs `DATASTORE_EMULATOR_HOST` (the test runner sets it). */
+  static async start(store: StoreKind): Promise<Rig> {
+    let datastore: Datastore;
+    if (store === 'datastore') {
+      const host = process.env.DATASTORE_EMULATOR_HOST;
+      if (!host) throw new Error('--store datastore needs DATASTORE_EMULATOR_HOST: run it as `npm run model:datastore`, or through the test runner');
+      datastore = new Datastore({ projectId: process.env.DATASTORE_PROJECT_ID ?? 'locker-test', apiEndpoint: host });
+    } else {
+      datastore = new Datastore({ projectId: 'locker-model' }); // builds keys; never connects
+    }
+    return new Rig(store, await Loopback.start(), await TestSmtpServer.start(), datastore);
+  }
+
+  private namespaces = 0;
+
+  /** A fresh store (an empty memory store, or a namespace of its own on the emulator) for one sequence. */
+  backend(): Backend {
+    const loopback = this.loopback;
+    const smtp = this.smtp;
+    if (this.store === 'memory') {
+      const keys = this.datastore;
+      return { store: new MemoryStore(), key: (name) => keys.key(['ModelEntity', name]), loopback, smtp };
+    }
+    const namespace = `model-${process.pid}-${++this.namespaces}-${Math.random().toString(36).slice(2, 8)}`;
+    const datastore = this.datastore;
+    return { store: new DatastoreStore(datastore, { namespaces: [namespace] }), key: (name) => datastore.key({ namespace, path: ['ModelEntity', name] }), loopback, smtp };
+  }
+
+  /** Stops the servers. */
+  async stop(): Promise<void> {
+    await this.loopback.stop();
+    await this.smtp.stop();
+  }
+}
+
+/** Runs one sequence on a fresh world, brings it to quiet, and judges it; resolves to the violations and the operations run. */
+export async function runSequence(rig: Rig, config: SequenceConfig, commands: Iterable<Command>): Promise<{ violations: Violation[]; operations: number }> {
+  const world = new World(config, rig.backend());
+  try {
+    await fc.asyncModelRun(() => ({ model: {}, real: world }), commands);
+    await world.quiet();
+    return { violations: judge(world.observations()), operations: world.operations };
+  } finally {
+    await world.close();
+  }
+}
+
+/** Runs the model; see the file's comment. */
+export async function runModel(options: ModelOptions): Promise<ModelResult> {
+  const started = performance.now();
+  const rig = await Rig.start(options.store);
+  let sequences = 0;
+  let operations = 0;
+  try {
+    const without = new Set(options.without ?? []);
+    const property = fc.asyncProperty(configArbitrary(without), fc.commands(commandArbitraries(without), {
+      maxCommands: options.maxCommands ?? 40, size: 'max', ...(options.replayPath ? { replayPath: options.replayPath } : {}),
+    }), async (config, commands) => {
+      sequences++;
+      const outcome = await runSequence(rig, config, commands);
+      operations += outcome.operations;
+      if (outcome.violations.length > 0) throw new BrokenPromise(outcome.violations);
+    });
+    const details = await fc.check(property, { seed: options.seed, numRuns: options.runs, ...(options.path ? { path: options.path } : {}) });
+    const result: ModelResult = {
+      seed: options.seed, store: options.store, sequences, generated: details.numRuns, without: [...without], operations, wallMs: Math.round(performance.now() - started),
+    };
+    if (details.failed && details.counterexample) {
+      const [config, commands] = details.counterexample;
+      const error = details.errorInstance;
+      result.failure = {
+        violations: error instanceof BrokenPromise ? error.violations : [{ promise: 'a', text: `the run threw: ${String(error)}` }],
+        config,
+        commands: [...commands].map(String),
+        path: details.counterexamplePath ?? undefined,
+        replayPath: /replayPath="([^"]*)"/.exec(String(commands))?.[1],
+        shrinks: details.numShrinks,
+      };
+    }
+    return result;
+  } finally {
+    await rig.stop();
+  }
+}
+
+/** A counterexample as the model prints it: the broken promises, the seed and path, and the shrunk sequence. */
+export function describeFailure(result: ModelResult): string {
+  const f = result.failure;
+  if (!f) return '';
+  return [
+    `counterexample (seed ${result.seed}, path ${f.path ?? '-'}, ${f.shrinks} shrinks):`,
+    ...f.violations.map((v) => `  broken (${v.promise}) ${PROMISES[v.promise]}: ${v.text}`),
+    `  config: ${f.config.instances} instances, ${f.config.alerter} alerter, maxRetries ${f.config.maxRetries}`,
+    '  sequence:',
+    ...f.commands.map((c, i) => `    ${i + 1}. ${c}`),
+    `  replay: npm run ${result.store === 'datastore' ? 'model:datastore' : 'model'} -- --seed ${result.seed} --path ${f.path ?? ''} --replay-path '${f.replayPath ?? ''}'${result.without.length > 0 ? ` --without ${result.without.join(',')}` : ''}`,
+  ].join('\n');
+}
+
+/** What a known defect's sequence did. */
+export interface KnownOutcome {
+  defect: KnownDefect;
+  violations: Violation[];
+}
+
+/** Runs every known defect's sequence (scenarios.ts) on one store and judges it. */
+export async function replayKnown(store: StoreKind): Promise<KnownOutcome[]> {
+  const rig = await Rig.start(store);
+  try {
+    const out: KnownOutcome[] = [];
+    for (const defect of KNOWN_DEFECTS) out.push({ defect, violations: (await runSequence(rig, defect.config, defect.commands())).violations });
+    return out;
+  } finally {
+    await rig.stop();
+  }
+}

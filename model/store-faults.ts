@@ -1,0 +1,195 @@
+/**
+ * The model's store seam: one wrapper around the real store that every instance shares, which can
+ * be told to fail the next few operations (an outage burst, with or without the write applied
+ * first), and one wrapper per instance that makes the instance's store calls hang forever once the
+ * instance died (a dead process makes no more writes). The code under test is never edited.
+ */
+import type { Key } from '@google-cloud/datastore';
+import { StoreUnavailableError } from '../src/errors/errors';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../src/types';
+
+/**
+ * A promise that never settles: what a call of a dead process returns. A new one each time, so that
+ * what waits on it is collected with it once nothing else holds it.
+ */
+export function never(): Promise<never> {
+  return new Promise<never>(() => undefined);
+}
+
+/** A shared store that fails the next operations when told (an outage burst). */
+export class FaultyStore implements Store {
+  /** Operations still to fail, and whether a failing write is applied before it throws. */
+  private faults: Array<{ applied: boolean }> = [];
+  /** Operations failed so far. */
+  failed = 0;
+
+  constructor(readonly inner: Store) {}
+
+  get projectId(): string | undefined {
+    return this.inner.projectId;
+  }
+
+  /** The next `count` operations fail with `StoreUnavailableError`; writes are applied first when `applied`. */
+  outage(count: number, applied: boolean): void {
+    for (let i = 0; i < count; i++) this.faults.push({ applied });
+  }
+
+  /** Ends every fault. */
+  heal(): void {
+    this.faults = [];
+  }
+
+  private next(): { applied: boolean } | undefined {
+    const fault = this.faults.shift();
+    if (fault) this.failed++;
+    return fault;
+  }
+
+  private error(what: string): StoreUnavailableError {
+    return new StoreUnavailableError(`model outage: ${what} failed`);
+  }
+
+  /** Runs a read: a fault fails it. */
+  private async reading<T>(what: string, run: () => Promise<T>): Promise<T> {
+    if (this.next()) throw this.error(what);
+    return run();
+  }
+
+  /** Runs a write: a fault fails it, before it applies or after. */
+  private async writing<T>(what: string, run: () => Promise<T>): Promise<T> {
+    const fault = this.next();
+    if (fault && !fault.applied) throw this.error(what);
+    const result = await run();
+    if (fault) throw this.error(`${what} (applied)`);
+    return result;
+  }
+
+  get(key: Key): Promise<Properties | undefined> {
+    return this.reading('get', () => this.inner.get(key));
+  }
+
+  read(key: Key): Promise<Snapshot | undefined> {
+    return this.reading('read', () => this.inner.read(key));
+  }
+
+  listDue(now: Date, limit: number): Promise<DueLedger> {
+    return this.reading('listDue', () => this.inner.listDue(now, limit));
+  }
+
+  replaceIfUnchanged(key: Key, snapshot: Snapshot, properties: Properties, excludes: readonly string[]): Promise<Snapshot | undefined> {
+    return this.writing('replace', () => this.inner.replaceIfUnchanged(key, snapshot, properties, excludes));
+  }
+
+  deleteLedger(key: Key, id: string): Promise<void> {
+    return this.writing('deleteLedger', () => this.inner.deleteLedger(key, id));
+  }
+
+  transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return this.writing('commit', () => this.inner.transaction(fn));
+  }
+
+  get readMany(): ((keys: readonly Key[]) => Promise<VersionedRead[]>) | undefined {
+    const inner = this.inner;
+    if (!inner.readMany) return undefined;
+    return (keys) => this.reading('readMany', () => inner.readMany!(keys));
+  }
+
+  get replaceMany(): ((writes: readonly ConditionalWrite[]) => Promise<ConditionalOutcome[]>) | undefined {
+    const inner = this.inner;
+    if (!inner.replaceMany) return undefined;
+    return (writes) => this.writing('replaceMany', () => inner.replaceMany!(writes));
+  }
+}
+
+/**
+ * One instance's view of the shared store. Once `die()` is called, or once it is armed to die at
+ * its next write and that write comes, every call hangs: the instance is a dead process.
+ */
+export class MortalStore implements Store {
+  private dead = false;
+  private dieAtWrite = false;
+
+  constructor(private readonly inner: Store, private readonly onDeath: () => void) {}
+
+  get projectId(): string | undefined {
+    return this.inner.projectId;
+  }
+
+  /** Dies now. */
+  die(): void {
+    if (this.dead) return;
+    this.dead = true;
+    this.onDeath();
+  }
+
+  /** Dies just before its next write (a finish, release, schedule or kickoff is never applied). */
+  armAtNextWrite(): void {
+    this.dieAtWrite = true;
+  }
+
+  /** Forgets a death armed at the next write (the fault is healed before it struck). */
+  disarm(): void {
+    this.dieAtWrite = false;
+  }
+
+  get isDead(): boolean {
+    return this.dead;
+  }
+
+  private async call<T>(run: () => Promise<T>, write: boolean): Promise<T> {
+    if (write && this.dieAtWrite) this.die();
+    if (this.dead) return never();
+    const result = await run();
+    if (this.dead) return never(); // died while the call was out: its answer is never seen
+    return result;
+  }
+
+  get(key: Key): Promise<Properties | undefined> {
+    return this.call(() => this.inner.get(key), false);
+  }
+
+  read(key: Key): Promise<Snapshot | undefined> {
+    return this.call(() => this.inner.read(key), false);
+  }
+
+  listDue(now: Date, limit: number): Promise<DueLedger> {
+    return this.call(() => this.inner.listDue(now, limit), false);
+  }
+
+  replaceIfUnchanged(key: Key, snapshot: Snapshot, properties: Properties, excludes: readonly string[]): Promise<Snapshot | undefined> {
+    return this.call(() => this.inner.replaceIfUnchanged(key, snapshot, properties, excludes), true);
+  }
+
+  deleteLedger(key: Key, id: string): Promise<void> {
+    return this.call(() => this.inner.deleteLedger(key, id), true);
+  }
+
+  transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return this.call(() => this.inner.transaction(async (tx) => {
+      const mortal: StoreTransaction = {
+        get: (key) => this.call(() => tx.get(key), false),
+        getLedger: (key, id) => this.call(() => tx.getLedger(key, id), false),
+        put: (key, props, excludes) => tx.put(key, props, excludes),
+        delete: (key) => tx.delete(key),
+        putLedger: (record) => tx.putLedger(record),
+        deleteLedger: (key, id) => tx.deleteLedger(key, id),
+      };
+      const result = await fn(mortal);
+      if (this.dieAtWrite) this.die();
+      if (this.dead) return never(); // never committed
+      return result;
+    }), false);
+  }
+
+  get readMany(): ((keys: readonly Key[]) => Promise<VersionedRead[]>) | undefined {
+    const inner = this.inner;
+    if (!inner.readMany) return undefined;
+    return (keys) => this.call(() => inner.readMany!(keys), false);
+  }
+
+  get replaceMany(): ((writes: readonly ConditionalWrite[]) => Promise<ConditionalOutcome[]>) | undefined {
+    const inner = this.inner;
+    if (!inner.replaceMany) return undefined;
+    return (writes) => this.call(() => inner.replaceMany!(writes), true);
+  }
+}

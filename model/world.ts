@@ -1,0 +1,362 @@
+/**
+ * One sequence's world: two or three instances sharing one store, the queue (every task the
+ * instances created, delivered only when the model says, as often as it says), the model's clock,
+ * the alerter, and what the model observes. The commands (commands.ts) act on it; `quiet()`
+ * brings it to rest (alerter up, store healthy, deliveries and sweeps until nothing moves) before
+ * the oracle judges what was observed.
+ */
+import { request } from 'node:http';
+import type { Key } from '@google-cloud/datastore';
+import type { Locker } from '../src/locker';
+import type { Store, TaskRequest } from '../src/types';
+import type { TestSmtpServer } from '../test/support/smtp';
+import { AlertDesk, type AlerterKind } from './alert-desk';
+import { PLAIN, type HandlerPort, type Script, ModelEntity } from './handler';
+import { Instance, TIMINGS, type KillPoint } from './instance';
+import type { Loopback } from './loopback';
+import { emptyObservations, type Observations, type Run } from './observations';
+import { FaultyStore, never } from './store-faults';
+
+/** What a sequence is run with. */
+export interface SequenceConfig {
+  /** Instances sharing the store. */
+  instances: number;
+  alerter: AlerterKind;
+  maxRetries: number;
+}
+
+/** What a world is built on: the store, its keys, the loopback server and the SMTP server. */
+export interface Backend {
+  store: Store;
+  key(name: string): Key;
+  loopback: Loopback;
+  smtp: TestSmtpServer | undefined;
+}
+
+/** The entities every sequence works on: few, so that operations meet on them. */
+export const ENTITIES = ['e0', 'e1', 'e2'] as const;
+
+/** How long a shutdown may take, ms (real time: the drain waits for answers). */
+const SHUTDOWN_MS = 400;
+/** The clock's start: a fixed instant, so a seed runs the same. */
+const START = Date.UTC(2030, 0, 1);
+/** How far the clock moves between rounds of `quiet()`: past a stall, a lease, the alert graces and a rate window. */
+const QUIET_STEP = TIMINGS.stallAfter + 10_000;
+/** Rounds of `quiet()` at most. */
+const QUIET_ROUNDS = 12;
+
+/** A delivery in flight. */
+interface Delivery {
+  id: string;
+  instance: Instance;
+  task: string;
+  answered: Promise<number | undefined>;
+  /** Resolves the next time the run waits for the model. */
+  waiting: Deferred;
+}
+
+/** A run waiting for the model. */
+interface Gate {
+  instance: Instance;
+  release: (() => void) | undefined;
+}
+
+export class World {
+  now = START;
+  readonly clock = (): number => this.now;
+  readonly store: FaultyStore;
+  readonly desk: AlertDesk;
+  readonly slots: Instance[] = [];
+  readonly seen: Observations;
+  /** Every task created, by name, and whether an answer ended it (2xx). */
+  readonly tasks = new Map<string, { task: TaskRequest; done: boolean }>();
+  private readonly deliveries = new Map<string, Delivery>();
+  private readonly gates = new Map<string, Gate>();
+  private readonly aborter = new AbortController();
+  private readonly runsByAttempt = new Map<string, Run>();
+  /** Ids of every instance this world served, to stop serving them at the end. */
+  private readonly served: string[] = [];
+  private serial = 0;
+  /** Entities a kickoff of this sequence was made on (whatever its outcome). */
+  readonly kickedOff = new Set<string>();
+  /** Operations run (commands, and the deliveries and sweeps of `quiet()`). */
+  operations = 0;
+
+  constructor(readonly config: SequenceConfig, private readonly backend: Backend) {
+    this.store = new FaultyStore(backend.store);
+    this.desk = new AlertDesk(config.alerter, backend.smtp, this.clock);
+    this.seen = emptyObservations([...ENTITIES]);
+    for (let i = 0; i < config.instances; i++) this.slots.push(this.spawn());
+  }
+
+  key(entity: string): Key {
+    return this.backend.key(entity);
+  }
+
+  private spawn(): Instance {
+    const id = `n${++this.serial}`;
+    let self: Instance | undefined;
+    const port: HandlerPort = {
+      ran: (ctx, idempotencyKey) => {
+        const chain = ctx.request.headers['x-lock-chain'];
+        const run = { entity: ctx.key.name!, seq: ctx.seq, attempt: ctx.attempt, chain: typeof chain === 'string' ? chain : undefined, idempotencyKey };
+        this.runsByAttempt.set(ctx.attempt, run);
+        this.seen.runs.push(run);
+      },
+      effect: (ctx) => {
+        const run = this.runsByAttempt.get(ctx.attempt);
+        if (run) this.seen.effects.push(run);
+      },
+      scheduled: (ctx, seq) => this.seen.committed.push({ entity: ctx.key.name!, seq }),
+      wait: (gateId, signal) => this.wait(gateId, self!, signal),
+    };
+    const instance = new Instance(id, {
+      store: this.store, desk: this.desk, clock: this.clock, maxRetries: this.config.maxRetries, port,
+      created: (task) => { if (!this.tasks.has(task.name)) this.tasks.set(task.name, { task, done: false }); },
+      listen: (locker) => this.listen(locker),
+    });
+    self = instance;
+    this.backend.loopback.add(id, instance.app);
+    this.served.push(id);
+    return instance;
+  }
+
+  private listen(locker: Locker): void {
+    locker.on('failed', (e) => this.seen.failed.push({ entity: e.key.name!, seq: e.seq }));
+    locker.on('overwritten', (e) => this.seen.overwritten.push({ entity: e.key.name!, seq: e.seq, previous: e.previous, attempt: e.attempt }));
+  }
+
+  /** The instance in `slot` (modulo the slots). */
+  at(slot: number): Instance {
+    return this.slots[slot % this.slots.length]!;
+  }
+
+  /** Replaces every dead instance with a fresh one (the process restarted). */
+  restartDead(): void {
+    for (let i = 0; i < this.slots.length; i++) {
+      if (this.slots[i]!.dead) this.slots[i] = this.spawn();
+    }
+  }
+
+  /** Runs an instance's call, or never settles once the instance died; errors are the caller's to read. */
+  async call<T>(instance: Instance, fn: () => Promise<T>): Promise<{ value: T } | { error: unknown } | undefined> {
+    const done = fn().then((value) => ({ value }), (error: unknown) => ({ error }));
+    return Promise.race([done, instance.death.then(() => undefined)]);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Deliveries
+
+  /** Names of tasks: those no answer ended yet, or every one (`late` includes ended ones: a late duplicate). */
+  taskNames(late: boolean): string[] {
+    return [...this.tasks].filter(([, t]) => late || !t.done).map(([name]) => name);
+  }
+
+  /** Delivers task `name` to `instance` with `script`; resolves once it is answered, waits for the model, or its instance died. */
+  async deliver(name: string, instance: Instance, script: Omit<Script, 'id'>): Promise<void> {
+    await this.settle(this.start(name, instance, script));
+  }
+
+  /** Starts a delivery, as Cloud Tasks sends one. */
+  start(name: string, instance: Instance, script: Omit<Script, 'id'>): Delivery {
+    const entry = this.tasks.get(name)!;
+    const id = `d${++this.serial}`;
+    const headers: Record<string, string> = { ...entry.task.headers, 'x-model-script': JSON.stringify({ ...script, id }) };
+    if (entry.task.body !== '') headers['content-type'] = 'application/json';
+    const answered = post(this.backend.loopback.url(instance.id, entry.task.path), headers, entry.task.body, this.aborter.signal).then((status) => {
+      if (status !== undefined && status >= 200 && status < 300) entry.done = true;
+      return status;
+    });
+    const delivery: Delivery = { id, instance, task: name, answered, waiting: deferred() };
+    this.deliveries.set(id, delivery);
+    void answered.then(() => this.deliveries.delete(id));
+    return delivery;
+  }
+
+  /** Resolves once the delivery is answered, its run waits for the model, or its instance died. */
+  async settle(d: Delivery): Promise<void> {
+    await Promise.race([d.answered, d.waiting.promise, d.instance.death]);
+  }
+
+  private wait(id: string, instance: Instance, signal: AbortSignal | undefined): Promise<'released' | 'aborted'> {
+    if (instance.dead) return never();
+    const waiting = new Promise<'released' | 'aborted'>((resolve) => {
+      const gate: Gate = { instance, release: () => resolve('released') };
+      this.gates.set(id, gate);
+      if (signal) {
+        if (signal.aborted) resolve('aborted');
+        else signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+      }
+    }).then((how) => {
+      this.gates.delete(id);
+      return instance.dead ? never() : how;
+    });
+    const d = this.deliveries.get(id);
+    if (d) {
+      const reached = d.waiting;
+      d.waiting = deferred();
+      reached.resolve();
+    }
+    return waiting;
+  }
+
+  /** Runs waiting for the model on live instances, oldest first. */
+  waitingRuns(): string[] {
+    return [...this.gates].filter(([, g]) => !g.instance.dead).map(([id]) => id);
+  }
+
+  /** Lets run `id` go on; resolves once its delivery is answered, waits again, or its instance died. */
+  async release(id: string): Promise<void> {
+    const gate = this.gates.get(id);
+    const d = this.deliveries.get(id);
+    gate?.release?.();
+    if (d) await this.settle(d);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // The rest of the world
+
+  /** Moves the model's clock. */
+  advance(ms: number): void {
+    this.now += ms;
+  }
+
+  /** Kills the instance in `slot` now, or arms its death at its next write or task creation. */
+  kill(slot: number, point: KillPoint): void {
+    this.at(slot).kill(point);
+  }
+
+  /** Shuts the instance in `slot` down (SIGTERM), then it is gone (SIGKILL after the grace) and restarts. */
+  async shutdown(slot: number): Promise<void> {
+    const instance = this.at(slot);
+    await this.call(instance, () => instance.locker.shutdown({ timeoutMs: SHUTDOWN_MS }));
+    instance.store.die();
+  }
+
+  /** A kickoff of `entity` from `instance`. */
+  async kickoff(entity: string, instance: Instance): Promise<void> {
+    this.kickedOff.add(entity);
+    const r = await this.call(instance, () => instance.locker.schedule(this.key(entity), new ModelEntity({ n: 0 }), '/step'));
+    if (r && 'value' in r) this.seen.committed.push({ entity, seq: r.value.seq });
+  }
+
+  /** A bulk kickoff of `entities` from `instance`, under `kickoffId` (a random one when undefined). */
+  async kickoffMany(entities: readonly string[], kickoffId: string | undefined, instance: Instance): Promise<void> {
+    for (const e of entities) this.kickedOff.add(e);
+    const items = entities.map((e) => ({ key: this.key(e), entity: new ModelEntity({ n: 0 }), path: '/step' }));
+    const r = await this.call(instance, () => instance.locker.scheduleMany(items, kickoffId === undefined ? {} : { kickoffId }));
+    if (!r || !('value' in r)) return;
+    for (const result of r.value.results) {
+      const entity = result.key.name!;
+      // A resumed chain's step was seen committed when it was (its `seq` may name no step: a chain that completed since).
+      if (result.status === 'started' && !result.resumed) this.seen.committed.push({ entity, seq: result.seq });
+      this.seen.kickoffs.push({ kickoffId: r.value.kickoffId, entity, status: result.status, resumed: result.status === 'started' && result.resumed });
+    }
+  }
+
+  /** An operator's retry, cancel or resend of `entity`'s step, from `instance`. */
+  async operate(action: 'retry' | 'cancel' | 'resend', entity: string, instance: Instance): Promise<void> {
+    const r = await this.call(instance, () => instance.locker[action](this.key(entity)));
+    if (action === 'cancel' && r && 'value' in r) this.seen.cancelled.push({ entity, seq: r.value.seq });
+  }
+
+  /** A sweep from `instance`; resolves to what it did, or undefined. */
+  async sweep(instance: Instance): Promise<{ resent: number; alerted: number } | undefined> {
+    const r = await this.call(instance, () => instance.locker.sweep());
+    return r && 'value' in r ? r.value : undefined;
+  }
+
+  /** Reads every entity's lock from the store itself (no fault, no instance) and notes the ones that changed. */
+  async look(): Promise<void> {
+    for (const entity of ENTITIES) {
+      const props = await this.backend.store.get(this.key(entity));
+      if (!props) continue;
+      const lock = {
+        seq: Number(props.lock_seq), state: typeof props.lock_state === 'string' ? props.lock_state : undefined,
+        alerts: Array.isArray(props.lock_alerts) ? props.lock_alerts.map(String) : [],
+      };
+      const seen = this.seen.locks.get(entity)!;
+      const last = seen.at(-1);
+      if (!last || last.seq !== lock.seq || last.state !== lock.state || last.alerts.join() !== lock.alerts.join()) seen.push(lock);
+    }
+  }
+
+  /**
+   * Brings the world to rest: the store healed, the alerter up, deaths armed and not struck
+   * forgotten, waiting runs released, then rounds
+   * of deliveries of every open task and a sweep, the clock moved past a stall between rounds,
+   * until two rounds in a row ran no handler, re-sent nothing and alerted nothing.
+   */
+  async quiet(): Promise<void> {
+    this.store.heal();
+    this.desk.setUp(true);
+    this.restartDead();
+    for (const instance of this.slots) instance.disarm(); // a death armed and not struck yet is a fault healed
+    for (const id of this.waitingRuns()) {
+      await this.release(id);
+      await this.look();
+    }
+    let still = 0;
+    for (let round = 0; round < QUIET_ROUNDS && still < 2; round++) {
+      const before = this.seen.runs.length + this.desk.given.length;
+      let moved = 0;
+      for (const [i, name] of this.taskNames(false).entries()) {
+        this.operations++;
+        await this.deliver(name, this.at(i), PLAIN);
+        this.restartDead();
+        await this.look();
+      }
+      for (const id of this.waitingRuns()) await this.release(id);
+      this.advance(QUIET_STEP);
+      this.operations++;
+      const swept = await this.sweep(this.at(round));
+      moved += (swept?.resent ?? 0) + (swept?.alerted ?? 0);
+      await this.look();
+      moved += this.seen.runs.length + this.desk.given.length - before;
+      still = moved === 0 && swept !== undefined ? still + 1 : 0; // a sweep that did not finish is no sign of rest
+    }
+  }
+
+  /** What the oracle judges. */
+  observations(): Observations {
+    this.seen.given = [...this.desk.given];
+    this.seen.received = this.desk.received();
+    return this.seen;
+  }
+
+  /** Ends the sequence: requests still open are cut, instances forgotten, alerters closed. */
+  async close(): Promise<void> {
+    this.aborter.abort();
+    for (const instance of this.slots) instance.store.die();
+    this.backend.loopback.dropConnections();
+    for (const id of this.served) this.backend.loopback.remove(id);
+    await this.desk.close();
+  }
+}
+
+/**
+ * POSTs a task on a connection of its own (no keep-alive: a connection a dead instance's request
+ * holds is cut at the end of its sequence). Resolves to the status, or undefined when cut.
+ */
+function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const req = request(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: false, signal }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+      res.on('error', () => resolve(undefined));
+    });
+    req.on('error', () => resolve(undefined));
+    req.end(body);
+  });
+}
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
+function deferred(): Deferred {
+  let resolve: () => void = () => undefined;
+  const promise = new Promise<void>((r) => { resolve = r; });
+  return { promise, resolve };
+}
