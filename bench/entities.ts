@@ -4,7 +4,8 @@
  */
 import type { Datastore, Key } from '@google-cloud/datastore';
 import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
-import { StepState, type Properties } from '../src/types';
+import { LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties } from '../src/store/ledger-entity';
+import { StepState, type LedgerRecord, type Properties } from '../src/types';
 
 export const KIND = 'BenchCounter';
 
@@ -48,6 +49,25 @@ export const EXCLUDED: string[] = [...UNINDEXED_LOCK_FIELDS];
 export async function seed(datastore: Datastore, keys: readonly Key[], props: (i: number) => Properties): Promise<void> {
   for (let start = 0; start < keys.length; start += 500) {
     const batch = keys.slice(start, start + 500).map((key, j) => ({ key, data: props(start + j), excludeFromIndexes: EXCLUDED }));
+    await datastore.upsert(batch);
+  }
+}
+
+/**
+ * Scheduled steps as `schedule()` leaves them: each entity names its ledger record (`lock_task`)
+ * and the record is stored, so the step removes it after its answer, as a real step does.
+ */
+export async function seedWithRecords(datastore: Datastore, keys: readonly Key[]): Promise<void> {
+  const now = new Date();
+  const taskOf = (key: Key): string => `bench-${String(key.name)}`;
+  await seed(datastore, keys, (i) => ({ ...scheduledStep(1, now), lock_task: taskOf(keys[i]!) }));
+  const due = new Date(now.getTime() + 3_600_000);
+  for (let start = 0; start < keys.length; start += 500) {
+    const batch = keys.slice(start, start + 500).map((key) => {
+      const id = taskOf(key);
+      const record: LedgerRecord = { id, key, seq: 1, chain: 'bench', path: '/task', body: '{}', createdAt: now, task: id, sends: 1, sentAt: now, failures: 0, due };
+      return { key: ledgerKey(LEDGER_KIND, key.namespace, id), data: ledgerProperties(record), excludeFromIndexes: [...LEDGER_UNINDEXED] };
+    });
     await datastore.upsert(batch);
   }
 }

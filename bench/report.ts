@@ -21,6 +21,9 @@ export const TARGETS = Object.freeze({ stepToFloor: 1.4, duplicateToFloor: 0.35,
 /** Issue 8's targets against the physical limit (`limit.ts`), as medians. */
 export const LIMIT_TARGETS = Object.freeze({ stepToLimit: 1.1, duplicateFirstToLimit: 1.1 });
 
+/** Issue 27's targets at concurrency 16: throughput at least 0.9 × the limit's, fewer than 2.3 commits per step. */
+export const THROUGHPUT_TARGETS = Object.freeze({ throughput16ToLimit: 0.9, commitsPerStep16: 2.3 });
+
 /** Everything one run measured. */
 export interface Results {
   settings: Settings;
@@ -43,10 +46,13 @@ function figures(r: Results) {
   const l = Object.fromEntries(Object.entries(r.latency).map(([k, v]) => [k, summarize(v)])) as Record<keyof LatencySamples, Summary>;
   const floorOps = summarize(r.throughput.floorOpsPerSec).median;
   const stepOps = summarize(r.throughput.stepOpsPerSec).median;
+  const limitOps = summarize(r.throughput.limitOpsPerSec).median;
   const floor = l.floor.median;
   const duplicate = Math.max(l.duplicateFinished.median, l.duplicateHeld.median);
   return {
-    l, floorOps, stepOps, duplicate,
+    l, floorOps, stepOps, limitOps, duplicate,
+    throughput16ToLimit: stepOps / limitOps,
+    commitsPerStep16: r.throughput.stepCommits / r.throughput.steps,
     stepToFloor: l.step.median / floor,
     duplicateToFloor: duplicate / floor,
     duplicateFinishedToFloor: l.duplicateFinished.median / floor,
@@ -80,6 +86,9 @@ export function summaryJson(r: Results): Record<string, unknown> {
     duplicateFirstMs: round(l.duplicateFirst.median), duplicateFirstP99Ms: round(l.duplicateFirst.p99),
     floorOpsPerSec16: round(f.floorOps, 1), stepOpsPerSec16: round(f.stepOps, 1),
     floorCpuMicros16: round(summarize(r.throughput.floorCpuMicros).median, 1), stepCpuMicros16: round(summarize(r.throughput.stepCpuMicros).median, 1),
+    limitOpsPerSec16: round(f.limitOps, 1), limitCpuMicros16: round(summarize(r.throughput.limitCpuMicros).median, 1),
+    throughput16ToLimit: round(f.throughput16ToLimit), commitsPerStep16: round(f.commitsPerStep16),
+    throughputTargetsMet: f.throughput16ToLimit >= THROUGHPUT_TARGETS.throughput16ToLimit && f.commitsPerStep16 < THROUGHPUT_TARGETS.commitsPerStep16,
     stepToFloor: round(f.stepToFloor),
     duplicateToFloor: round(f.duplicateToFloor),
     duplicateFinishedToFloor: round(f.duplicateFinishedToFloor),
@@ -182,6 +191,8 @@ export function table(r: Results): string {
   };
   lines.push(throughputRow('raw read-write transactions', f.floorOps, t.floorLatency, t.floorCpuMicros, '(floor)'));
   lines.push(throughputRow('steps through handle()', f.stepOps, t.stepLatency, t.stepCpuMicros, verdict(f.throughput16ToFloor, TARGETS.throughput16ToFloor, 'min')));
+  lines.push(throughputRow('limit: lookup + 2 commits + HTTP', f.limitOps, t.limitLatency, t.limitCpuMicros, '(step limit)'));
+  lines.push(`  steps ÷ the limit at concurrency ${s.concurrency}: ${f.throughput16ToLimit.toFixed(2)} (${verdict(f.throughput16ToLimit, THROUGHPUT_TARGETS.throughput16ToLimit, 'min')}); commits per step: ${f.commitsPerStep16.toFixed(2)} over ${t.steps} steps, each with a ledger record to remove (${verdict(f.commitsPerStep16, THROUGHPUT_TARGETS.commitsPerStep16, 'below')})`);
   lines.push(`  (node CPU µs: this process's CPU time per operation, median over batches; the emulator's JVM runs beside it on ${availableParallelism()} CPUs)`);
   lines.push('');
   lines.push(...breakdown(r, l));
@@ -256,9 +267,9 @@ function leakLines(leak: LeakReport, concurrency: number): string[] {
   return lines;
 }
 
-function verdict(ratio: number, target: number, kind: 'max' | 'min'): string {
-  const met = kind === 'max' ? ratio <= target : ratio >= target;
-  return `${kind === 'max' ? '≤' : '≥'} ${target} ${met ? 'met' : 'MISSED'}`;
+function verdict(ratio: number, target: number, kind: 'max' | 'min' | 'below'): string {
+  const met = kind === 'max' ? ratio <= target : kind === 'min' ? ratio >= target : ratio < target;
+  return `${{ max: '≤', min: '≥', below: '<' }[kind]} ${target} ${met ? 'met' : 'MISSED'}`;
 }
 
 /** Left-aligned first cell, right-aligned number cells of the given widths; a width of 0 leaves the cell as it is. */

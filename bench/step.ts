@@ -58,7 +58,7 @@ async function main(): Promise<void> {
     progress(`${settings.simultaneousRounds} rounds of ${settings.simultaneous} simultaneous deliveries of one step`);
     const simultaneous = await measureSimultaneous(datastore, server, keys, settings.simultaneous, settings.simultaneousRounds, spy);
     progress(`throughput at concurrency ${settings.concurrency}, ${settings.batches} batches of each`);
-    const throughput = await measureThroughput(target, settings.batches, settings.batchOps, settings.concurrency);
+    const throughput = await measureThroughput(target, settings.batches, settings.batchOps, settings.concurrency, spy);
     const leaks: LeakReport[] = [];
     for (const name of leakStores) {
       progress(`memory and timers, ${settings.leakWarmup} + ${settings.leakSteps} steps on the ${name === 'memory' ? 'in-memory store' : 'emulator'}`);

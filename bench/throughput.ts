@@ -1,21 +1,34 @@
 /**
- * Throughput at a given concurrency: batches of raw transactions and batches of full steps, each
- * on its own entities, alternating (and swapping which goes first) so both meet the same noise.
+ * Throughput at a given concurrency: batches of raw transactions, of full steps and of the step's
+ * limit (`limit.ts`: the lookup, two commits and the HTTP round trip, no lease logic), each on its
+ * own entities, in turn (rotating which goes first) so all three meet the same noise. The steps
+ * carry a ledger record, as scheduled steps do, so each also removes its record after its answer;
+ * the commits they send are counted (a spy on the store's client), removals sent after a batch
+ * ended included.
  */
 import { performance } from 'node:perf_hooks';
 import type { Key } from '@google-cloud/datastore';
+import { seedWithRecords } from './entities';
 import { STEP_DONE, expectReply } from './expect';
 import { rawTransaction } from './floor';
 import { seededSteps, type Target } from './latency';
+import { stepLimit } from './limit';
+import type { SpiedClient } from '../test/support/datastore-spy';
 
 /** Operations per second of each batch, this process's CPU time per operation (µs) in each batch, and every operation's latency (ms). */
 export interface ThroughputSamples {
   floorOpsPerSec: number[];
   stepOpsPerSec: number[];
+  limitOpsPerSec: number[];
   floorCpuMicros: number[];
   stepCpuMicros: number[];
+  limitCpuMicros: number[];
   floorLatency: number[];
   stepLatency: number[];
+  limitLatency: number[];
+  /** Commits the steps sent, all batches together, and the steps. */
+  stepCommits: number;
+  steps: number;
 }
 
 /** Where one batch records its results. */
@@ -25,27 +38,45 @@ interface BatchRecord {
   latencies: number[];
 }
 
-export async function measureThroughput(t: Target, batches: number, opsPerWorker: number, concurrency: number): Promise<ThroughputSamples> {
+/** How long after a step batch its last removals may still go out, ms (the removal waits up to 10 ms for a group). */
+const SETTLE_MS = 100;
+
+export async function measureThroughput(t: Target, batches: number, opsPerWorker: number, concurrency: number, spy: SpiedClient): Promise<ThroughputSamples> {
   const perBatch = opsPerWorker * concurrency;
   const floorKeys = await seededSteps(t, 'floor16', batches * perBatch);
-  const stepKeys = await seededSteps(t, 'step16', batches * perBatch);
-  const out: ThroughputSamples = { floorOpsPerSec: [], stepOpsPerSec: [], floorCpuMicros: [], stepCpuMicros: [], floorLatency: [], stepLatency: [] };
+  const limitKeys = await seededSteps(t, 'limit16', batches * perBatch);
+  const stepKeys = t.keys.keys('step16', batches * perBatch);
+  await seedWithRecords(t.datastore, stepKeys);
+  const out: ThroughputSamples = {
+    floorOpsPerSec: [], stepOpsPerSec: [], limitOpsPerSec: [], floorCpuMicros: [], stepCpuMicros: [], limitCpuMicros: [],
+    floorLatency: [], stepLatency: [], limitLatency: [], stepCommits: 0, steps: 0,
+  };
   const floorRecord = { rates: out.floorOpsPerSec, cpu: out.floorCpuMicros, latencies: out.floorLatency };
   const stepRecord = { rates: out.stepOpsPerSec, cpu: out.stepCpuMicros, latencies: out.stepLatency };
-  const floorBatch = (b: number) =>
-    batch(floorKeys.slice(b * perBatch, (b + 1) * perBatch), concurrency, async (key) => void (await rawTransaction(t.datastore, key)), floorRecord);
-  const stepBatch = (b: number) =>
-    batch(stepKeys.slice(b * perBatch, (b + 1) * perBatch), concurrency, async (key) => expectReply(await t.server.send(key, 1), STEP_DONE, 'a step'), stepRecord);
+  const limitRecord = { rates: out.limitOpsPerSec, cpu: out.limitCpuMicros, latencies: out.limitLatency };
+  const limit = { store: t.server.locker.config.store, ping: () => t.server.ping() };
+  const slice = (keys: Key[], b: number): Key[] => keys.slice(b * perBatch, (b + 1) * perBatch);
+  const kinds: Array<(b: number) => Promise<void>> = [
+    (b) => batch(slice(floorKeys, b), concurrency, async (key) => void (await rawTransaction(t.datastore, key)), floorRecord),
+    async (b) => {
+      const before = commits(spy);
+      await batch(slice(stepKeys, b), concurrency, async (key) => expectReply(await t.server.send(key, 1), STEP_DONE, 'a step'), stepRecord);
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS)); // untimed: the last removals go out
+      out.stepCommits += commits(spy) - before;
+      out.steps += perBatch;
+    },
+    (b) => batch(slice(limitKeys, b), concurrency, (key) => stepLimit(limit, key), limitRecord),
+  ];
   for (let b = 0; b < batches; b++) {
-    if (b % 2 === 0) {
-      await floorBatch(b);
-      await stepBatch(b);
-    } else {
-      await stepBatch(b);
-      await floorBatch(b);
-    }
+    for (let j = 0; j < kinds.length; j++) await kinds[(b + j) % kinds.length]!(b);
   }
   return out;
+}
+
+function commits(spy: SpiedClient): number {
+  let n = 0;
+  for (const method of spy.calls) if (method === 'commit') n++;
+  return n;
 }
 
 /** Runs one operation per key with `concurrency` workers; records ops/s, CPU per op and each latency. */

@@ -158,6 +158,14 @@ export interface StoreTransaction {
   deleteLedger(key: Key, id: string): void;
 }
 
+/** A ledger record by name: the entity whose step it carries (its namespace is the record's), and its id. */
+export interface LedgerRef {
+  /** The entity's key. */
+  readonly key: Key;
+  /** The record's id (the task's name). */
+  readonly id: string;
+}
+
 /**
  * An entity as a versioned read found it. `version` is the store's own, opaque to everyone else:
  * it says which version was read (and whatever else the store needs to write the entity back
@@ -242,6 +250,12 @@ export interface Store {
   listDue(now: Date, limit: number): Promise<DueLedger>;
   /** Removes the ledger record `id` in `key`'s namespace (a missing record is not an error). */
   deleteLedger(key: Key, id: string): Promise<void>;
+  /**
+   * Removes many ledger records (at most 500 a call) in one commit where the store can, a missing
+   * one not being an error: the removals of several finished steps, grouped. Optional: without it,
+   * each record is removed with `deleteLedger`.
+   */
+  deleteLedgerMany?(records: readonly LedgerRef[]): Promise<void>;
   /**
    * Lockable entities of one kind and namespace in one step state, ordered by `lock_ts`, a page at
    * a time: an indexed query (`lock_state`, `lock_ts`), never a scan of the kind. Needed by

@@ -77,6 +77,13 @@ describe('npm run bench', () => {
     // duplicate of a step is answered from one lookup, a repeated one from memory (at most the first lookup).
     assert.equal(result.rpcsPerStep, 3, `a step sends a lookup and two commits, got ${String(result.rpcsPerStep)} RPCs`);
     assert.equal(result.rpcsPerFirstDuplicate, 1);
+    // At concurrency 16 the steps carry a ledger record: two commits each, and their removals grouped.
+    for (const name of ['limitOpsPerSec16', 'throughput16ToLimit']) {
+      assert.ok(typeof result[name] === 'number' && Number.isFinite(result[name]) && result[name] > 0, `${name} is a positive number, got ${String(result[name])}`);
+    }
+    const commits = result.commitsPerStep16 as number;
+    assert.ok(commits > 2 && commits <= 3, `a step at concurrency 16 sends its two commits and a share of a removal's, got ${String(commits)}`);
+    assert.equal(typeof result.throughputTargetsMet, 'boolean');
     assert.ok((result.rpcsPerDuplicate as number) < 1, `repeated duplicates are answered from memory, got ${String(result.rpcsPerDuplicate)} RPCs`);
 
     // The same on the Firestore emulator (locking reads; baseVersion ignored), with a store built with no options: one run.

@@ -698,6 +698,19 @@ export function storeContract(name: string, make: MakeSubject): void {
         assert.equal(await store.transaction((tx) => tx.getLedger(two.key, two.id)), undefined);
       });
 
+      it('deleteLedgerMany removes the records named, in two namespaces, a missing one being no error', async () => {
+        const [ns, other] = namespacesFor();
+        const { store } = await make([ns, other]);
+        assert.ok(store.deleteLedgerMany, 'the store removes records in groups');
+        const t0 = Date.parse('2024-03-02T00:00:00.000Z');
+        const mine = [record(ns, 'many-1', new Date(t0)), record(ns, 'many-2', new Date(t0)), record(other, 'many-3', new Date(t0))];
+        const kept = record(ns, 'many-kept', new Date(t0));
+        await store.transaction(async (tx) => { for (const r of [...mine, kept]) tx.putLedger(r); });
+        await store.deleteLedgerMany([...mine.map((r) => ({ key: r.key, id: r.id })), { key: kept.key, id: 'never-written' }]);
+        await store.deleteLedgerMany([]);
+        assert.deepEqual(await dueIds(store, t0), ['many-kept'], 'only the record not named is left');
+      });
+
       it('reports a malformed record instead of throwing, and still lists the others', async () => {
         const [ns] = namespacesFor();
         const { store } = await make([ns]);

@@ -3,22 +3,26 @@
  * the step, names the task that carries it, and stays while the step is live. This part claims a
  * record's next send (a compare-and-swap on the task it names and its send count, so two sweeps
  * never both re-deliver one send), retires the record of a step that ended without holding up the
- * answer, and lets `shutdown()` wait for those removals.
+ * answer (several steps' removals in one commit), and lets `shutdown()` send and wait for them.
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Config } from '../config/options';
 import { nextSend } from '../rules/ledger-record';
-import { keyPath } from '../store/key-codec';
 import type { LedgerRecord, StoreTransaction } from '../types';
+import type { Timers } from '../config/timers';
+import { LedgerRemovals } from './ledger-removals';
 
 /** Runs a read-check-write in a transaction, re-run whole on contention (the lock writer's `transact`). */
 export type Transact = <T>(fn: (tx: StoreTransaction) => Promise<T>) => Promise<T>;
 
 /** The ledger part (see the file's comment); built once per Locker. */
 export class Ledger {
-  private readonly retiring = new Set<Promise<void>>();
+  /** The removals of finished steps' records, grouped into commits. */
+  private readonly removals: LedgerRemovals;
 
-  constructor(private readonly settings: Pick<Config, 'store' | 'logger'>, private readonly transact: Transact) {}
+  constructor(settings: Pick<Config, 'store' | 'logger'>, private readonly transact: Transact, timers?: Timers) {
+    this.removals = new LedgerRemovals(settings, timers);
+  }
 
   /**
    * Replaces the record with `change(record)` only while it still names the same task and send
@@ -42,18 +46,15 @@ export class Ledger {
 
   /**
    * Removes the ledger record `id` of a step that finished or failed for good, after its finishing
-   * write and without holding up the answer (a failure is logged; the sweep clears what is left).
+   * write and without holding up the answer, grouped with other steps' removals in one commit
+   * (`ledger-removals.ts`; a failure is logged; the sweep clears what is left).
    */
   retire(key: Key, id: string | undefined): void {
-    if (id === undefined) return;
-    const removing = this.settings.store.deleteLedger(key, id)
-      .catch((error: unknown) => this.settings.logger.warn('ledger record not removed; the sweep clears it', { key: keyPath(key), task: id, error: String(error) }))
-      .finally(() => this.retiring.delete(removing));
-    this.retiring.add(removing);
+    if (id !== undefined) this.removals.add(key, id);
   }
 
-  /** Resolves once every removal in flight settled. */
-  async drain(): Promise<void> {
-    await Promise.all([...this.retiring]);
+  /** Sends the removals still waiting for their group, and resolves once every removal settled. */
+  drain(): Promise<void> {
+    return this.removals.drain();
   }
 }

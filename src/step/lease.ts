@@ -19,6 +19,7 @@ import { readLock, type Lock } from '../rules/lock-fields';
 import { withContentionRetry } from '../store/retry';
 import { abandon, handBack, renew as renewLease } from '../rules/transitions';
 import type { Properties, Snapshot, StoreTransaction } from '../types';
+import { realTimers, type Timer, type Timers } from '../config/timers';
 
 /** What pause() hands back when no renewal is in flight. */
 const SETTLED: Promise<void> = Promise.resolve();
@@ -50,15 +51,15 @@ export class Lease implements Interruptible {
   private givenUp = false;
   /** Called when a stopped handler is still running at the end of its grace (set by `race`). */
   private ranOn: (() => void) | undefined;
-  private graceTimer: NodeJS.Timeout | undefined;
-  private renewTimer: NodeJS.Timeout | undefined;
-  private timeoutTimer: NodeJS.Timeout | undefined;
-  private proofTimer: NodeJS.Timeout | undefined;
+  private graceTimer: Timer | undefined;
+  private renewTimer: Timer | undefined;
+  private timeoutTimer: Timer | undefined;
+  private proofTimer: Timer | undefined;
   private renewing: Promise<void> | undefined;
   private renewals = false;
   private closed = false;
   private startedAt = 0;
-  /** When the next renewal is due (performance.now() ms): a pause delays it, never restarts its cadence. */
+  /** When the next renewal is due (`timers.now()` ms): a pause delays it, never restarts its cadence. */
   private renewDueAt = 0;
 
   constructor(
@@ -68,6 +69,8 @@ export class Lease implements Interruptible {
     readonly attempt: string,
     /** The entity as this attempt last wrote it (the version its next write expects). */
     private snapshot: Snapshot,
+    /** The clock and timers of renewal, the proof window, the time limits and the grace (a test hands its own). */
+    private readonly timers: Timers = realTimers,
   ) {}
 
   /**
@@ -105,7 +108,7 @@ export class Lease implements Interruptible {
     this.parts.config.logger.warn(kind === 'shutdown' ? 'handler stopped: shutting down' : 'handler stopped: it neared the request timeout', {
       key: keyPath(this.key), seq: this.seq, attempt: this.attempt, graceMs,
     });
-    this.graceTimer = setTimeout(() => this.ranOn?.(), graceMs);
+    this.graceTimer = this.timers.setTimeout(() => this.ranOn?.(), graceMs);
     this.graceTimer.unref();
   }
 
@@ -146,7 +149,7 @@ export class Lease implements Interruptible {
 
   /** Starts renewing, the `leaseTimeout` clock, and the clock of the last proof that the lease is held. */
   start(): void {
-    this.startedAt = performance.now();
+    this.startedAt = this.timers.now();
     this.renewDueAt = this.startedAt + this.renewEvery();
     this.proven();
     this.resume();
@@ -155,8 +158,8 @@ export class Lease implements Interruptible {
   /** Stops renewing and waits for a renewal in flight, so nothing races the write that follows. */
   pause(): Promise<void> {
     this.renewals = false;
-    clearTimeout(this.renewTimer);
-    clearTimeout(this.timeoutTimer);
+    this.timers.clearTimeout(this.renewTimer);
+    this.timers.clearTimeout(this.timeoutTimer);
     return this.renewing ?? SETTLED;
   }
 
@@ -168,16 +171,16 @@ export class Lease implements Interruptible {
     // One timer for both limits: the request's time limit when it comes first, else leaseTimeout.
     const { leaseTimeout, stepLimit } = this.parts.config;
     const byRequest = stepLimit < leaseTimeout;
-    const left = Math.max(0, (byRequest ? stepLimit : leaseTimeout) - (performance.now() - this.startedAt));
-    this.timeoutTimer = setTimeout(() => (byRequest ? this.interrupt('time-limit', this.parts.config.stepGrace) : this.lose('timeout')), left);
+    const left = Math.max(0, (byRequest ? stepLimit : leaseTimeout) - (this.timers.now() - this.startedAt));
+    this.timeoutTimer = this.timers.setTimeout(() => (byRequest ? this.interrupt('time-limit', this.parts.config.stepGrace) : this.lose('timeout')), left);
     this.timeoutTimer.unref();
   }
 
   /** Ends the lease's life: no more renewals, no timers; waits for a renewal in flight. */
   close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.proofTimer);
-    clearTimeout(this.graceTimer);
+    this.timers.clearTimeout(this.proofTimer);
+    this.timers.clearTimeout(this.graceTimer);
     return this.pause();
   }
 
@@ -188,20 +191,20 @@ export class Lease implements Interruptible {
    * pass it a `recognise` so that a try finding an earlier one applied resolves.
    */
   async settle<T>(what: string, write: () => Promise<T>): Promise<T> {
-    const started = performance.now();
+    const started = this.timers.now();
     const budget = settleBudget(this.parts.config.leaseDuration);
     for (let delay = 20; ; delay = Math.min(delay * 2, 1_000)) {
       await this.pause();
       try {
         return await write();
       } catch (error) {
-        const retry = classify(error) === FaultClass.transient && !this.lost && performance.now() - started + delay <= budget;
+        const retry = classify(error) === FaultClass.transient && !this.lost && this.timers.now() - started + delay <= budget;
         this.resume();
         if (!retry) throw error;
         this.parts.config.logger.warn(`${what}: the store failed; retrying under the live lease`, {
           key: keyPath(this.key), seq: this.seq, attempt: this.attempt, retryInMs: delay, error: String(error),
         });
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        await new Promise<void>((resolve) => this.timers.setTimeout(resolve, delay));
       }
     }
   }
@@ -275,8 +278,8 @@ export class Lease implements Interruptible {
   /** A write just proved the lease held: the lease is given up only if no other proof follows within the window. */
   private proven(): void {
     if (this.closed || this.abortReason) return;
-    clearTimeout(this.proofTimer);
-    this.proofTimer = setTimeout(() => this.lose('unproven'), proofWindow(this.parts.config.leaseDuration));
+    this.timers.clearTimeout(this.proofTimer);
+    this.proofTimer = this.timers.setTimeout(() => this.lose('unproven'), proofWindow(this.parts.config.leaseDuration));
     this.proofTimer.unref();
   }
 
@@ -286,13 +289,13 @@ export class Lease implements Interruptible {
 
   private scheduleRenewal(): void {
     if (!this.renewals) return;
-    this.renewTimer = setTimeout(() => {
-      this.renewDueAt = performance.now() + this.renewEvery();
+    this.renewTimer = this.timers.setTimeout(() => {
+      this.renewDueAt = this.timers.now() + this.renewEvery();
       this.renewing = this.renew().finally(() => {
         this.renewing = undefined;
         this.scheduleRenewal();
       });
-    }, Math.max(1, this.renewDueAt - performance.now()));
+    }, Math.max(1, this.renewDueAt - this.timers.now()));
     this.renewTimer.unref();
   }
 
@@ -308,9 +311,9 @@ export class Lease implements Interruptible {
   private lose(reason: 'lost' | 'unproven' | 'timeout'): void {
     if (this.abortReason || this.closed) return;
     this.renewals = false;
-    clearTimeout(this.renewTimer);
-    clearTimeout(this.timeoutTimer);
-    clearTimeout(this.proofTimer);
+    this.timers.clearTimeout(this.renewTimer);
+    this.timers.clearTimeout(this.timeoutTimer);
+    this.timers.clearTimeout(this.proofTimer);
     const where = `${keyPath(this.key)} step ${this.seq}`;
     const fields = { key: keyPath(this.key), seq: this.seq, attempt: this.attempt };
     const event = { key: this.key, seq: this.seq, attempt: this.attempt };

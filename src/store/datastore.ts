@@ -39,7 +39,7 @@
  *
  * Many at once. `readMany` and `replaceMany` serve `locker.scheduleMany()`: one lookup of up to
  * 1,000 keys, then commits of up to 500 mutations that keep each entity's compare-and-swap
- * (`datastore-batch.ts`).
+ * (`datastore-batch.ts`). `deleteLedgerMany` removes up to 500 ledger records in one commit.
  *
  * Ledger. Records are entities of kind `ledgerKind` in the namespace of the entity whose step they
  * carry, so the user's entity and its record commit in one transaction. `listDue` therefore
@@ -52,9 +52,9 @@ import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 import { ConfigError } from '../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { platformLogger } from '../log/platform-logger';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, Logger, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRef, Logger, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
 import { backendOf, type Backend, type ProbeTarget } from './datastore-backend';
-import { readMany, replaceMany } from './datastore-batch';
+import { MAX_MUTATIONS, readMany, replaceMany } from './datastore-batch';
 import { entityProto } from './datastore-encode';
 import { grpcCode } from './datastore-errors';
 import { lookup } from './datastore-lookup';
@@ -258,6 +258,13 @@ export class DatastoreStore implements Store {
 
   async deleteLedger(key: Key, id: string): Promise<void> {
     await this.rpc.commit([{ delete: keyToProto(ledgerKey(this.ledgerKind, key.namespace, id)) }]);
+  }
+
+  /** Removes up to 500 ledger records in one non-transactional commit. */
+  async deleteLedgerMany(records: readonly LedgerRef[]): Promise<void> {
+    if (records.length > MAX_MUTATIONS) throw new RangeError(`deleteLedgerMany: at most ${MAX_MUTATIONS} records a call; got ${records.length}`);
+    if (records.length === 0) return;
+    await this.rpc.commit(records.map((r) => ({ delete: keyToProto(ledgerKey(this.ledgerKind, r.key.namespace, r.id)) })));
   }
 
   /** What the backend supports: the overrides, and the check for what they leave open. */

@@ -19,7 +19,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreUnavailableError } from '../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRecord, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRecord, LedgerRef, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
 import { copyKey, keyString } from './keys';
 import { keyPath } from './key-path';
 import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from './ledger-entity';
@@ -39,6 +39,7 @@ export type MemoryStoreOperation =
   | 'replaceMany'
   | 'listDue'
   | 'deleteLedger'
+  | 'deleteLedgerMany'
   | 'queryLocks';
 
 /** Options of {@link MemoryStore}. */
@@ -217,6 +218,16 @@ export class MemoryStore implements Store {
     const stringId = keyString(ledgerKey(LEDGER_KIND, key.namespace, id));
     const stored = this.entities.get(stringId);
     if (stored?.properties) this.entities.set(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
+  }
+
+  /** Removes many ledger records at once, as one commit would (an injected fault removes none). */
+  async deleteLedgerMany(records: readonly LedgerRef[]): Promise<void> {
+    this.check('deleteLedgerMany');
+    for (const { key, id } of records) {
+      const stringId = keyString(ledgerKey(LEDGER_KIND, key.namespace, id));
+      const stored = this.entities.get(stringId);
+      if (stored?.properties) this.entities.set(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
+    }
   }
 
   /** Throws the injected or hooked error for `operation`, if any. */

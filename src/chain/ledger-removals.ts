@@ -1,0 +1,75 @@
+/**
+ * The ledger records of finished steps, removed in groups (docs/design.md, section 5): a step's
+ * record goes after its answer, so the removals of several steps can share one commit. A removal
+ * waits at most {@link REMOVAL_DELAY_MS} for others to join it; a group is sent as soon as it holds
+ * {@link MAX_REMOVALS} (Datastore's most mutations in one commit), and `drain()` (`shutdown()`)
+ * sends what waits at once. A removal that fails, or never goes because the process died first,
+ * leaves a record of a finished step, which the sweep clears; a failure is logged.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { Config } from '../config/options';
+import { realTimers, type Timer, type Timers } from '../config/timers';
+import { keyPath } from '../store/key-codec';
+import type { LedgerRef } from '../types';
+
+/** The most removals in one group: Datastore's most mutations in one commit. */
+export const MAX_REMOVALS = 500;
+/** The longest a removal waits for others to join its group, ms. */
+export const REMOVAL_DELAY_MS = 10;
+
+/** Groups removals of ledger records into commits (see the file's comment). */
+export class LedgerRemovals {
+  private waiting: LedgerRef[] = [];
+  private timer: Timer | undefined;
+  private readonly sending = new Set<Promise<void>>();
+
+  constructor(
+    private readonly settings: Pick<Config, 'store' | 'logger'>,
+    private readonly timers: Timers = realTimers,
+  ) {}
+
+  /** Removes the record `id` of `key`'s step, with others: within {@link REMOVAL_DELAY_MS}, or at once when the group is full. */
+  add(key: Key, id: string): void {
+    this.waiting.push({ key, id });
+    if (this.waiting.length >= MAX_REMOVALS) this.send();
+    else if (!this.timer) {
+      this.timer = this.timers.setTimeout(() => this.send(), REMOVAL_DELAY_MS);
+      this.timer.unref();
+    }
+  }
+
+  /** How many removals wait for their group to be sent. */
+  get pending(): number {
+    return this.waiting.length;
+  }
+
+  /** Sends what waits at once, and resolves once every group sent has settled. */
+  async drain(): Promise<void> {
+    this.send();
+    await Promise.all([...this.sending]);
+  }
+
+  /** Sends every waiting removal, in groups of at most {@link MAX_REMOVALS}. */
+  private send(): void {
+    this.timers.clearTimeout(this.timer);
+    this.timer = undefined;
+    while (this.waiting.length > 0) {
+      const group = this.waiting.splice(0, MAX_REMOVALS);
+      const sent = this.remove(group).finally(() => this.sending.delete(sent));
+      this.sending.add(sent);
+    }
+  }
+
+  /** One commit where the store can (`deleteLedgerMany`), else one removal each. */
+  private async remove(group: LedgerRef[]): Promise<void> {
+    const { store, logger } = this.settings;
+    try {
+      if (store.deleteLedgerMany) await store.deleteLedgerMany(group);
+      else await Promise.all(group.map((r) => store.deleteLedger(r.key, r.id)));
+    } catch (error) {
+      logger.warn('ledger records not removed; the sweep clears them', {
+        records: group.length, first: `${keyPath(group[0]!.key)} ${group[0]!.id}`, error: String(error),
+      });
+    }
+  }
+}
