@@ -24,7 +24,11 @@ export interface HandleOptions {
   kinds?: readonly string[];
   /** Overrides the Locker's authenticator for this route. */
   authenticate?: Authenticator | false;
-  /** Largest body read, bytes. Defaults to 1 MiB (Cloud Tasks sends at most 100 KB). */
+  /**
+   * Largest body read, bytes. Defaults to 102 400 (100 KiB: Cloud Tasks sends at most 100 KB). A
+   * larger body is answered 400 as soon as its `Content-Length` says so, or once that many bytes
+   * were read: the rest is never read, and the answer closes the connection.
+   */
   maxBodyBytes?: number;
 }
 
@@ -32,7 +36,8 @@ export interface HandleOptions {
 const HANDLE_OPTION_NAMES: OptionNames<HandleOptions> = { kinds: true, authenticate: true, maxBodyBytes: true };
 const SWEEP_OPTION_NAMES: OptionNames<Pick<HandleOptions, 'authenticate'>> = { authenticate: true };
 
-const DEFAULT_MAX_BODY = 1024 * 1024;
+/** `maxBodyBytes`' default: Cloud Tasks' largest task. */
+export const DEFAULT_MAX_BODY = 100 * 1024;
 const SEQ_PATTERN = /^[1-9][0-9]{0,14}$/;
 const CHAIN_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -82,6 +87,9 @@ function answerTask(parts: Pick<Parts, 'drain' | 'emit'>, req: Request, res: Res
   // Once stopping, answers end their connection: a keep-alive connection would carry more tasks to
   // this instance and keep its HTTP server from closing until the platform kills it.
   if (parts.drain.stopping && !res.headersSent) res.setHeader('Connection', 'close');
+  // A request answered before its body was read (refused, too large, malformed headers) ends its
+  // connection too: Node would otherwise read the rest of the body, however long, to drop it.
+  else if (!req.complete && !res.headersSent) res.setHeader('Connection', 'close');
   send(res, answer);
   if (answer.status >= 300) {
     parts.emit('retryLater', {
