@@ -225,6 +225,13 @@ export interface Store {
   /** A strongly consistent read outside any transaction, with the entity's version. */
   read(key: Key): Promise<Snapshot | undefined>;
   /**
+   * `read(key)` and ledger record `id` in the entity's namespace, in one round trip where the store
+   * can (Datastore: one lookup of both keys); a missing or malformed record is undefined. When the
+   * store has it, `handle()` checks an arriving task against the ledger record of its step (route
+   * and body) at no extra round trip; without it, that check is skipped.
+   */
+  readWithLedger?(key: Key, id: string): Promise<{ snapshot: Snapshot | undefined; record: LedgerRecord | undefined }>;
+  /**
    * Compare-and-swap on one entity, outside any transaction: replaces it with `properties` only if
    * it is still at the version `snapshot` was read at. Resolves to the new snapshot, or to
    * undefined when the entity changed or was deleted since (then nothing was written). One round

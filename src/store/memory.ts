@@ -130,6 +130,14 @@ export class MemoryStore implements Store {
     return stored?.properties && snapshotOf(stored.properties, stored.version);
   }
 
+  /** The entity and its step's ledger record (see `Store.readWithLedger`). */
+  async readWithLedger(key: Key, id: string): Promise<{ snapshot: Snapshot | undefined; record: LedgerRecord | undefined }> {
+    const snapshot = await this.read(key);
+    const stored = this.entities.get(keyString(ledgerKey(LEDGER_KIND, key.namespace, id)))?.properties;
+    const record = stored ? readLedger(id, copyProperties(stored)) : undefined;
+    return { snapshot, record: record && !('malformed' in record) ? record : undefined };
+  }
+
   /**
    * Writes `properties` if the entity is still at the snapshot's version. A failed `replace`
    * (injected fault) writes nothing.
