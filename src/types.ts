@@ -230,7 +230,7 @@ export interface Store {
    * store has it, `handle()` checks an arriving task against the ledger record of its step (route
    * and body) at no extra round trip; without it, that check is skipped.
    */
-  readWithLedger?(key: Key, id: string): Promise<{ snapshot: Snapshot | undefined; record: LedgerRecord | undefined }>;
+  readWithLedger?(key: Key, id: string): Promise<StepRead>;
   /**
    * Compare-and-swap on one entity, outside any transaction: replaces it with `properties` only if
    * it is still at the version `snapshot` was read at. Resolves to the new snapshot, or to
@@ -323,6 +323,14 @@ export interface AuthRequest {
   url: string;
   /** The request's headers, names in lower case (as Node gives them). */
   headers: IncomingHttpHeaders;
+}
+
+/** What `Store.readWithLedger` read: an entity and the ledger record of its step. */
+export interface StepRead {
+  /** The entity, as `read()` gives it; undefined when it does not exist. */
+  snapshot: Snapshot | undefined;
+  /** The ledger record asked for; undefined when it does not exist or is malformed. */
+  record: LedgerRecord | undefined;
 }
 
 /** An authenticator's answer: accept, or refuse with 401 (no or bad credentials) or 403. */

@@ -52,7 +52,7 @@ import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 import { ConfigError } from '../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { platformLogger } from '../log/platform-logger';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRecord, Logger, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../types';
 import { backendOf, type Backend, type ProbeTarget } from './datastore-backend';
 import { readMany, replaceMany } from './datastore-batch';
 import { entityProto } from './datastore-encode';
@@ -211,7 +211,7 @@ export class DatastoreStore implements Store {
   }
 
   /** The entity and its step's ledger record in one lookup (see `Store.readWithLedger`). */
-  async readWithLedger(key: Key, id: string): Promise<{ snapshot: Snapshot | undefined; record: LedgerRecord | undefined }> {
+  async readWithLedger(key: Key, id: string): Promise<StepRead> {
     keyString(key);
     const [entity, ledger] = await lookupMany(this.rpc, [key, ledgerKey(this.ledgerKind, key.namespace, id)]);
     const record = ledger?.entity ? readLedger(id, decodeEntity(ledger.entity).properties) : undefined;
