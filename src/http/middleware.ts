@@ -13,6 +13,7 @@ import { decodeKey } from '../store/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { REPEATED, singleHeader } from './single-header';
 import { readPayload } from './payload';
+import { afterAnswer, beforeAnswer } from './unread-body';
 import { TaskArrival } from './arrival';
 import { Headers, type Authenticator } from '../types';
 import type { Key } from '@google-cloud/datastore';
@@ -100,10 +101,9 @@ function answerTask(parts: Pick<Parts, 'drain' | 'emit'>, req: Request, res: Res
   // Once stopping, answers end their connection: a keep-alive connection would carry more tasks to
   // this instance and keep its HTTP server from closing until the platform kills it.
   if (parts.drain.stopping && !res.headersSent) res.setHeader('Connection', 'close');
-  // A request answered before its body was read (refused, too large, malformed headers) ends its
-  // connection too: Node would otherwise read the rest of the body, however long, to drop it.
-  else if (!req.complete && !res.headersSent) res.setHeader('Connection', 'close');
+  beforeAnswer(req, res);
   send(res, answer);
+  afterAnswer(req, res);
   if (answer.status >= 300) {
     parts.emit('retryLater', {
       status: answer.status, reason: answer.reason ?? 'internal', path: req.path,

@@ -34,7 +34,6 @@ export function readPayload(req: Request, maxBytes: number): Json | undefined | 
     const declared = Number(req.headers['content-length']);
     if (declared > maxBytes) {
       // Refused on what it says it is, before a byte of it is read.
-      req.pause();
       throw tooLarge(maxBytes);
     }
     if (emptyBody(req)) {
@@ -117,8 +116,9 @@ function isEmptyObject(value: unknown): boolean {
 }
 
 /**
- * Reads the body's text, and stops reading as soon as it is over `maxBytes`: the rest is never read
- * (the answer closes the connection, `middleware.ts`), so a large body costs no more than the limit.
+ * Reads the body's text, and stops reading as soon as it is over `maxBytes`: the rest is dropped
+ * up to a bound after the answer, or never read (`unread-body.ts`), so a large body costs no more
+ * than the limit and that bound.
  */
 function readBody(req: Request, maxBytes: number): Promise<string> {
   return new Promise((resolve, reject) => {
