@@ -3,7 +3,7 @@
  * write (a put, delete or ledger record inside a transaction, a compare-and-swap, a ledger
  * deletion). The fuzz asserts it saw no write.
  */
-import type { DueLedger, Key, Properties, Snapshot, Store, StoreTransaction } from '../src/index';
+import type { DueLedger, Key, Properties, Snapshot, StepRead, Store, StoreTransaction } from '../src/index';
 
 /** What went through the store. */
 export interface StoreCounts {
@@ -54,6 +54,16 @@ export class CountingStore implements Store {
   get(key: Key): Promise<Properties | undefined> {
     this.counts.reads++;
     return this.inner.get(key);
+  }
+
+  /** The inner store's `readWithLedger`, counted as one read (one lookup on Datastore). */
+  get readWithLedger(): ((key: Key, id: string) => Promise<StepRead>) | undefined {
+    const inner = this.inner.readWithLedger?.bind(this.inner);
+    if (!inner) return undefined;
+    return (key, id) => {
+      this.counts.reads++;
+      return inner(key, id);
+    };
   }
 
   read(key: Key): Promise<Snapshot | undefined> {

@@ -1,10 +1,15 @@
 /**
  * The fuzz: many generated requests, from a seeded generator, against `handle()` on a real
- * emulator, with authentication on (the chaos secret) and off. The entities it aims at can never
+ * emulator, with authentication on (the chaos secret, and the local dispatcher's signature) and
+ * off. Among them, crafted cases with an exact expected answer: a signed request replayed on
+ * another route, with another body, step, chain, send or a pushed-back expiry (401), or after it
+ * expired (401); a task whose route or body is not its step's ledger record's, with or without
+ * `X-Lock-Chain` (400); bodies nesting deeper than the limit, and bodies over `maxBodyBytes` (400). The entities it aims at can never
  * be taken (finished, failed, held by a lease that stays fresh, missing), so whatever arrives, the
  * rules are: no 5xx except the documented 503 (a step whose lease another attempt holds), no
  * crash, no handler run, no store write (counted by a store wrapper), and a heap that stays flat.
  */
+import { createHash } from 'node:crypto';
 import { Agent, request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
@@ -15,6 +20,9 @@ import { DatastoreStore, decodeKey, encodeKey, keyPath, Locker, type Properties 
 import { CountingStore, type StoreCounts } from './counting-store';
 import { secretAuthenticator, SECRET_HEADER } from './dispatcher-queue';
 import { Rng } from './random';
+import { localAuthenticator, signedHeaders, LOCAL_SIGNATURE_TTL_MS } from '../src/queue/local-signature';
+import { taskName } from '../src/rules/ledger-record';
+import { MAX_JSON_DEPTH } from '../src/http/json-depth';
 
 /** What a fuzz run found. */
 export interface FuzzReport {
@@ -22,6 +30,8 @@ export interface FuzzReport {
   requests: number;
   withAuth: number;
   withoutAuth: number;
+  /** Crafted cases sent (each with its one right answer), by what they are. */
+  crafted: Record<string, number>;
   /** Answers by status. */
   statuses: Record<string, number>;
   /** Requests the server never answered (the connection broke). */
@@ -41,6 +51,10 @@ export interface FuzzReport {
 /** The entities requests aim at, and the one step that may be answered 503. */
 const KIND = 'Fuzzed';
 const HELD_SEQ = 2;
+const HELD_CHAIN = 'chainA';
+/** The held step's route and body, as its ledger record has them. */
+const HELD_PATH = '/signed/step';
+const HELD_BODY = '{"n":1}';
 const MAX_BODY = 64 * 1024;
 
 interface Target {
@@ -62,8 +76,11 @@ export async function runFuzz(datastore: Datastore, namespace: string, seed: num
   const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
   const withAuth = new Locker({ store, authenticate: secretAuthenticator(secret), logger: quiet });
   const withoutAuth = new Locker({ store, authenticate: false, logger: quiet });
+  const signed = new Locker({ store, authenticate: localAuthenticator(secret), logger: quiet });
   const app = express();
   app.post('/auth/step', withAuth.handle(handler, factory, { maxBodyBytes: MAX_BODY }));
+  app.post('/signed/step', signed.handle(handler, factory, { maxBodyBytes: MAX_BODY }));
+  app.post('/signed/other', signed.handle(handler, factory, { maxBodyBytes: MAX_BODY }));
   app.post('/open/step', withoutAuth.handle(handler, factory, { maxBodyBytes: MAX_BODY }));
   app.all('/{*rest}', withoutAuth.handle(handler, factory, { maxBodyBytes: MAX_BODY })); // any method, any path
   let uncaught = 0;
@@ -75,7 +92,7 @@ export async function runFuzz(datastore: Datastore, namespace: string, seed: num
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const rng = new Rng(seed);
   const report: FuzzReport = {
-    seed, requests, withAuth: 0, withoutAuth: 0, statuses: {}, unanswered: 0, unexpected: [], unexpectedCount: 0,
+    seed, requests, withAuth: 0, withoutAuth: 0, crafted: {}, statuses: {}, unanswered: 0, unexpected: [], unexpectedCount: 0,
     handlerRuns: 0, uncaughtErrors: 0, store: store.counts, heapBeforeBytes: 0, heapAfterBytes: 0, heapGrowthBytes: 0, wallMs: 0,
   };
   try {
@@ -110,11 +127,17 @@ interface Generated {
   auth: boolean;
   /** Whether a 503 is the documented answer (a well-formed task for the held step). */
   may503: boolean;
+  /** A crafted case's only right answers, and what it is. */
+  expect?: { statuses: readonly number[]; what: string };
 }
 
 function judgeAnswer(report: FuzzReport, req: Generated, status: number | undefined, retryAfter: string | undefined): void {
   if (req.auth) report.withAuth++;
   else report.withoutAuth++;
+  if (req.expect) {
+    const kind = req.expect.what.replace(/\d+ levels/, 'N levels');
+    report.crafted[kind] = (report.crafted[kind] ?? 0) + 1;
+  }
   const name = status === undefined ? 'none' : String(status);
   report.statuses[name] = (report.statuses[name] ?? 0) + 1;
   let problem: string | undefined;
@@ -125,6 +148,8 @@ function judgeAnswer(report: FuzzReport, req: Generated, status: number | undefi
     problem = '503 for a request that is not a task of the held step';
   } else if (status >= 500 && status !== 503) {
     problem = `${status}`;
+  } else if (req.expect && !req.expect.statuses.includes(status)) {
+    problem = `${status} for ${req.expect.what} (expected ${req.expect.statuses.join(' or ')})`;
   }
   if (!problem) return;
   report.unexpectedCount++;
@@ -137,18 +162,26 @@ function judgeAnswer(report: FuzzReport, req: Generated, status: number | undefi
 async function seedTargets(datastore: Datastore, namespace: string): Promise<Target[]> {
   const key = (name: string): Key => datastore.key({ namespace, path: [KIND, name] });
   const farFuture = new Date(Date.now() + 24 * 3600 * 1000);
-  const lock = (seq: number, state: string, req: string, ts: Date): Properties => ({
-    lock_seq: seq, lock_state: state, lock_req: req, lock_try: 0, lock_ts: ts, lock_chain: 'chainA', lock_task: 'task', value: 1,
+  const lock = (seq: number, state: string, req: string, ts: Date, task = 'task'): Properties => ({
+    lock_seq: seq, lock_state: state, lock_req: req, lock_try: 0, lock_ts: ts, lock_chain: 'chainA', lock_task: task, value: 1,
   });
+  const heldKey = key('held');
+  const heldRecord = taskName(heldKey, HELD_CHAIN, HELD_SEQ);
   const targets: Target[] = [
     { key: key('finished'), props: lock(5, 'complete', '', new Date()) },
     { key: key('failed'), props: lock(3, 'failed', '', new Date()) },
-    { key: key('held'), props: lock(HELD_SEQ, 'scheduled', 'holder-attempt', farFuture) },
+    { key: heldKey, props: lock(HELD_SEQ, 'scheduled', 'holder-attempt', farFuture, heldRecord) },
     { key: key('missing') },
     { key: datastore.key({ namespace, path: [KIND, 'held', 'Child', 7] }) },
     { key: datastore.key({ namespace: `${namespace}-other`, path: [KIND, 'held'] }) },
   ];
   await datastore.save(targets.flatMap((t) => (t.props ? [{ key: t.key, data: t.props }] : [])));
+  // The held step's ledger record, as a kickoff writes it: tasks are checked against its route and body.
+  const now = new Date();
+  await new DatastoreStore(datastore).transaction(async (tx) => tx.putLedger({
+    id: heldRecord, key: heldKey, seq: HELD_SEQ, chain: HELD_CHAIN, path: HELD_PATH, body: HELD_BODY, createdAt: now,
+    task: heldRecord, sends: 1, sentAt: now, failures: 0, due: farFuture,
+  }));
   return targets;
 }
 
@@ -161,8 +194,56 @@ function text(rng: Rng, alphabet: string, maxLength: number): string {
   return out;
 }
 
-/** One generated request. */
+/** One generated request: now and then a crafted case (one in ten). */
 function generate(rng: Rng, targets: readonly Target[], secret: string): Generated {
+  return rng.next() < 0.1 ? crafted(rng, targets, secret) : random(rng, targets, secret);
+}
+
+/**
+ * A crafted request for the held step (whose lease stays held, so nothing runs) with its one right
+ * answer: signed and replayed elsewhere, bound to another route or body than its ledger record's,
+ * nested too deep, or too large.
+ */
+function crafted(rng: Rng, targets: readonly Target[], secret: string): Generated {
+  const held = targets.find((t) => t.props?.lock_req === 'holder-attempt')!;
+  const lockHeaders: Record<string, string> = {
+    'x-lock-key': encodeKey(held.key, 'locker-fuzz'), 'x-lock-seq': String(HELD_SEQ), 'x-lock-chain': HELD_CHAIN,
+    'x-cloudtasks-taskname': String(held.props!.lock_task), 'content-type': 'application/json',
+  };
+  const sign = (now = Date.now()) => ({ ...lockHeaders, ...signedHeaders(secret, { path: HELD_PATH, headers: lockHeaders, body: HELD_BODY }, now) });
+  const req = (what: string, statuses: number[], path: string, headers: OutgoingHttpHeaders, body: string | Buffer): Generated => ({
+    method: 'POST', path, headers, body: Buffer.isBuffer(body) ? body : Buffer.from(body), auth: path.startsWith('/signed'),
+    may503: statuses.includes(503), expect: { statuses, what },
+  });
+  const other = JSON.stringify({ n: rng.int(2, 9) });
+  const { 'x-lock-chain': _chain, ...noChain } = lockHeaders;
+  const depth = rng.int(MAX_JSON_DEPTH + 1, 20_000);
+  // Refused as not its step's (400) when the record is read; a lease seen held moments ago is
+  // answered 503 from memory before any read (seen-steps.ts): either way nothing runs.
+  const UNBOUND = [400, 503];
+  return pickWeighted<Generated>(rng, [
+    [1, () => req('the genuine signed task of the held step', [503], HELD_PATH, sign(), HELD_BODY)],
+    [1, () => req('a signature replayed on another route', [401], '/signed/other', sign(), HELD_BODY)],
+    [1, () => req('a signature replayed with another body (the body is not the step\'s)', UNBOUND, HELD_PATH, sign(), other)],
+    [1, () => req('a signature replayed with another body and its hash', [401], HELD_PATH, { ...sign(), 'x-locker-body-sha256': createHash('sha256').update(other).digest('hex') }, other)],
+    [1, () => req('a signature replayed for another step', [401], HELD_PATH, { ...sign(), 'x-lock-seq': String(HELD_SEQ + 1) }, HELD_BODY)],
+    [1, () => req('a signature replayed for another chain', [401], HELD_PATH, { ...sign(), 'x-lock-chain': 'chainB' }, HELD_BODY)],
+    [1, () => req('a signature replayed as another send', [401], HELD_PATH, { ...sign(), 'x-lock-send': '2' }, HELD_BODY)],
+    [1, () => req('a signature with its expiry pushed back', [401], HELD_PATH, { ...sign(), 'x-locker-expires': String(Math.ceil(Date.now() / 1000) + 86_400) }, HELD_BODY)],
+    [1, () => req('an expired signature', [401], HELD_PATH, sign(Date.now() - LOCAL_SIGNATURE_TTL_MS - 2_000), HELD_BODY)],
+    [1, () => req('a task on another route than its step\'s', UNBOUND, '/open/step', lockHeaders, HELD_BODY)],
+    [1, () => req('a task with another body than its step\'s', UNBOUND, '/open/step', lockHeaders, other)],
+    [1, () => req('a task without X-Lock-Chain, on another route', UNBOUND, '/open/step', noChain, HELD_BODY)],
+    [1, () => req('a task without X-Lock-Chain, with another body', UNBOUND, HELD_PATH.replace('/signed', '/open'), noChain, other)],
+    [1, () => req(`a body nesting ${depth} levels deep`, [400], '/open/step', lockHeaders, `${'['.repeat(depth)}${']'.repeat(depth)}`)],
+    [1, () => req(`a body nesting ${depth} levels deep in an object`, [400], '/open/step', lockHeaders, `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`)],
+    [1, () => req('a body one byte over maxBodyBytes', [400], '/open/step', lockHeaders, Buffer.alloc(MAX_BODY + 1, 0x20))],
+    [1, () => req('a body well over maxBodyBytes', [400], '/open/step', lockHeaders, Buffer.alloc(MAX_BODY + rng.int(40_000, 150_000), 0x20))],
+  ]);
+}
+
+/** A request made of random parts. */
+function random(rng: Rng, targets: readonly Target[], secret: string): Generated {
   const auth = rng.next() < 0.5;
   const target = rng.pick(targets);
   const encoded = encodeKey(target.key, 'locker-fuzz');

@@ -110,7 +110,8 @@ async function main(): Promise<void> {
     }
     await runs.append({ what: 'left', ...run, outcome: 'returned', signalled: ctx.signal.aborted, t: Date.now() } satisfies RunRecord);
   }, (props: Properties) => ({ done: typeof props.done === 'number' ? props.done : 0 })));
-  app.post('/sweep', locker.sweepHandler());
+  // Cloud Scheduler here calls every sweepEveryMs (shorter than any real schedule): the route's interval is kept below it.
+  app.post('/sweep', locker.sweepHandler({ minIntervalMs: Math.floor(config.sweepEveryMs / 2) }));
   if (!config.freezeIdle) locker.startSweeping(config.sweepEveryMs);
 
   const server = app.listen(0, '127.0.0.1', () => {

@@ -7,7 +7,7 @@ import express, { type Express, type Request, type Response } from 'express';
 import { appEngineCronAuthenticator, type Authenticator, type Locker } from '../src/index';
 import { MANY_COUNTERS, type Chains } from './chains';
 import type { OperatorConfig } from './config';
-import { operatorAuthenticator, operatorOnly } from './operator';
+import { localHostOnly, operatorAuthenticator, operatorOnly } from './operator';
 import { REFRESH_SECONDS, renderIntro } from './page';
 import type { Records } from './records';
 import { CHAIN_KINDS, countAnswers, readStatus, sideEffectsColumn } from './status';
@@ -34,6 +34,8 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
 
+  // A local run answers for a loopback host only, on every route (DNS rebinding).
+  if (deps.operator.type === 'local') app.use(localHostOnly);
   const authenticate = operatorAuthenticator(deps.operator);
   // Open on a local run; on a deployed app only for operators (see operator.ts).
   const operatorsOnly = operatorOnly(deps.operator, authenticate);

@@ -64,9 +64,12 @@ export interface AlertConfig {
 }
 
 /**
- * Who may use the status page and start chains: everyone on a local run; on a deployed app (App
- * Engine or Cloud Run) only the people Identity-Aware Proxy admits (`EXAMPLE_IAP_AUDIENCE`,
- * optionally narrowed by `EXAMPLE_OPERATORS`), and nobody when that is not set.
+ * Who may use the status page and start chains: on a local run (listening on loopback only),
+ * whoever reaches it from this machine, through `localhost` or a loopback address (`Host` checked,
+ * against DNS rebinding) and from the app's own pages (`Sec-Fetch-Site`, `Origin`); otherwise (App
+ * Engine, Cloud Run, or `HOST` set to listen wider, as on GKE, a VM or in Docker) only the people
+ * Identity-Aware Proxy admits (`EXAMPLE_IAP_AUDIENCE`, optionally narrowed by `EXAMPLE_OPERATORS`),
+ * and nobody when that is not set.
  */
 export type OperatorConfig =
   | { type: 'local' }
@@ -76,7 +79,10 @@ export type OperatorConfig =
 /** Everything the example app needs to start. */
 export interface ExampleConfig {
   port: number;
-  /** The address the server binds. */
+  /**
+   * The address the server binds: loopback (`127.0.0.1`) unless `HOST` says otherwise, or on App
+   * Engine and Cloud Run, whose front ends reach the app on every interface (`0.0.0.0`).
+   */
   host: string;
   /** Start one counter chain and one order chain when the app starts. */
   autostart: boolean;
@@ -102,7 +108,10 @@ export type Env = Readonly<Record<string, string | undefined>>;
 /** Every default, in one place. */
 export const CONFIG_DEFAULTS = Object.freeze({
   port: 8080,
-  host: '0.0.0.0',
+  /** A local run listens on loopback only; `HOST=0.0.0.0` opts in to listening wider. */
+  host: '127.0.0.1',
+  /** On App Engine and Cloud Run the platform's front end connects from outside the container. */
+  deployedHost: '0.0.0.0',
   autostart: true,
   maxRetries: 5,
   /** Short, for a demo whose steps take milliseconds: a crashed step is taken over within 10 s. */
@@ -127,9 +136,11 @@ export function readConfig(env: Env): ExampleConfig {
   if (stallAfterMs < leaseDurationMs) {
     throw new ConfigError(`EXAMPLE_STALL_AFTER_MS (${stallAfterMs}) must not be less than EXAMPLE_LEASE_DURATION_MS (${leaseDurationMs}): a running step would be re-delivered while its lease is fresh.`);
   }
+  const deployed = get('GAE_APPLICATION') !== undefined || get('K_SERVICE') !== undefined;
+  const host = get('HOST') ?? (deployed ? CONFIG_DEFAULTS.deployedHost : CONFIG_DEFAULTS.host);
   return {
     port: integer(get, 'PORT', CONFIG_DEFAULTS.port, 0, 65_535),
-    host: get('HOST') ?? CONFIG_DEFAULTS.host,
+    host,
     autostart: flag(get, 'EXAMPLE_AUTOSTART', CONFIG_DEFAULTS.autostart),
     maxRetries: integer(get, 'EXAMPLE_MAX_RETRIES', CONFIG_DEFAULTS.maxRetries, 2, 100),
     leaseDurationMs,
@@ -138,7 +149,7 @@ export function readConfig(env: Env): ExampleConfig {
     store,
     queue: queueConfig(get, store),
     alert: alertConfig(get),
-    operator: operatorConfig(get),
+    operator: operatorConfig(get, deployed, host),
   };
 }
 
@@ -202,7 +213,7 @@ function queueConfig(get: Getter, store: StoreConfig): QueueConfig {
   return { type: 'cloud-tasks', project, location, queue, target };
 }
 
-function operatorConfig(get: Getter): OperatorConfig {
+function operatorConfig(get: Getter, deployed: boolean, host: string): OperatorConfig {
   const audience = get('EXAMPLE_IAP_AUDIENCE');
   const operators = get('EXAMPLE_OPERATORS');
   if (audience !== undefined) {
@@ -211,8 +222,15 @@ function operatorConfig(get: Getter): OperatorConfig {
     return { type: 'iap', audience, allow: allow && allow.length > 0 ? allow : undefined };
   }
   if (operators !== undefined) throw new ConfigError('EXAMPLE_OPERATORS is set but EXAMPLE_IAP_AUDIENCE is not: operators are checked behind Identity-Aware Proxy.');
-  const deployed = get('GAE_APPLICATION') !== undefined || get('K_SERVICE') !== undefined;
-  return deployed ? { type: 'closed' } : { type: 'local' };
+  // Open only where nobody else can connect: not deployed, and bound to loopback. "Not App Engine,
+  // not Cloud Run" is no proof of a local run (GKE, a VM, Docker): listening wider closes it.
+  return !deployed && isLoopback(host) ? { type: 'local' } : { type: 'closed' };
+}
+
+/** Whether `host` is a loopback address or name (`127.0.0.0/8`, `::1`, `localhost`). */
+export function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127(\.\d{1,3}){3}$/.test(bare);
 }
 
 const ALERT_VARIABLES = ['ALERT_SMTP_URL', 'ALERT_TO', 'ALERT_FROM'] as const;

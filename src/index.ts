@@ -6,7 +6,7 @@
 // The Locker and its options: what every user constructs.
 export { Locker } from './locker';
 export { DEFAULTS, type LockerOptions } from './config/options';
-export type { HandleOptions } from './http/middleware';
+export type { HandleOptions, SweepHandlerOptions } from './http/middleware';
 // For apps whose express.json() runs before the task routes: hands non-object JSON bodies on to them.
 export { taskBodyRecovery } from './http/payload';
 

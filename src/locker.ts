@@ -11,7 +11,8 @@ import type { Drain } from './step/drain';
 import { ConfigError } from './errors/errors';
 import type { LockerEvents } from './events';
 import { decodeKey } from './store/key-codec';
-import { handleMiddleware, sweepMiddleware, type HandleOptions } from './http/middleware';
+import { handleMiddleware, sweepMiddleware, type HandleOptions, type SweepHandlerOptions } from './http/middleware';
+import { SweepGate } from './chain/sweep-gate';
 import { lookUpProjectId, parseOptions, type Config, type LockerOptions } from './config/options';
 import { kickoff } from './chain/next-step';
 import { sweep, type SweepResult } from './chain/sweep';
@@ -43,6 +44,8 @@ export class Locker extends EventEmitter<LockerEvents> {
   private sweeping: Promise<void> | undefined;
   private stopSweeping: () => void = () => undefined;
   private stopping: Promise<void> | undefined;
+  /** One sweep at a time in this process; the route's minimum interval. */
+  private readonly sweepGate: SweepGate;
 
   /** Throws `ConfigError` with a sentence saying what is wrong when an option is invalid. */
   constructor(options: LockerOptions) {
@@ -50,6 +53,7 @@ export class Locker extends EventEmitter<LockerEvents> {
     this.config = parseOptions(options);
     this.ready = lookUpProjectId(this.config, options);
     this.parts = buildParts(this.config, this.ready, this);
+    this.sweepGate = new SweepGate(this.config.clock);
   }
 
   /** @internal What this process last saw of each entity's lock. */
@@ -169,9 +173,13 @@ export class Locker extends EventEmitter<LockerEvents> {
     return sweep(this.parts, limit);
   }
 
-  /** Express middleware that runs `sweep()` and answers its counts as JSON (for Cloud Scheduler). */
-  sweepHandler(options: Pick<HandleOptions, 'authenticate'> = {}): RequestHandler {
-    return sweepMiddleware({ config: this.config, sweep: () => this.sweep() }, options);
+  /**
+   * Express middleware that runs `sweep()` and answers its counts as JSON (for Cloud Scheduler).
+   * A call while a sweep runs in this process gets that sweep's counts; a call within
+   * `minIntervalMs` (10 s by default) of the last sweep's start is answered 429 and does nothing.
+   */
+  sweepHandler(options: SweepHandlerOptions = {}): RequestHandler {
+    return sweepMiddleware({ config: this.config, sweep: (minIntervalMs) => this.sweepGate.runIfDue(minIntervalMs, () => this.sweep()) }, options);
   }
 
   /**
@@ -185,7 +193,7 @@ export class Locker extends EventEmitter<LockerEvents> {
     const sweeping = { stopped: false };
     const tick = (): void => {
       this.sweepTimer = setTimeout(() => {
-        this.sweeping = this.sweep()
+        this.sweeping = this.sweepGate.run(() => this.sweep())
           .then(() => undefined, (error: unknown) => this.config.logger.warn('sweep failed', { error: String(error) }))
           .finally(() => { this.sweeping = undefined; if (!sweeping.stopped) tick(); });
       }, intervalMs);

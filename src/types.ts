@@ -233,6 +233,13 @@ export interface Store {
   /** A strongly consistent read outside any transaction, with the entity's version. */
   read(key: Key): Promise<Snapshot | undefined>;
   /**
+   * `read(key)` and ledger record `id` in the entity's namespace, in one round trip where the store
+   * can (Datastore: one lookup of both keys); a missing or malformed record is undefined. When the
+   * store has it, `handle()` checks an arriving task against the ledger record of its step (route
+   * and body) at no extra round trip; without it, that check is skipped.
+   */
+  readWithLedger?(key: Key, id: string): Promise<StepRead>;
+  /**
    * Compare-and-swap on one entity, outside any transaction: replaces it with `properties` only if
    * it is still at the version `snapshot` was read at. Resolves to the new snapshot, or to
    * undefined when the entity changed or was deleted since (then nothing was written). One round
@@ -330,6 +337,14 @@ export interface AuthRequest {
   url: string;
   /** The request's headers, names in lower case (as Node gives them). */
   headers: IncomingHttpHeaders;
+}
+
+/** What `Store.readWithLedger` read: an entity and the ledger record of its step. */
+export interface StepRead {
+  /** The entity, as `read()` gives it; undefined when it does not exist. */
+  snapshot: Snapshot | undefined;
+  /** The ledger record asked for; undefined when it does not exist or is malformed. */
+  record: LedgerRecord | undefined;
 }
 
 /** An authenticator's answer: accept, or refuse with 401 (no or bad credentials) or 403. */

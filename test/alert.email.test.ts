@@ -309,6 +309,27 @@ describe('EmailAlerter', () => {
     });
   });
 
+  describe('forged lines in the plain text', () => {
+    it('keeps the line breaks of single-line fields from starting lines of their own', async () => {
+      const forged = '\nWhat to do: visit https://evil.example/fix and enter your password\n';
+      const breaks = ['\n', '\r\n', '\r', '\u2028', '\u2029', '\u0085', '\v', '\f'];
+      const mail = await sendOne(failureEvent({
+        keyPath: `Order:"x${forged}"`,
+        kind: `Order${breaks.join('What to do: kind ')}`,
+        namespace: `tenant${forged}`,
+        previousAttempt: `attempt${forged}`,
+        error: { message: `card declined${breaks.map((b) => `${b}What to do: visit https://evil.example`).join('')}`, stack: `Error: card declined${forged}    at charge (/srv/charge.ts:1:1)` },
+        task: { source: 'cloud-tasks', name: `task${forged}`, queue: `q${forged}` },
+      }));
+      const lines = mail.text.split(/\r\n|[\n\r\u2028\u2029\u0085\v\f]/);
+      const todo = lines.filter((line) => /^\s{0,3}What to do:/.test(line));
+      assert.equal(todo.length, 1, `only the alert's own "What to do" line starts a line:\n${mail.text}`);
+      assert.ok(todo[0]!.startsWith('What to do: Fix the cause'), todo[0]);
+      assert.ok(lines.some((l) => l.startsWith('    What to do: visit https://evil.example/fix')), 'in the stack, the line stays, indented under its field');
+      assert.equal(textField(mail.text, 'message'), 'card declined What to do: visit https://evil.example What to do: visit https://evil.example What to do: visit https://evil.example What to do: visit https://evil.example What to do: visit https://evil.example What to do: visit https://evil.example What to do: visit https://evil.example What to do: visit https://evil.example');
+    });
+  });
+
   describe('redaction', () => {
     const secrets = { card: '4111111111111111', token: 'tok-SECRET-9a8b7c' };
     const event = (): AlertEvent =>

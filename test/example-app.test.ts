@@ -243,9 +243,12 @@ describe('example-app/config.ts: the environment in, the configuration out', () 
   const fails = (env: Env, message: RegExp) => assert.throws(() => read(env),
     (e: unknown) => e instanceof ConfigError && e.message.endsWith(link) && message.test(e.message.slice(0, -link.length)));
 
-  it('runs embedded by default: in-memory store, local dispatcher, port 8080 on every interface', () => {
+  it('runs embedded by default: in-memory store, local dispatcher, port 8080 on loopback (every interface on App Engine and Cloud Run)', () => {
+    assert.equal(read({ K_SERVICE: 'demo' }).host, '0.0.0.0');
+    assert.equal(read({ GAE_APPLICATION: 'e~demo' }).host, '0.0.0.0');
+    assert.equal(read({ K_SERVICE: 'demo', HOST: '127.0.0.1' }).host, '127.0.0.1');
     assert.deepEqual(read({}), {
-      port: 8080, host: '0.0.0.0', autostart: true, maxRetries: 5, leaseDurationMs: 10_000, stallAfterMs: 20_000, appEngine: false,
+      port: 8080, host: '127.0.0.1', autostart: true, maxRetries: 5, leaseDurationMs: 10_000, stallAfterMs: 20_000, appEngine: false,
       store: { type: 'memory' }, queue: { type: 'local', sweepIntervalMs: 5_000 }, alert: undefined, operator: { type: 'local' },
     });
   });
@@ -258,6 +261,9 @@ describe('example-app/config.ts: the environment in, the configuration out', () 
   });
   it('opens the status page and the start routes to everyone locally, to IAP\'s operators deployed, else to nobody', () => {
     assert.deepEqual(read({ K_SERVICE: 'demo' }).operator, { type: 'closed' });
+    assert.deepEqual(read({ HOST: '0.0.0.0' }).operator, { type: 'closed' }, 'listening wider off App Engine and Cloud Run (GKE, a VM, Docker) is not a local run');
+    assert.deepEqual(read({ HOST: '::' }).operator, { type: 'closed' });
+    for (const host of ['127.0.0.1', 'localhost', '::1', '127.0.0.2']) assert.deepEqual(read({ HOST: host }).operator, { type: 'local' }, host);
     assert.deepEqual(read({ GAE_APPLICATION: 'e~demo' }).operator, { type: 'closed' });
     assert.deepEqual(read({ GAE_APPLICATION: 'e~demo', EXAMPLE_IAP_AUDIENCE: '/projects/1/apps/demo', EXAMPLE_OPERATORS: 'a@example.com, @example.org' }).operator, {
       type: 'iap', audience: '/projects/1/apps/demo', allow: ['a@example.com', '@example.org'],

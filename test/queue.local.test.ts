@@ -9,7 +9,7 @@ import { ConfigError, QueueError } from '../src/errors/errors';
 import type { Logger, TaskRequest } from '../src/types';
 import { LocalQueue, type LocalQueueOptions } from '../src/queue/local';
 import { backoffMs, parseRetryAfter, retryDelayMs } from '../src/queue/local-delivery';
-import { signLocalTask, verifyLocalSignature } from '../src/queue/local-signature';
+import { bodyHash, LOCAL_SIGNATURE_TTL_MS, signLocalTask, verifyLocalSignature } from '../src/queue/local-signature';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers: a real express app on loopback that records what it receives.
@@ -414,38 +414,55 @@ describe('LocalQueue', () => {
         res.status(verdict.ok ? 200 : verdict.status).end();
       });
       const delivered: number[] = [];
-      const queue = newQueue({ baseUrl: app.url, onDelivered: (_t, status) => delivered.push(status) });
+      const secret = 'queue-secret-for-the-replay-test';
+      const queue = newQueue({ baseUrl: app.url, secret, onDelivered: (_t, status) => delivered.push(status) });
       auth = queue.authenticator();
       await queue.enqueue(task('signed'));
       await queue.idle();
       assert.deepEqual(delivered, [200]);
 
       const genuine = app.received[0].headers;
-      const base = {
-        'x-lock-key': String(genuine['x-lock-key']),
-        'x-lock-seq': String(genuine['x-lock-seq']),
-        'x-cloudtasks-taskname': 'signed',
-      };
-      const post = (headers: Record<string, string>) => postStatus(`${app.url}/step`, headers);
+      const base: Record<string, string> = {};
+      for (const name of ['x-lock-key', 'x-lock-seq', 'x-cloudtasks-taskname', 'x-locker-expires', 'x-locker-body-sha256']) base[name] = String(genuine[name]);
+      const signature = String(genuine['x-locker-signature']);
+      const post = (headers: Record<string, string>, path = '/step') => postStatus(`${app.url}${path}`, headers);
       const otherSecret = 'another-secret-of-enough-bytes';
-      const forged = signLocalTask(otherSecret, { taskName: 'signed', key: base['x-lock-key'], seq: base['x-lock-seq'] });
+      const forged = signLocalTask(otherSecret, {
+        expires: base['x-locker-expires']!, path: '/step', taskName: 'signed', key: base['x-lock-key']!, seq: base['x-lock-seq']!,
+        chain: '', send: '', bodyHash: base['x-locker-body-sha256']!,
+      });
       assert.equal(await post(base), 401, 'unsigned');
       assert.equal(await post({ ...base, 'x-locker-signature': forged }), 401, 'signed with another secret');
-      assert.equal(await post({ ...base, 'x-lock-seq': '2', 'x-locker-signature': String(genuine['x-locker-signature']) }), 401, 'replayed for another step');
-      assert.equal(await post({ ...base, 'x-locker-signature': String(genuine['x-locker-signature']) }), 200, 'the genuine signature still verifies');
-      assert.deepEqual(verdicts, [true, false, false, false, true]);
+      assert.equal(await post({ ...base, 'x-lock-seq': '2', 'x-locker-signature': signature }), 401, 'replayed for another step');
+      assert.equal(await post({ ...base, 'x-locker-signature': signature }, '/other-step'), 401, 'replayed on another route');
+      assert.equal(await post({ ...base, 'x-lock-chain': 'another-chain', 'x-locker-signature': signature }), 401, 'replayed for another chain');
+      assert.equal(await post({ ...base, 'x-lock-send': '2', 'x-locker-signature': signature }), 401, 'replayed as another send');
+      assert.equal(await post({ ...base, 'x-locker-body-sha256': bodyHash('{"name":"other"}'), 'x-locker-signature': signature }), 401, 'replayed with another body');
+      const later = Number(base['x-locker-expires']) * 1000 + 1;
+      assert.equal(await post({ ...base, 'x-locker-expires': String(Number(base['x-locker-expires']) + 3600), 'x-locker-signature': signature }), 401, 'its expiry pushed back');
+      assert.equal(await post({ ...base, 'x-locker-signature': signature }), 200, 'the genuine signature still verifies');
+      assert.deepEqual(verdicts, [true, false, false, false, false, false, false, false, false, true]);
+      assert.deepEqual(verifyLocalSignature(secret, { url: '/step', headers: { ...base, 'x-locker-signature': signature } }, later), { ok: false, status: 401, reason: 'the signature has expired' });
+      assert.equal(app.received[0].headers['x-locker-body-sha256'], bodyHash(JSON.stringify({ name: 'signed' })), 'the hash of the body sent');
+      assert.ok(Number(base['x-locker-expires']) * 1000 - Date.now() <= LOCAL_SIGNATURE_TTL_MS + 1000, 'expires within the TTL (rounded up to a second)');
     });
 
-    it('is the documented HMAC-SHA256 over name, key and seq', () => {
+    it('is the documented HMAC-SHA256 over expiry, path, name, key, seq, chain, send and body hash', () => {
       const secret = 'a-secret-of-at-least-16-bytes';
-      const expected = createHmac('sha256', secret).update('task-1\nKEY\n7').digest('hex');
-      assert.equal(signLocalTask(secret, { taskName: 'task-1', key: 'KEY', seq: '7' }), expected);
-      const headers = { 'x-cloudtasks-taskname': 'task-1', 'x-lock-key': 'KEY', 'x-lock-seq': '7', 'x-locker-signature': expected };
-      assert.deepEqual(verifyLocalSignature(secret, headers), { ok: true });
-      const refused = verifyLocalSignature(secret, { ...headers, 'x-locker-signature': expected.slice(0, -1) + (expected.endsWith('0') ? '1' : '0') });
+      const hash = bodyHash('{}');
+      const expected = createHmac('sha256', secret).update(`v2\n2000000000\n/tasks/step?x=1\ntask-1\nKEY\n7\nCHAIN\n\n${hash}`).digest('hex');
+      const parts = { expires: '2000000000', path: '/tasks/step?x=1', taskName: 'task-1', key: 'KEY', seq: '7', chain: 'CHAIN', send: '', bodyHash: hash };
+      assert.equal(signLocalTask(secret, parts), expected);
+      const headers = {
+        'x-cloudtasks-taskname': 'task-1', 'x-lock-key': 'KEY', 'x-lock-seq': '7', 'x-lock-chain': 'CHAIN',
+        'x-locker-expires': '2000000000', 'x-locker-body-sha256': hash, 'x-locker-signature': expected,
+      };
+      assert.deepEqual(verifyLocalSignature(secret, { url: '/tasks/step?x=1', headers }), { ok: true });
+      assert.equal(verifyLocalSignature(secret, { url: '/tasks/step', headers }).ok, false, 'the query is signed too');
+      const refused = verifyLocalSignature(secret, { url: '/tasks/step?x=1', headers: { ...headers, 'x-locker-signature': expected.slice(0, -1) + (expected.endsWith('0') ? '1' : '0') } });
       assert.equal(refused.ok, false);
       assert.equal(refused.ok === false && refused.status, 401);
-      const missing = verifyLocalSignature(secret, { ...headers, 'x-locker-signature': undefined });
+      const missing = verifyLocalSignature(secret, { url: '/tasks/step?x=1', headers: { ...headers, 'x-locker-signature': undefined } });
       assert.equal(missing.ok === false && missing.status, 401);
     });
 
@@ -455,7 +472,7 @@ describe('LocalQueue', () => {
       const queue = newQueue({ baseUrl: app.url, secret });
       await queue.enqueue(task('with-secret'));
       await queue.idle();
-      assert.deepEqual(verifyLocalSignature(secret, app.received[0].headers), { ok: true });
+      assert.deepEqual(verifyLocalSignature(secret, { url: app.received[0].path, headers: app.received[0].headers }), { ok: true });
     });
   });
 

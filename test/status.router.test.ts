@@ -2,6 +2,7 @@
 // a refused request), CSRF checks on actions, JSON views, bad input answered 400 with a log line.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import express from 'express';
 import request from 'supertest';
 import { Key } from '@google-cloud/datastore';
@@ -128,6 +129,33 @@ describe('statusRouter', () => {
     assert.match(res.text, /<span class="mark stale">stale lease<\/span>/);
     assert.match(res.text, /data-age="lease">2 min( \d+ s)?<\/span>/);
     assert.match(String(res.headers['set-cookie']), /locker-csrf=[\w-]+; Path=\/; HttpOnly; SameSite=Strict/);
+  });
+
+  it('sends a Content-Security-Policy and forbids framing on every answer, refusals included', async () => {
+    const { app, locker, key } = await fixture();
+    const encoded = encodeURIComponent(locker.encodeKey(key('failed')));
+    const answers = [
+      await request(app).get('/ops/locker/').set('authorization', TOKEN),
+      await request(app).get(`/ops/locker/step?key=${encoded}`).set('authorization', TOKEN),
+      await request(app).get('/ops/locker/steps.json').set('authorization', TOKEN),
+      await request(app).get('/ops/locker/step?key=not-a-key').set('authorization', TOKEN),
+      await request(app).get('/ops/locker/'),
+      await request(app).post('/ops/locker/step/cancel').set('authorization', TOKEN).type('form').send({ key: 'x', seq: '1' }),
+    ];
+    for (const res of answers) {
+      const csp = String(res.headers['content-security-policy']);
+      const directives = new Map(csp.split(/;\s*/).map((d) => [d.split(' ')[0], d.split(' ').slice(1).join(' ')]));
+      assert.equal(directives.get('default-src'), "'none'", `${res.status} ${csp}`);
+      assert.equal(directives.get('frame-ancestors'), "'none'");
+      assert.equal(directives.get('form-action'), "'self'");
+      assert.match(directives.get('style-src') ?? '', /^'sha256-[A-Za-z0-9+/]+=*'$/, 'the inline style sheet by its hash, no unsafe-inline');
+      assert.equal(res.headers['x-frame-options'], 'DENY');
+    }
+    // The hash is that of the one <style> the page carries, so the page is styled under the policy.
+    const style = /<style>([\s\S]*?)<\/style>/.exec(answers[0]!.text)![1]!;
+    const hash = createHash('sha256').update(style).digest('base64');
+    assert.ok(String(answers[0]!.headers['content-security-policy']).includes(`'sha256-${hash}'`));
+    assert.doesNotMatch(answers[0]!.text, /<script|style="/, 'nothing else the policy would block');
   });
 
   it('pages through a state with the "more" link', async () => {

@@ -185,19 +185,24 @@ function suppressedNote(suppressed: number): string[] {
 // Renderings
 
 function renderText(model: Model): string {
-  const lines = [capitalise(model.headline), '', model.happened, '', `What to do: ${model.todo}`];
-  if (model.stepUrl) lines.push('', `The step: ${model.stepUrl}`);
+  const lines = [oneLine(capitalise(model.headline)), '', oneLine(model.happened), '', `What to do: ${oneLine(model.todo)}`];
+  if (model.stepUrl) lines.push('', `The step: ${oneLine(model.stepUrl)}`);
   for (const section of model.sections) {
     lines.push('', section.title);
     for (const field of section.fields) lines.push(...textField(field));
   }
-  if (model.notes.length > 0) lines.push('', ...model.notes);
+  if (model.notes.length > 0) lines.push('', ...model.notes.map(oneLine));
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * One field's lines. A single-line field is kept on its line (its line breaks collapsed), and each
+ * line of a block is indented under its label: nothing that comes from the entity, the error or the
+ * task can start a line of its own, such as a forged "What to do: visit …".
+ */
 function textField(field: Field): string[] {
-  if (!field.block) return [`  ${`${field.label}:`.padEnd(24)}${field.value}`];
-  return [`  ${field.label}:`, ...field.value.split('\n').map((line) => `    ${line}`)];
+  if (!field.block) return [`  ${`${field.label}:`.padEnd(24)}${oneLine(field.value)}`];
+  return [`  ${field.label}:`, ...field.value.split(LINE_BREAK).map((line) => `    ${oneLine(line)}`)];
 }
 
 function renderHtml(model: Model): string {
@@ -238,9 +243,12 @@ function capitalise(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-/** Control characters (line breaks included) become spaces: a subject is one line. */
+/** Whatever a mail reader may break a line at. */
+const LINE_BREAK = /\r\n|[\n\r\v\f\u0085\u2028\u2029]/;
+
+/** Control characters (line breaks included, Unicode's too) become spaces: a subject, or a field, is one line. */
 function oneLine(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f]+/g, ' ');
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ');
 }
 
 function bound(text: string, max: number): string {

@@ -62,6 +62,33 @@ export function scrub(text: string, secrets: readonly string[]): string {
   return out;
 }
 
+/**
+ * An error with every secret scrubbed from its message and stack: a copy with the same prototype
+ * (so `instanceof` still holds) and name, or the error itself when it carries no secret. A value
+ * that is not an `Error` becomes its scrubbed text when it names a secret.
+ */
+export function scrubError(error: unknown, secrets: readonly string[]): unknown {
+  if (secrets.length === 0) return error;
+  if (!(error instanceof Error)) {
+    if (typeof error !== 'string') return error;
+    const text = scrub(error, secrets);
+    return text === error ? error : text;
+  }
+  const message = scrub(error.message, secrets);
+  const stack = error.stack === undefined ? undefined : scrub(error.stack, secrets);
+  if (message === error.message && stack === error.stack) return error;
+  const copy = Object.create(Object.getPrototypeOf(error) as object) as Error;
+  Object.defineProperty(copy, 'message', { value: message, writable: true, configurable: true });
+  Object.defineProperty(copy, 'stack', { value: stack, writable: true, configurable: true });
+  if (error.name !== copy.name) Object.defineProperty(copy, 'name', { value: error.name, writable: true, configurable: true });
+  return copy;
+}
+
+/** The secrets of an entity's properties under a redaction (none without one). */
+export function secretsOf(properties: Properties, redaction: Redaction | undefined): string[] {
+  return redaction ? redactProperties(properties, redaction).secrets : [];
+}
+
 /** True when a redaction option has a valid shape. */
 export function isRedaction(value: unknown): value is Redaction {
   return typeof value === 'function' || (Array.isArray(value) && value.every((name) => typeof name === 'string'));

@@ -6,6 +6,7 @@
  * through the lock writer. Re-sending what was never marked is the sweep's (`failure-alert.ts`,
  * `overwrite-alert.ts`).
  */
+import { redactProperties, scrub } from './redact';
 import type { Key } from '@google-cloud/datastore';
 import type { Config } from '../config/options';
 import { ContentionError } from '../errors/errors';
@@ -82,7 +83,7 @@ export class AlertSender {
 export async function sendAlert(config: Config, raw: AlertEvent): Promise<boolean> {
   const alerter = config.alerter;
   if (!alerter) return false;
-  const event = withOrigin(config, raw);
+  const event = redacted(config, withOrigin(config, raw));
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`the alerter did not finish within ${config.alertTimeout} ms`)), config.alertTimeout);
@@ -105,4 +106,15 @@ export async function sendAlert(config: Config, raw: AlertEvent): Promise<boolea
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The event with the Locker's `redact` applied: properties redacted, their secrets scrubbed from the error. */
+function redacted(config: Pick<Config, 'redact'>, event: AlertEvent): AlertEvent {
+  if (!config.redact) return event;
+  const { properties, secrets } = redactProperties(event.properties, config.redact);
+  const out: AlertEvent = { ...event, properties };
+  if (event.error) {
+    out.error = { message: scrub(event.error.message, secrets), ...(event.error.stack ? { stack: scrub(event.error.stack, secrets) } : {}) };
+  }
+  return out;
 }

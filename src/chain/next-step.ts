@@ -13,6 +13,7 @@ import { readLock, type Lock } from '../rules/lock-fields';
 import { newChainId, scheduledStep, type NextStep } from '../rules/ledger-record';
 import { entityProperties, SCHEDULE_OPTION_NAMES, type ScheduledStep, type ScheduleOptions } from '../step/handler-types';
 import { checkDeliverable, keyPath } from '../store/key-codec';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/json-depth';
 import type { Json, LedgerRecord, Properties, StoreTransaction } from '../types';
 
 /** Cloud Tasks' limits: a task's size and how far ahead it may be scheduled. */
@@ -31,6 +32,7 @@ export function checkStep(parts: Pick<Parts, 'config'>, path: string, payload: J
   if (Buffer.byteLength(body) > MAX_BODY_BYTES) {
     throw new RangeError(`the payload is ${Buffer.byteLength(body)} bytes; Cloud Tasks takes at most ${MAX_BODY_BYTES}`);
   }
+  if (nestsDeeperThan(body)) throw new RangeError(`the payload nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels; a task route refuses it`);
   return { path, body, scheduleTime: scheduleTime(parts.config.clock(), options), stallAfter: parts.config.stallAfter };
 }
 

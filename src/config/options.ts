@@ -10,6 +10,7 @@ import { CONTENTION_RETRY_DEFAULTS } from '../store/retry';
 import { LOG_FORMATS, platformLogger, type LogFormat } from '../log/platform-logger';
 import { checkTimeLimits, DEFAULT_REQUEST_TIMEOUT, stepTimes } from './time-limits';
 import type { Alerter, Authenticator, Logger, Queue, Store } from '../types';
+import { isRedaction, type Redaction } from '../alert/redact';
 
 /** Options of `new Locker(options)`. Only `store` is required. */
 export interface LockerOptions {
@@ -93,6 +94,14 @@ export interface LockerOptions {
   /** Properties of your entities to keep out of indexes when the Locker writes them. Defaults to none. */
   excludeFromIndexes?: readonly string[];
   /**
+   * Property names of your entities whose values no output of the Locker shows (at any depth), or
+   * a function `(name, value) => replacement`: the status page and its JSON (`locker.inspect()`)
+   * show them as `[redacted]`, and their string values are scrubbed from the error messages and
+   * stacks the page, the log lines, the `released` and `failed` events and the alerts carry; every
+   * alerter gets the event redacted. Key paths are never redacted. Defaults to redacting nothing.
+   */
+  redact?: Redaction;
+  /**
    * Where `locker.statusRouter()` is mounted, as an absolute URL (e.g. `https://orders.example.com/ops/locker`):
    * alerts then link to the step's page. Defaults to none (alerts carry no link).
    */
@@ -160,6 +169,7 @@ export interface Config {
   readonly contention: { readonly attempts: number; readonly baseDelayMs: number; readonly maxDelayMs: number };
   readonly keyAppId: string;
   readonly excludeFromIndexes: readonly string[];
+  readonly redact: Redaction | undefined;
   readonly stallAfter: number;
   readonly statusUrl: string | undefined;
   readonly project: string | undefined;
@@ -172,7 +182,7 @@ export interface Config {
 const LOCKER_OPTION_NAMES: OptionNames<LockerOptions> = {
   store: true, queue: true, alerter: true, alertOnOverwrite: true, alertOnFailure: true, alertTimeout: true,
   leaseDuration: true, leaseTimeout: true, requestTimeout: true, goLeaseTimeout: true, maxRetries: true, lockFailedStatus: true, authenticate: true, logger: true,
-  logFormat: true, clock: true, contention: true, keyAppId: true, excludeFromIndexes: true, stallAfter: true,
+  logFormat: true, clock: true, contention: true, keyAppId: true, excludeFromIndexes: true, redact: true, stallAfter: true,
   statusUrl: true, project: true, service: true, duplicateCache: true, telemetry: true,
 };
 const CONTENTION_OPTION_NAMES: OptionNames<NonNullable<LockerOptions['contention']>> = { attempts: true, baseDelayMs: true, maxDelayMs: true };
@@ -255,6 +265,9 @@ export function parseOptions(options: LockerOptions): Config {
   if (!Array.isArray(excludeFromIndexes) || excludeFromIndexes.some((n) => typeof n !== 'string')) {
     throw new ConfigError('excludeFromIndexes must be an array of property names.');
   }
+  if (o.redact !== undefined && !isRedaction(o.redact)) {
+    throw new ConfigError('redact must be an array of property names or a function (name, value) => replacement.');
+  }
   if (o.keyAppId !== undefined && (typeof o.keyAppId !== 'string' || o.keyAppId === '')) throw new ConfigError('keyAppId must be a non-empty string.');
   const project = optionalName('project', o.project);
   const store = o.store;
@@ -283,6 +296,7 @@ export function parseOptions(options: LockerOptions): Config {
       return o.keyAppId ?? store.projectId ?? DEFAULTS.keyAppId;
     },
     excludeFromIndexes: Object.freeze([...excludeFromIndexes]),
+    redact: Array.isArray(o.redact) ? Object.freeze([...(o.redact as readonly string[])]) : o.redact,
     stallAfter: parseStallAfter(o.stallAfter, leaseDuration),
     statusUrl: parseStatusUrl(o.statusUrl),
     get project(): string | undefined {

@@ -98,4 +98,9 @@ export const answers = {
   sweepFailed(): Answer {
     return { status: 503, message: 'sweep failed; retry', retryAfter: 1 };
   },
+  /** The sweep route was called within its `minIntervalMs` of the last sweep's start: nothing was done. */
+  sweepTooEarly(retryInMs: number): Answer {
+    const retryAfter = Math.max(1, Math.ceil(retryInMs / 1000));
+    return { status: 429, message: `a sweep ran less than its minimum interval ago; nothing was done; the next may start in ${retryAfter} s`, retryAfter };
+  },
 };

@@ -13,10 +13,13 @@ import { decodeKey } from '../store/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { REPEATED, singleHeader } from './single-header';
 import { readPayload } from './payload';
+import { afterAnswer, beforeAnswer } from './unread-body';
 import { TaskArrival } from './arrival';
 import { Headers, type Authenticator } from '../types';
 import type { Key } from '@google-cloud/datastore';
 import type { SweepResult } from '../chain/sweep';
+import { DEFAULT_SWEEP_MIN_INTERVAL, type TooEarly } from '../chain/sweep-gate';
+import { ConfigError } from '../errors/errors';
 
 /** Options of one `handle()` route. */
 export interface HandleOptions {
@@ -24,21 +27,37 @@ export interface HandleOptions {
   kinds?: readonly string[];
   /** Overrides the Locker's authenticator for this route. */
   authenticate?: Authenticator | false;
-  /** Largest body read, bytes. Defaults to 1 MiB (Cloud Tasks sends at most 100 KB). */
+  /**
+   * Largest body read, bytes. Defaults to 102 400 (100 KiB: Cloud Tasks sends at most 100 KB). A
+   * larger body is answered 400 as soon as its `Content-Length` says so, or once that many bytes
+   * were read: the rest is never read, and the answer closes the connection.
+   */
   maxBodyBytes?: number;
 }
 
 /** Every option name of {@link HandleOptions}. */
 const HANDLE_OPTION_NAMES: OptionNames<HandleOptions> = { kinds: true, authenticate: true, maxBodyBytes: true };
-const SWEEP_OPTION_NAMES: OptionNames<Pick<HandleOptions, 'authenticate'>> = { authenticate: true };
+/** Options of the `sweepHandler()` route. */
+export interface SweepHandlerOptions extends Pick<HandleOptions, 'authenticate'> {
+  /**
+   * The least time between the starts of two sweeps this route runs, ms: a call within it is
+   * answered 429 with `Retry-After` and does nothing. A call while a sweep runs gets that sweep's
+   * result (sweeps in one process never run side by side). Defaults to 10 000; 0 turns the
+   * interval off.
+   */
+  minIntervalMs?: number;
+}
 
-const DEFAULT_MAX_BODY = 1024 * 1024;
+const SWEEP_OPTION_NAMES: OptionNames<SweepHandlerOptions> = { authenticate: true, minIntervalMs: true };
+
+/** `maxBodyBytes`' default: Cloud Tasks' largest task. */
+export const DEFAULT_MAX_BODY = 100 * 1024;
 const SEQ_PATTERN = /^[1-9][0-9]{0,14}$/;
 const CHAIN_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** What the sweep route uses: the settings, and `sweep()` itself (a function port). */
+/** What the sweep route uses: the settings, and a sweep unless one started less than `minIntervalMs` ago (a function port). */
 interface Sweeper extends Pick<Parts, 'config'> {
-  sweep(): Promise<SweepResult>;
+  sweep(minIntervalMs: number): Promise<SweepResult> | TooEarly;
 }
 
 export function handleMiddleware<E, P>(parts: Parts, handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions): RequestHandler {
@@ -82,7 +101,9 @@ function answerTask(parts: Pick<Parts, 'drain' | 'emit'>, req: Request, res: Res
   // Once stopping, answers end their connection: a keep-alive connection would carry more tasks to
   // this instance and keep its HTTP server from closing until the platform kills it.
   if (parts.drain.stopping && !res.headersSent) res.setHeader('Connection', 'close');
+  beforeAnswer(req, res);
   send(res, answer);
+  afterAnswer(req, res);
   if (answer.status >= 300) {
     parts.emit('retryLater', {
       status: answer.status, reason: answer.reason ?? 'internal', path: req.path,
@@ -104,15 +125,24 @@ function answerTask(parts: Pick<Parts, 'drain' | 'emit'>, req: Request, res: Res
  * Identity-Aware Proxy, `iapAuthenticator` is satisfied by a signed-in browser: a page its user
  * visits could start a sweep, which still does no more than the next scheduled one.)
  */
-export function sweepMiddleware(parts: Sweeper, options: Pick<HandleOptions, 'authenticate'>): RequestHandler {
+export function sweepMiddleware(parts: Sweeper, options: SweepHandlerOptions): RequestHandler {
   rejectUnknownOptions('sweepHandler()', options, SWEEP_OPTION_NAMES);
+  const minInterval = options.minIntervalMs ?? DEFAULT_SWEEP_MIN_INTERVAL;
+  if (!Number.isSafeInteger(minInterval) || minInterval < 0) {
+    throw new ConfigError(`sweepHandler({ minIntervalMs }): a whole number of ms ≥ 0; got ${String(options.minIntervalMs)}`);
+  }
   return (req, res) => {
     void (async () => {
       let answer = admitSweep(parts, req, options.authenticate);
       if (answer instanceof Promise) answer = await answer;
       if (answer) return send(res, answer);
       try {
-        res.status(200).json(await parts.sweep());
+        const sweeping = parts.sweep(minInterval);
+        if (!(sweeping instanceof Promise)) {
+          parts.config.logger.info('sweep not started: the last one started less than minIntervalMs ago', { retryInMs: sweeping.retryInMs, minIntervalMs: minInterval });
+          return send(res, answers.sweepTooEarly(sweeping.retryInMs));
+        }
+        res.status(200).json(await sweeping);
       } catch (error) {
         parts.config.logger.error('sweep failed', { error: String(error) });
         send(res, answers.sweepFailed());

@@ -12,6 +12,7 @@
 import type { ErrorRequestHandler, Request } from 'express';
 import { BadRequestError } from '../errors/errors';
 import { Headers, type Json } from '../types';
+import { MAX_JSON_DEPTH, nestsDeeperThan, valueNestsDeeperThan } from './json-depth';
 
 const FORM = /^application\/x-www-form-urlencoded\b/i;
 
@@ -30,6 +31,11 @@ export function readPayload(req: Request, maxBytes: number): Json | undefined | 
   if (recovered !== undefined) return decode(recovered, req);
   // A body parser that ran has read the stream to its end; one that skipped the request (another content type) left it unread.
   if (!req.readableEnded) {
+    const declared = Number(req.headers['content-length']);
+    if (declared > maxBytes) {
+      // Refused on what it says it is, before a byte of it is read.
+      throw tooLarge(maxBytes);
+    }
     if (emptyBody(req)) {
       // Nothing will come: let the stream end on its own instead of waiting for its 'end'.
       req.resume();
@@ -42,7 +48,9 @@ export function readPayload(req: Request, maxBytes: number): Json | undefined | 
   if (Buffer.isBuffer(parsed)) return decode(parsed.toString('utf8'), req);
   if (parsed === undefined) return undefined;
   // A parser (express.json(), express.urlencoded()) ran; it leaves {} for an empty body.
-  return isEmptyObject(parsed) && emptyBody(req) ? undefined : (parsed as Json);
+  if (isEmptyObject(parsed) && emptyBody(req)) return undefined;
+  if (valueNestsDeeperThan(parsed)) throw tooDeep();
+  return parsed as Json;
 }
 
 /**
@@ -64,6 +72,7 @@ export function taskBodyRecovery(): ErrorRequestHandler {
 function decode(text: string, req: Request): Json | undefined {
   if (text.trim() === '') return undefined;
   if (FORM.test(String(req.headers['content-type'] ?? ''))) return formFields(text);
+  if (nestsDeeperThan(text)) throw tooDeep();
   try {
     return JSON.parse(text) as Json;
   } catch {
@@ -106,19 +115,36 @@ function isEmptyObject(value: unknown): boolean {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
 }
 
+/**
+ * Reads the body's text, and stops reading as soon as it is over `maxBytes`: the rest is dropped
+ * up to a bound after the answer, or never read (`unread-body.ts`), so a large body costs no more
+ * than the limit and that bound.
+ */
 function readBody(req: Request, maxBytes: number): Promise<string> {
   return new Promise((resolve, reject) => {
     if (req.readableEnded) return resolve('');
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer): void => {
       size += chunk.length;
-      if (size <= maxBytes) chunks.push(chunk); // past the limit the rest is read and dropped, so an answer can still be sent
-    });
-    req.on('end', () => {
-      if (size > maxBytes) reject(new BadRequestError(`the body is larger than ${maxBytes} bytes`));
-      else resolve(Buffer.concat(chunks).toString('utf8'));
-    });
+      if (size <= maxBytes) return void chunks.push(chunk);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.pause();
+      chunks.length = 0;
+      reject(tooLarge(maxBytes));
+    };
+    const onEnd = (): void => resolve(Buffer.concat(chunks).toString('utf8'));
+    req.on('data', onData);
+    req.on('end', onEnd);
     req.on('error', (error) => reject(new BadRequestError('the body could not be read', { cause: error })));
   });
+}
+
+function tooLarge(maxBytes: number): BadRequestError {
+  return new BadRequestError(`the body is larger than ${maxBytes} bytes`);
+}
+
+function tooDeep(): BadRequestError {
+  return new BadRequestError(`the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
 }

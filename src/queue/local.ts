@@ -12,7 +12,7 @@ import { QueueError } from '../errors/errors';
 import type { Authenticator, Queue, TaskRequest } from '../types';
 import { MAX_TIMER_MS, retryDelayMs, sendAttempt, targetUrl, type AttemptOutcome } from './local-delivery';
 import { parseOptions, type LocalQueueConfig, type LocalQueueOptions } from './local-options';
-import { LOCAL_SIGNATURE_HEADER, localAuthenticator, signLocalTask } from './local-signature';
+import { localAuthenticator, signedHeaders } from './local-signature';
 
 export type { LocalQueueOptions } from './local-options';
 
@@ -49,7 +49,7 @@ const MAX_SCHEDULE_AHEAD_MS = 30 * 24 * 3_600_000;
 const TASK_NAME = /^[A-Za-z0-9_-]{1,500}$/;
 /** Task headers the dispatcher sets itself, as Cloud Tasks does. */
 const RESERVED_HEADER =
-  /^(x-cloudtasks-.*|x-appengine-.*|x-google-.*|x-locker-signature|host|content-length|connection|transfer-encoding|user-agent)$/i;
+  /^(x-cloudtasks-.*|x-appengine-.*|x-google-.*|x-locker-.*|host|content-length|connection|transfer-encoding|user-agent)$/i;
 
 /** A task in the queue, between `enqueue` and its last attempt. */
 interface Entry {
@@ -196,7 +196,7 @@ export class LocalQueue implements Queue {
     }
     return sendAttempt({
       url,
-      headers: this.headersFor(entry),
+      headers: this.headersFor(entry, url.pathname + url.search),
       body: entry.body,
       deadlineMs: this.config.dispatchDeadlineMs,
       agent: this.agents[url.protocol],
@@ -204,8 +204,8 @@ export class LocalQueue implements Queue {
     });
   }
 
-  /** The task's own headers, then the ones Cloud Tasks sets, then the signature. */
-  private headersFor(entry: Entry): Record<string, string> {
+  /** The task's own headers, then the ones Cloud Tasks sets, then the signature's (for `path`, the request's path and query). */
+  private headersFor(entry: Entry, path: string): Record<string, string> {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(entry.task.headers)) {
       if (!RESERVED_HEADER.test(name)) headers[name.toLowerCase()] = value;
@@ -222,9 +222,7 @@ export class LocalQueue implements Queue {
       headers['x-cloudtasks-taskpreviousresponse'] = String(entry.previous.status);
       headers['x-cloudtasks-taskretryreason'] = entry.previous.reason;
     }
-    const parts = { taskName: entry.task.name, key: headers['x-lock-key'] ?? '', seq: headers['x-lock-seq'] ?? '' };
-    headers[LOCAL_SIGNATURE_HEADER] = signLocalTask(this.config.secret, parts);
-    return headers;
+    return { ...headers, ...signedHeaders(this.config.secret, { path, headers, body: entry.body }) };
   }
 
   /** Carries out what an attempt came to: done, retry later, or give up. */

@@ -15,6 +15,7 @@ import { keyPath } from '../store/key-codec';
 import { Lease, type Interruption } from './lease';
 import { describeError, userProperties } from '../rules/lock-fields';
 import { take } from './take';
+import { scrubError, secretsOf } from '../alert/redact';
 import { Attr } from '../telemetry/telemetry';
 import type { Properties } from '../types';
 
@@ -76,7 +77,10 @@ async function runUnderLease<E, P>(
   await lease.pause();
 
   if (step.done) {
-    if (failure) parts.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error: describeError(failure.error) });
+    if (failure) {
+      const error = describeError(scrubError(failure.error, secretsOf(props, parts.config.redact)));
+      parts.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error });
+    }
     return answers.done(a.seq, step.next);
   }
   const lostLease = lease.lost ?? (failure?.error instanceof LeaseLostError ? failure.error : undefined);

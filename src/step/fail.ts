@@ -16,6 +16,7 @@ import type { Lease } from './lease';
 import { describeError, sameLock, type Lock } from '../rules/lock-fields';
 import { alerted, fail as failStep, release } from '../rules/transitions';
 import { AlertReason, type Properties } from '../types';
+import { scrubError, secretsOf } from '../alert/redact';
 
 /**
  * The handler threw (or the store refused the step's changes): release the lease for a retry
@@ -32,14 +33,16 @@ export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error:
     // The entity as stored, with this error beside it, is more than the store takes: store less of the error.
     outcome = await writeFailure(parts, lease, error, shortError(error), sent);
   }
-  const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: error instanceof Error ? error.message : String(error) };
+  // What is told (log, events) keeps the entity's redacted values out of the error; the alert is redacted where it is sent.
+  const told = scrubError(error, secretsOf(outcome.props, parts.config.redact));
+  const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: told instanceof Error ? told.message : String(told) };
   if (outcome.verdict === 'release') {
-    parts.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
+    parts.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: told });
     parts.config.logger.warn('handler failed; the step will be retried', fields);
     return answers.released(a.seq, outcome.tries, parts.config.maxRetries);
   }
   // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
-  parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error });
+  parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: told });
   parts.config.logger.error('step failed for good', fields);
   if (outcome.alerts) {
     // Sent, then its claim marked sent on the entity (the sweep sends again a claim left unmarked).

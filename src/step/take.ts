@@ -16,7 +16,8 @@ import { readLock, type Lock } from '../rules/lock-fields';
 import { withContentionRetry } from '../store/retry';
 import { Attr } from '../telemetry/telemetry';
 import { expire, overwrite, take as takeLease } from '../rules/transitions';
-import { AlertReason, type Properties, type Snapshot } from '../types';
+import { AlertReason, type LedgerRecord, type Properties, type Snapshot } from '../types';
+import { taskName } from '../rules/ledger-record';
 
 /**
  * Takes the lease, or answers. One strongly consistent read decides; most duplicates end there.
@@ -28,7 +29,9 @@ export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer }
   const now = new Date(parts.config.clock());
   const known = a.resent ? undefined : parts.seen.recall(a.key, a.seq, a.chain, now.getTime());
   if (known) return { answer: answerFor(parts, a, known) };
-  let snapshot = await store.read(a.key);
+  const first = await readStep(parts, a);
+  if ('answer' in first) return first;
+  let snapshot = first.snapshot;
   let readAt = now.getTime();
   const taken = await withContentionRetry(async () => {
     const lock = snapshot && readLock(snapshot.properties);
@@ -61,6 +64,51 @@ export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer }
   }
   parts.telemetry.count('take', a.key);
   return { snapshot: taken.snapshot, props: taken.read.properties };
+}
+
+/**
+ * The first read of an arrival: the entity, and (where the store reads both at once) the ledger
+ * record of the step the task names. A task whose route or body is not its step's, as the record
+ * has them, is answered 400 before anything is decided or written: a credential replayed with
+ * another route or body runs nothing (docs/concepts/security.md). Every task this library sends
+ * names its chain (`X-Lock-Chain`), so the record is read with the entity; a task that names none,
+ * for a lock that has a chain, is checked all the same, against the record of the lock's step (a
+ * second read, on a path only hand-made requests take). Only the Go library's locks (no chain, no
+ * record) take tasks unchecked.
+ */
+async function readStep(parts: Parts, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot | undefined }> {
+  const { store } = parts.config;
+  if (!store.readWithLedger) return { snapshot: await store.read(a.key) };
+  if (a.chain !== undefined) {
+    const { snapshot, record } = await store.readWithLedger(a.key, taskName(a.key, a.chain, a.seq));
+    return checked(parts, a, snapshot, record, a.chain);
+  }
+  const snapshot = await store.read(a.key);
+  const lock = snapshot && readLock(snapshot.properties);
+  if (!lock?.chain || !lock.task || lock.seq !== a.seq) return { snapshot };
+  const { record } = await store.readWithLedger(a.key, lock.task);
+  return checked(parts, a, snapshot, record, lock.chain);
+}
+
+function checked(parts: Parts, a: Arrival, snapshot: Snapshot | undefined, record: LedgerRecord | undefined, chain: string): { answer: Answer } | { snapshot: Snapshot | undefined } {
+  const mismatch = record && record.seq === a.seq && record.chain === chain ? stepMismatch(record, a) : undefined;
+  if (!mismatch) return { snapshot };
+  parts.config.logger.warn('task request refused: it does not match its step', {
+    key: keyPath(a.key), seq: a.seq, path: a.request.path, stepPath: record!.path, mismatch,
+  });
+  return { answer: answers.badRequest(`the request's ${mismatch} is not its step's`) };
+}
+
+/**
+ * What of an arrival differs from its step's ledger record: the route (the request's path must be
+ * the step's, or end with it when the queue's target URL has a path of its own) or the body (the
+ * payload as JSON must be the body the step was scheduled with).
+ */
+function stepMismatch(record: LedgerRecord, a: Arrival): 'route' | 'body' | undefined {
+  const url = a.request.originalUrl ?? a.request.url;
+  if (url !== record.path && !url.endsWith(record.path)) return 'route';
+  const body = a.payload === undefined ? '' : JSON.stringify(a.payload);
+  return body === record.body ? undefined : 'body';
 }
 
 /** The lock an arriving attempt writes when it takes the lease (or fails a step whose leases kept expiring). */

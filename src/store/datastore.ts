@@ -52,12 +52,12 @@ import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 import { ConfigError } from '../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { platformLogger } from '../log/platform-logger';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRef, Logger, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../types';
 import { backendOf, type Backend, type ProbeTarget } from './datastore-backend';
 import { MAX_MUTATIONS, readMany, replaceMany } from './datastore-batch';
 import { entityProto } from './datastore-encode';
 import { grpcCode } from './datastore-errors';
-import { lookup } from './datastore-lookup';
+import { lookup, lookupMany } from './datastore-lookup';
 import { decodeEntity, keyToProto } from './datastore-protos';
 import { allNamespaces, queryDue } from './datastore-ledger-query';
 import { queryDatastoreLocks } from './datastore-query';
@@ -69,7 +69,7 @@ import { DatastoreTransaction } from './datastore-transaction';
 import { writeArgs } from './datastore-values';
 import { KeyGate } from './key-gate';
 import { keyString } from './keys';
-import { dueFirst, ledgerKey } from './ledger-entity';
+import { dueFirst, ledgerKey, readLedger } from './ledger-entity';
 
 /** Options of {@link DatastoreStore}. None is needed: the store checks what its backend supports. */
 export interface DatastoreStoreOptions {
@@ -208,6 +208,17 @@ export class DatastoreStore implements Store {
     keyString(key);
     const { entity, version } = await lookup(this.rpc, key);
     return entity && snapshotOf(entity, version, 'lookup');
+  }
+
+  /** The entity and its step's ledger record in one lookup (see `Store.readWithLedger`). */
+  async readWithLedger(key: Key, id: string): Promise<StepRead> {
+    keyString(key);
+    const [entity, ledger] = await lookupMany(this.rpc, [key, ledgerKey(this.ledgerKind, key.namespace, id)]);
+    const record = ledger?.entity ? readLedger(id, decodeEntity(ledger.entity).properties) : undefined;
+    return {
+      snapshot: entity?.entity ? snapshotOf(entity.entity, entity.version, 'lookup') : undefined,
+      record: record && !('malformed' in record) ? record : undefined,
+    };
   }
 
   async replaceIfUnchanged(

@@ -19,7 +19,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreUnavailableError } from '../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRecord, LedgerRef, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRecord, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../types';
 import { copyKey, keyString } from './keys';
 import { keyPath } from './key-path';
 import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from './ledger-entity';
@@ -129,6 +129,14 @@ export class MemoryStore implements Store {
     this.check('read');
     const stored = this.entities.get(id);
     return stored?.properties && snapshotOf(stored.properties, stored.version);
+  }
+
+  /** The entity and its step's ledger record (see `Store.readWithLedger`). */
+  async readWithLedger(key: Key, id: string): Promise<StepRead> {
+    const snapshot = await this.read(key);
+    const stored = this.entities.get(keyString(ledgerKey(LEDGER_KIND, key.namespace, id)))?.properties;
+    const record = stored ? readLedger(id, copyProperties(stored)) : undefined;
+    return { snapshot, record: record && !('malformed' in record) ? record : undefined };
   }
 
   /**

@@ -52,7 +52,8 @@ function spawnExample(env: NodeJS.ProcessEnv, entry: string[], cwd = ROOT): { ch
   return { child, out, err };
 }
 
-const TSX_ENTRY = ['--import', 'tsx', 'example-app/main.ts'];
+/** How the tests start the example: its source, through tsx. */
+export const TSX_ENTRY = ['--import', 'tsx', 'example-app/main.ts'];
 
 /** Starts the app (in `cwd`, the repository by default) and resolves once it printed its URL; rejects with its output if it exits first. */
 export async function startExample(env: Record<string, string> = {}, entry: string[] = TSX_ENTRY, childEnv: NodeJS.ProcessEnv = exampleEnv(env), cwd = ROOT): Promise<ExampleProcess> {

@@ -3,6 +3,7 @@
  * a time; and one entity's detail. Every list is one indexed query range on (`lock_state`,
  * `lock_ts`) per page, read in a few bounded batches: never a scan of a kind.
  */
+import { redactProperties, scrub, secretsOf, type Redaction } from '../../alert/redact';
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../../parts';
 import { ConfigError } from '../../errors/errors';
@@ -96,7 +97,7 @@ export class Inspector {
         limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}),
       });
       for (const { key, properties } of page.entities) {
-        const view = viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key));
+        const view = redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key)), this.parts.config.redact);
         if (inList(view, query.state)) steps.push(view);
       }
       storeCursor = page.cursor;
@@ -119,12 +120,14 @@ export class Inspector {
     if (!read) return undefined;
     const clock = this.clock();
     const lock = readLock(read.props);
+    const view = viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key));
+    const secrets = secretsOf(view.properties, this.parts.config.redact);
     const detail: StepDetail = {
-      ...viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key)),
+      ...redactView(view, this.parts.config.redact),
       alerts: lock.alerts, maxRetries: this.parts.config.maxRetries,
       leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
     };
-    if (lock.err) detail.error = splitError(lock.err);
+    if (lock.err) detail.error = splitError(scrub(lock.err, secrets));
     if (read.record && read.record.seq === lock.seq && keyIdentity(read.record.key) === keyIdentity(key)) {
       detail.ledger = viewLedger(read.record, clock.now);
       detail.startedAt = read.record.createdAt;
@@ -194,4 +197,13 @@ function decodeCursor(cursor: string): Position {
     // fall through
   }
   throw new RangeError('the cursor is not one locker.inspect() handed out');
+}
+
+/** A step's view with the Locker's `redact` applied: its properties redacted, their secrets scrubbed from the error line. */
+function redactView<V extends StepSummary>(view: V, redaction: Redaction | undefined): V {
+  if (!redaction) return view;
+  const { properties, secrets } = redactProperties(view.properties, redaction);
+  const out: V = { ...view, properties };
+  if (view.errorMessage !== undefined) out.errorMessage = scrub(view.errorMessage, secrets);
+  return out;
 }

@@ -229,7 +229,8 @@ function jsonSafe(_name: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString() : value;
 }
 
-const STYLE = `
+/** The page's one style sheet, inline: the Content-Security-Policy allows it by its hash (`headers.ts`). */
+export const STYLE = `
 body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 80rem; padding: 0.5rem 1rem; color: #1b1b1b; }
 header h1 { font-size: 1.3rem; margin: 0.3rem 0; } header h1 a { color: inherit; text-decoration: none; }
 h2 { font-size: 1.05rem; margin: 1.2rem 0 0.4rem; } h2 small { font-weight: normal; color: #666; font-size: 0.8rem; }

@@ -18,6 +18,7 @@ import type { ActionOptions, ActionResult } from '../actions';
 import type { Logger } from '../../types';
 import { CSRF_FIELD, csrfRefusal, csrfToken } from './csrf';
 import { parseStatusOptions, type StatusConfig, type StatusRouterOptions } from './options';
+import { statusPageHeaders } from './headers';
 import { renderDetail, renderList, renderMessage, type PageContext } from './page';
 import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, type ListView, type Section, type StepRow } from './view-model';
 
@@ -38,7 +39,7 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
   const config = parseStatusOptions(options);
   const router = express.Router();
   // Per route, not router.use(): mounted at '/', the router must leave the app's other routes (task handlers) alone.
-  const auth = authenticate(backend, config);
+  const auth = [statusPageHeaders, authenticate(backend, config)];
   router.get('/', auth, handler(backend, async (req, res) => {
     const view = await listView(backend, config, req);
     res.type('html').set('Cache-Control', 'no-store').send(renderList(view, pageContext(config, req, res)));
