@@ -19,7 +19,8 @@ import { randomUUID } from 'node:crypto';
 import type { Parts } from '../parts';
 import { ConfigError, StoreUnavailableError } from '../errors/errors';
 import { checkDeliverable, keyPath } from '../store/key-codec';
-import { planKickoff, kickoffChainId, type KickoffPlan } from '../rules/kickoff-plan';
+import { planKickoff, kickoffChainId, type Carry, type KickoffPlan } from '../rules/kickoff-plan';
+import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
 import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from './next-step';
@@ -168,7 +169,7 @@ async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<T
 function decide(parts: KickoffParts, run: Run, p: Pending, read: VersionedRead, now: Date, toSend: ToSend[]): KickoffPlan | undefined {
   let plan: KickoffPlan;
   try {
-    plan = planKickoff(p.item.key, read.properties, p.item.entity, p.chain, p.step, now);
+    plan = planKickoff(p.item.key, read.properties, p.item.entity, p.chain, p.step, now, carry(parts, now));
   } catch (error) {
     fail(parts, run, p, error);
     return undefined;
@@ -186,7 +187,7 @@ async function eachTransaction(parts: KickoffParts, batch: Pending[], run: Run):
       const now = new Date(parts.config.clock());
       const done = await parts.locks.transaction(p.item.key, async (tx) => {
         const props = await tx.get(p.item.key);
-        const plan = planKickoff(p.item.key, props, p.item.entity, p.chain, p.step, now);
+        const plan = planKickoff(p.item.key, props, p.item.entity, p.chain, p.step, now, carry(parts, now));
         if (plan.kind === 'start') {
           parts.locks.put(tx, p.item.key, props ?? {}, plan.lock, plan.own);
           if (plan.previousTask !== undefined) tx.deleteLedger(p.item.key, plan.previousTask);
@@ -204,6 +205,11 @@ async function eachTransaction(parts: KickoffParts, batch: Pending[], run: Run):
   });
   run.progress();
   return toSend;
+}
+
+/** A kickoff keeps the alerts still owed on the lock it starts from, as `schedule()` does (`endStepAlerts`). */
+function carry(parts: KickoffParts, now: Date): Carry {
+  return (planned, from) => endStepAlerts(parts, planned, from, NO_ALERTS, now);
 }
 
 /** Settles a plan found in a transaction (busy, or this kickoff's own chain). */

@@ -43,14 +43,19 @@ export function kickoffChainId(kickoffId: string, keyId: string): string {
   return createHash('sha256').update(`kickoff\n${kickoffId}\n${keyId}`).digest('base64url').slice(0, 12);
 }
 
+/** What a kickoff keeps of the lock it starts from (`endStepAlerts`: the claims still unsent, with the record due soon). */
+export type Carry = (planned: { lock: Lock; record: LedgerRecord }, from: Lock) => { lock: Lock; record: LedgerRecord };
+
 /** The plan for the entity read as `stored` (undefined when absent). */
-export function planKickoff(key: Key, stored: Properties | undefined, entity: unknown, chain: string, step: NextStep, now: Date): KickoffPlan {
+export function planKickoff(
+  key: Key, stored: Properties | undefined, entity: unknown, chain: string, step: NextStep, now: Date, carry: Carry = (planned) => planned,
+): KickoffPlan {
   const props = stored ?? {};
   const lock = readLock(props);
   if (lock.chain === chain) return { kind: 'own', lock };
   let planned;
   try {
-    planned = scheduledStep(key, lock, chain, step, now, 'kickoff');
+    planned = carry(scheduledStep(key, lock, chain, step, now, 'kickoff'), lock);
   } catch (error) {
     if (error instanceof ChainBusyError) return { kind: 'busy', seq: lock.seq, running: lock.req !== '' };
     throw error;
