@@ -190,6 +190,12 @@ export interface ConditionalWrite {
   excludeFromIndexes: readonly string[];
   /** The ledger record of the step the write schedules. */
   record: LedgerRecord;
+  /**
+   * An entity to store once the write is: the kickoff's record of the chain it starts. Stored in
+   * the entity's own commit where the store commits the two together; else right after it,
+   * before the call returns.
+   */
+  marker?: { key: Key; properties: Properties; excludeFromIndexes: readonly string[] };
 }
 
 /** What `Store.replaceMany` did with one write. */
