@@ -266,11 +266,13 @@ export function promisesSuite(name: string, open: () => Promise<StoreUnderTest>,
       let payments: Server;
       let charges = 0;
       let url = '';
+      let charged: () => void = () => undefined;
       before(async () => {
         payments = createServer((req, res) => {
           req.resume();
           req.on('end', () => {
             charges++; // the charge is made on arrival; the answer comes late
+            charged();
             setTimeout(() => res.end('charged'), 2 * SEC).unref();
           });
         });
@@ -284,7 +286,7 @@ export function promisesSuite(name: string, open: () => Promise<StoreUnderTest>,
 
       /** A payment client of the usual shape: it passes the signal to its request and rejects with an AbortError caused by it. */
       const charge = (signal: AbortSignal, idempotencyKey: string): Promise<void> => new Promise((resolve, reject) => {
-        const req = httpRequest(url, { method: 'POST', signal, headers: { 'Idempotency-Key': idempotencyKey } }, (res) => { res.resume(); res.on('end', resolve); });
+        const req = httpRequest(url, { method: 'POST', signal, headers: { 'Idempotency-Key': String(idempotencyKey) } }, (res) => { res.resume(); res.on('end', resolve); });
         req.on('error', reject);
         req.end('{}');
       });
@@ -296,21 +298,18 @@ export function promisesSuite(name: string, open: () => Promise<StoreUnderTest>,
         const key = w.key();
         await a.locker.schedule(key, new Counter({ count: 0, label: 'x' }), '/task');
         const keysSeen: string[] = [];
-        let arrived!: () => void;
-        const posted = new Promise<void>((resolve) => { arrived = resolve; });
         const handler = async (ctx: Parameters<Parameters<TaskApp['behave']>[0]>[0]): Promise<void> => {
           keysSeen.push(ctx.idempotencyKey);
-          const charging = charge(ctx.signal, ctx.idempotencyKey);
-          arrived();
-          await charging;
+          await charge(ctx.signal, ctx.idempotencyKey);
         };
         a.behave(handler);
         b.behave(handler);
         charges = 0;
         const task = taskOf(w.queue, a, key, 1);
+        const posted = new Promise<void>((resolve) => { charged = resolve; });
         const answer = deliver(a, task).then((r) => r);
-        await posted;
-        while (charges === 0) await new Promise((resolve) => setImmediate(resolve));
+        await Promise.race([posted, answer]);
+        assert.equal(charges, 1, 'the payment server took the charge');
         await a.locker.shutdown({ timeoutMs: 1_000 });
         const first = await answer;
         assert.equal(first.status, 503, first.text);
