@@ -39,7 +39,7 @@ async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P
     return result;
   });
   if ('answer' in taken) return taken.answer;
-  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot);
+  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt);
   try {
     return await runUnderLease(parts, a, lease, taken.props, handler, factory);
   } finally {
