@@ -195,7 +195,17 @@ export interface ConditionalWrite {
    * the entity's own commit where the store commits the two together; else right after it,
    * before the call returns.
    */
-  marker?: { key: Key; properties: Properties; excludeFromIndexes: readonly string[] };
+  marker?: KickoffMarker;
+}
+
+/** The record a bulk kickoff keeps of a chain it started (kind `LockerKickoff`): an entity to store with the kickoff's write. */
+export interface KickoffMarker {
+  /** Its key: kind `LockerKickoff`, named by the chain id, in the entity's namespace. */
+  key: Key;
+  /** Its properties: the chain's first step and when it started. */
+  properties: Properties;
+  /** Properties kept out of indexes (all of them). */
+  excludeFromIndexes: readonly string[];
 }
 
 /** What `Store.replaceMany` did with one write. */
