@@ -37,7 +37,7 @@ import { StepState, type ConditionalWrite, type LedgerRecord, type Properties, t
 type KickoffParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger'>;
 
 /**
- * Items per batch: one lookup and two commits of 125 mutations (Datastore takes 1,000 keys and 500
+ * Items per batch: one lookup (the entities and their kickoff records) and three commits of 125 mutations (Datastore takes 1,000 keys and 500
  * mutations). Smaller batches, several in flight, keep the backend busier than a few large ones
  * (measured on the legacy emulator: `npm run bench:kickoff`).
  */

@@ -9,6 +9,8 @@
  *   version and reports `conflictDetected` on the others. A non-transactional commit is not
  *   atomic, so the record goes first: an entity is never written without its record, and a record
  *   left by a conflict or a crash names a step its entity does not run, which the sweep clears.
+ *   Then the kickoff records (`ConditionalWrite.marker`) of the entities written, in one more
+ *   commit, before the call returns (and so before any task is sent).
  * - in transactions (the Firestore emulator, which ignores `baseVersion`): a transaction per
  *   {@link TRANSACTION_WRITES} entities reads them all in one lookup, compares their versions and
  *   commits the unchanged ones with their records; one that aborts on contention is run again,
