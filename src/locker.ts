@@ -41,7 +41,8 @@ export class Locker extends EventEmitter<LockerEvents> {
   /** @internal The parts this facade builds and delegates to (docs/design.md, section 15). */
   private readonly parts: Parts;
   private sweepTimer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<void> | undefined;
+  /** Every sweep in flight (the timer's, the sweep route's, a direct call's): `shutdown()` waits for them, within its time. */
+  private readonly sweeps = new Set<Promise<unknown>>();
   private stopSweeping: () => void = () => undefined;
   private stopping: Promise<void> | undefined;
   /** One sweep at a time in this process; the route's minimum interval. */
@@ -170,16 +171,25 @@ export class Locker extends EventEmitter<LockerEvents> {
    */
   sweep(limit = 500): Promise<SweepResult> {
     if (!this.config.queue) return Promise.reject(new ConfigError('sweep() needs a queue: pass `queue` to the Locker.'));
-    return sweep(this.parts, limit);
+    const running = sweep(this.parts, limit);
+    const tracked = running.then(() => undefined, () => undefined);
+    this.sweeps.add(tracked);
+    void tracked.finally(() => this.sweeps.delete(tracked));
+    return running;
   }
 
   /**
    * Express middleware that runs `sweep()` and answers its counts as JSON (for Cloud Scheduler).
    * A call while a sweep runs in this process gets that sweep's counts; a call within
    * `minIntervalMs` (10 s by default) of the last sweep's start is answered 429 and does nothing.
+   * Once `shutdown()` began it answers 503 without sweeping (the scheduler calls again later).
    */
   sweepHandler(options: SweepHandlerOptions = {}): RequestHandler {
-    return sweepMiddleware({ config: this.config, sweep: (minIntervalMs) => this.sweepGate.runIfDue(minIntervalMs, () => this.sweep()) }, options);
+    return sweepMiddleware({
+      config: this.config,
+      sweep: (minIntervalMs) => this.sweepGate.runIfDue(minIntervalMs, () => this.sweep()),
+      stopping: () => this.drain.stopping,
+    }, options);
   }
 
   /**
@@ -193,9 +203,9 @@ export class Locker extends EventEmitter<LockerEvents> {
     const sweeping = { stopped: false };
     const tick = (): void => {
       this.sweepTimer = setTimeout(() => {
-        this.sweeping = this.sweepGate.run(() => this.sweep())
+        void this.sweepGate.run(() => this.sweep())
           .then(() => undefined, (error: unknown) => this.config.logger.warn('sweep failed', { error: String(error) }))
-          .finally(() => { this.sweeping = undefined; if (!sweeping.stopped) tick(); });
+          .finally(() => { if (!sweeping.stopped) tick(); });
       }, intervalMs);
       this.sweepTimer.unref();
     };
@@ -210,9 +220,12 @@ export class Locker extends EventEmitter<LockerEvents> {
    * attempts may finish and store their outcome; when the time is nearly up, those still running are
    * stopped through `ctx.signal` (`ShutdownError`) and their leases handed back: silently when the
    * handler rejects with the signal's reason, written stale (the next delivery overwrites it with an
-   * alert naming the attempt) when it keeps running. Then the sweeper stops, and the sweep in flight,
-   * alerts still being sent and ledger records still being removed are waited for. Calling it again
-   * returns the same promise. See docs/concepts/shutdown-and-time-limits.md.
+   * alert naming the attempt) when it keeps running, or rejects with any other error. The sweeper
+   * stops and the sweep route answers 503; the sweeps in flight (of the timer, the route, or a
+   * direct call), alerts still being sent and ledger records still being removed are waited for,
+   * but never past `timeoutMs` in all: what is cut off stays owed in the store (an alert claimed
+   * and not marked sent, a ledger record) and the sweep finishes it. Calling it again returns the
+   * same promise. See docs/concepts/shutdown-and-time-limits.md.
    */
   shutdown(options: { timeoutMs?: number } = {}): Promise<void> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT;
@@ -225,6 +238,8 @@ export class Locker extends EventEmitter<LockerEvents> {
   }
 
   private async stop(timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    this.stopSweeping();
     // The last quarter (at most 2 s) is for stopping: half to let handlers return, half to write the hand-backs.
     const stopping = Math.min(2_000, Math.floor(timeoutMs / 4));
     if (!(await this.drain.settled(timeoutMs - stopping))) {
@@ -234,9 +249,14 @@ export class Locker extends EventEmitter<LockerEvents> {
         this.config.logger.error('shutdown: attempts still unanswered at the deadline; their leases are taken over once stale', { running: this.drain.inFlight });
       }
     }
-    this.stopSweeping();
-    await this.sweeping;
-    await Promise.all([this.parts.alerts.drain(), this.parts.ledger.drain()]);
+    // What is left of the time goes to the sweeps, alerts and ledger removals still in flight; none of
+    // them is lost when cut off (an alert stays claimed, a record stays for the sweep).
+    const rest = Promise.all([...this.sweeps, this.parts.alerts.drain(), this.parts.ledger.drain()]).then(() => true);
+    let timer: NodeJS.Timeout | undefined;
+    const cut = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), Math.max(0, deadline - performance.now())); });
+    const finished = await Promise.race([rest, cut]);
+    clearTimeout(timer);
+    if (!finished) this.config.logger.warn('shutdown: time is up; sweeps, alerts or ledger removals still in flight are left to the next sweep (nothing owed is lost)', { timeoutMs });
   }
 
   /** `X-Lock-Key` for a key: the legacy url-safe encoding, as the Go library sends it. */

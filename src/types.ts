@@ -198,6 +198,22 @@ export interface ConditionalWrite {
   excludeFromIndexes: readonly string[];
   /** The ledger record of the step the write schedules. */
   record: LedgerRecord;
+  /**
+   * An entity to store once the write is: the kickoff's record of the chain it starts. Stored in
+   * the entity's own commit where the store commits the two together; else right after it,
+   * before the call returns.
+   */
+  marker?: KickoffMarker;
+}
+
+/** The record a bulk kickoff keeps of a chain it started (kind `LockerKickoff`): an entity to store with the kickoff's write. */
+export interface KickoffMarker {
+  /** Its key: kind `LockerKickoff`, named by the chain id, in the entity's namespace. */
+  key: Key;
+  /** Its properties: the chain's first step and when it started. */
+  properties: Properties;
+  /** Properties kept out of indexes (all of them). */
+  excludeFromIndexes: readonly string[];
 }
 
 /** What `Store.replaceMany` did with one write. */

@@ -80,7 +80,7 @@ describe('alerts: nothing owed after the answer', () => {
     let ahead = 0;
     const queue = new KeptTasks();
     const t = taskApp(new DatastoreStore(datastore, { namespaces: [namespace] }), {
-      queue, leaseDuration: 10_000, stallAfter: 20_000, alertTimeout: 5_000, clock: () => Date.now() + ahead,
+      queue, leaseDuration: 15_000, stallAfter: 20_000, alertTimeout: 5_000, clock: () => Date.now() + ahead,
       alerter: new EmailAlerter({ transport: accepting.transportOptions(), to: 'ops@example.com', from: 'locker@example.com', rateLimit: { max: 100, perMs: MIN } }),
     });
     return { t, queue, jump: (ms: number) => { ahead = ms; } };

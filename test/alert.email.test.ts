@@ -376,10 +376,11 @@ describe('EmailAlerter', () => {
   });
 
   describe('rate limit', () => {
-    it('sends max per window, then reports the suppressed count once', async () => {
+    it('sends max per window, rejects the rest (they stay owed), then reports the held-back count once', async () => {
       const clock = manualClock();
       const limited = alerter({ rateLimit: { max: 2, perMs: 60_000 }, clock: clock.now });
-      for (let i = 0; i < 5; i += 1) await limited.send(failureEvent({ seq: i }));
+      for (let i = 0; i < 2; i += 1) await limited.send(failureEvent({ seq: i }));
+      for (let i = 2; i < 5; i += 1) await assert.rejects(limited.send(failureEvent({ seq: i })), (e: Error) => e.name === 'RateLimitedError' && /stays owed/.test(e.message));
       assert.deepEqual(
         smtp.messages.map((m) => m.subject),
         ['[datastore-locker] step failed: Order:42 seq 0', '[datastore-locker] step failed: Order:42 seq 1'],
@@ -391,21 +392,22 @@ describe('EmailAlerter', () => {
       await limited.send(failureEvent({ seq: 10 }));
       assert.equal(smtp.messages.length, 4);
       const [reporting, next] = smtp.messages.slice(2);
-      assert.match(reporting.text, /3 similar alerts were suppressed by the rate limit/);
-      assert.match(reporting.html, /3 similar alerts were suppressed by the rate limit/);
+      assert.match(reporting.text, /3 similar alerts were held back by the rate limit/);
+      assert.match(reporting.html, /3 similar alerts were held back by the rate limit/);
       assert.doesNotMatch(next.text, /suppressed/);
       assert.doesNotMatch(next.html, /suppressed/);
     });
 
     it('adds a suppressed count already on the event', async () => {
       const mail = await sendOne(failureEvent({ suppressed: 1 }));
-      assert.match(mail.text, /1 similar alert was suppressed by the rate limit/);
+      assert.match(mail.text, /1 similar alert was held back by the rate limit/);
     });
 
     it('keeps the count for the next alert when the reporting send fails', async () => {
       const clock = manualClock();
       const limited = alerter({ rateLimit: { max: 1, perMs: 1_000 }, clock: clock.now });
-      for (let i = 0; i < 3; i += 1) await limited.send(failureEvent());
+      await limited.send(failureEvent());
+      for (let i = 0; i < 2; i += 1) await assert.rejects(limited.send(failureEvent()), { name: 'RateLimitedError' });
       clock.set(1_000);
       smtp.mode = 'refuse-data';
       await assert.rejects(limited.send(failureEvent()));
@@ -413,7 +415,7 @@ describe('EmailAlerter', () => {
       smtp.mode = 'accept';
       await limited.send(failureEvent());
       assert.equal(smtp.messages.length, 2);
-      assert.match(smtp.messages[1].text, /2 similar alerts were suppressed/);
+      assert.match(smtp.messages[1].text, /2 similar alerts were held back/);
     });
   });
 

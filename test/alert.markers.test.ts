@@ -32,16 +32,17 @@ describe('alert claims on the lock', () => {
     assert.deepEqual(markAlertsSent(alerts, 3, []), alerts);
   });
 
-  it('a write ending the step keeps the unsent overwrite claims the writer did not send, and nothing else', () => {
-    const l = lock(['overwrite:2:A:B', 'overwrite:3:C:D', 'overwrite:3:E:F:sent', 'failure:3:F']);
-    assert.deepEqual(carriedAlerts(l, ['overwrite:3:C:D']), ['overwrite:2:A:B']);
+  it('a write ending the step keeps the unsent claims (overwrite and failure) the writer did not send, and nothing else', () => {
+    const l = lock(['overwrite:2:A:B', 'overwrite:3:C:D', 'overwrite:3:E:F:sent', 'failure:3:F', 'failure:2:G:sent']);
+    assert.deepEqual(carriedAlerts(l, ['overwrite:3:C:D']), ['overwrite:2:A:B', 'failure:3:F']);
+    assert.deepEqual(carriedAlerts(l, [], { overwrite: true, failure: false }), ['overwrite:2:A:B', 'overwrite:3:C:D'], 'a reason that is off is not carried');
     assert.deepEqual(carriedAlerts(lock([]), []), []);
   });
 
-  it('a new claim drops the earlier steps\' markers except the overwrite claims still unsent', () => {
+  it('a new claim drops the earlier steps\' markers except the claims still unsent (overwrite and failure)', () => {
     const config = parseOptions({ store: new MemoryStore(), alerter: () => undefined, authenticate: false });
-    const l = lock(['overwrite:1:A:B:sent', 'failure:1:B', 'overwrite:2:B:C', 'overwrite:3:C:D:sent']);
-    assert.deepEqual(claimAlert(config, l, { previous: 'D', next: 'E' }), ['overwrite:2:B:C', 'overwrite:3:C:D:sent', 'overwrite:3:D:E']);
-    assert.deepEqual(claimAlert(config, l, { failed: 'E' }), ['overwrite:2:B:C', 'overwrite:3:C:D:sent', 'failure:3:E']);
+    const l = lock(['overwrite:1:A:B:sent', 'failure:1:B', 'failure:0:Z:sent', 'overwrite:2:B:C', 'overwrite:3:C:D:sent']);
+    assert.deepEqual(claimAlert(config, l, { previous: 'D', next: 'E' }), ['failure:1:B', 'overwrite:2:B:C', 'overwrite:3:C:D:sent', 'overwrite:3:D:E']);
+    assert.deepEqual(claimAlert(config, l, { failed: 'E' }), ['failure:1:B', 'overwrite:2:B:C', 'overwrite:3:C:D:sent', 'failure:3:E']);
   });
 });

@@ -23,10 +23,10 @@ const FLAGS = {
   'kill-every-ms': 6_000, 'store-fault-every-ms': 3_000, 'outage-ms': 2_000,
   'hang-rate': 0.03, 'loss-rate': 0.03, 'permanent-rate': 0.02, 'settle-ms': 20_000,
   // The platform: request-time CPU and scale-in, SIGTERM and the grace; short slow handlers; an
-  // alertTimeout that brings the sweep's re-sends inside the final sweeps, and sweeps more often
+  // alertTimeout (at most a third of the lease) that brings the sweep's re-sends inside the final sweeps, and sweeps more often
   // (with drains, the run would otherwise take longer than it did without the modes).
   'freeze-idle': 'on', 'scale-in-after-ms': 3_000, sigterm: 'on', 'slow-rate': 0.05, 'slow-ms': 3_000,
-  'alert-timeout-ms': 2_000, 'alert-settle-ms': 6_000, 'sweep-every-ms': 2_500,
+  'alert-timeout-ms': 1_300, 'alert-settle-ms': 6_000, 'sweep-every-ms': 2_500,
 };
 
 interface Run {

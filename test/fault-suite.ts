@@ -221,44 +221,38 @@ export function faultSuite(name: string, open: () => Promise<StoreUnderTest>): v
         assert.ok(faulty.count('renew', false) >= 1, 'the lease was renewed while the finish was retried');
         assert.ok(t.logger.has('store unavailable'));
       });
-      it('rejected: the changes are discarded, the error stored, a failed attempt (500); never a held lease', async () => {
+      it('rejected: the changes are discarded and the step fails for good at once (200), alerted: the handler ran, it is never run again unalerted', async () => {
         const { faulty, t, key } = await setUp();
         faulty.inject({ op: 'finish', error: CLASSES.rejected, times: Infinity });
         t.behave((ctx) => { ctx.entity.count = 2; });
-        assert.equal((await t.send(key, 1)).status, 500);
+        assert.equal((await t.send(key, 1)).status, 200);
         assert.equal(t.runs.length, 1);
         const after = await stored(key);
         assert.equal(after.lock_req, '');
         assert.equal(after.lock_try, 1);
-        assert.equal(after.lock_state, StepState.scheduled);
-        assert.equal(after.count, 1, 'the changes were discarded');
-        assert.match(String(after.lock_err), /StoreRejectedError: injected: 3 INVALID_ARGUMENT/);
-        assert.ok(t.logger.has("the step's changes cannot be saved"));
-        assert.equal(faulty.count('finish'), 1, 'never retried as is');
-      });
-      it('rejected on the last allowed attempt: the step fails for good (200) and is alerted', async () => {
-        const { faulty, t, key } = await setUp({ lock_try: 2 });
-        faulty.inject({ op: 'finish', error: CLASSES.rejected, times: Infinity });
-        t.behave((ctx) => { ctx.entity.count = 2; });
-        assert.equal((await t.send(key, 1)).status, 200);
-        const after = await stored(key);
         assert.equal(after.lock_state, StepState.failed);
-        assert.equal(after.lock_try, 3);
-        assert.equal(after.count, 1);
+        assert.equal(after.count, 1, 'the changes were discarded');
+        assert.match(String(after.lock_err), /the handler ran, but its result could not be stored.*injected: 3 INVALID_ARGUMENT/);
+        assert.ok(t.logger.has('the handler ran, but its result cannot be stored'));
+        assert.equal(faulty.count('finish'), 1, 'never retried as is');
         assert.equal(t.alerts.length, 1);
         assert.equal(t.alerts[0]!.reason, 'failure');
         assert.match(t.alerts[0]!.error?.message ?? '', /INVALID_ARGUMENT/);
+        assert.equal((await t.send(key, 1)).status, 200, 'a re-delivery is dropped');
+        assert.equal(t.runs.length, 1, 'the handler is not run again');
       });
-      it('a value the entity cannot turn into properties: a failed attempt, never a held lease', async () => {
+      it('a value the entity cannot turn into properties: the step fails for good (200), alerted; never a held lease', async () => {
         const { t, key } = await setUp();
         t.behave((ctx) => {
           Object.assign(ctx.entity, { toProperties: () => { throw new TypeError('cannot store a Map'); } });
         });
-        assert.equal((await t.send(key, 1)).status, 500);
+        assert.equal((await t.send(key, 1)).status, 200);
         const after = await stored(key);
         assert.equal(after.lock_req, '');
         assert.equal(after.lock_try, 1);
+        assert.equal(after.lock_state, StepState.failed);
         assert.match(String(after.lock_err), /cannot store a Map/);
+        assert.equal(t.alerts.length, 1);
       });
       it('config: 503 and the error line; the lease is still held', async () => {
         const { faulty, t, key } = await setUp();
@@ -348,15 +342,16 @@ export function faultSuite(name: string, open: () => Promise<StoreUnderTest>): v
         assert.deepEqual([after.lock_seq, after.lock_state, after.count], [2, StepState.scheduled, 2]);
         assert.deepEqual(queue.tasks.map((task) => task.name), [after.lock_task]);
       });
-      it('rejected (the handler lets it through): the changes discarded, a failed attempt (500), no task', async () => {
+      it('rejected (the handler lets it through): the changes discarded, the step failed for good (200), alerted, no task', async () => {
         const { faulty, queue, t, key } = await setUp();
         faulty.inject({ op: 'schedule', error: CLASSES.rejected });
         chains(t);
-        assert.equal((await t.send(key, 1)).status, 500);
+        assert.equal((await t.send(key, 1)).status, 200);
         const after = await stored(key);
-        assert.deepEqual([after.lock_req, after.lock_seq, after.lock_try, after.count], ['', 1, 1, 1]);
-        assert.match(String(after.lock_err), /StoreRejectedError/);
+        assert.deepEqual([after.lock_req, after.lock_seq, after.lock_try, after.count, after.lock_state], ['', 1, 1, 1, StepState.failed]);
+        assert.match(String(after.lock_err), /the handler ran, but its result could not be stored.*INVALID_ARGUMENT/);
         assert.equal(queue.tasks.length, 0);
+        assert.equal(t.alerts.filter((a) => a.reason === 'failure').length, 1);
       });
       it('config (the handler lets it through): 503 and the error line; nothing written', async () => {
         const { faulty, queue, t, key } = await setUp();

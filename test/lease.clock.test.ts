@@ -64,7 +64,7 @@ async function rig(options: Partial<LockerOptions> = {}): Promise<Rig> {
   });
   const snapshot = await store.read(key);
   assert.ok(snapshot);
-  const lease = new Lease(parts, key, 1, 'a1', snapshot, timers);
+  const lease = new Lease(parts, key, 1, 'a1', snapshot, undefined, timers);
   const stamp = async (): Promise<number> => {
     const props = await store.get(key);
     return readLock(props!).ts!.getTime() - WALL;

@@ -71,7 +71,7 @@ describe('unknown options', () => {
     it('accepts every documented option', () => {
       const locker = new Locker({
         store: new MemoryStore(), queue: undefined, alerter: () => undefined, alertOnOverwrite: true, alertOnFailure: true,
-        alertTimeout: 1000, leaseDuration: 1000, leaseTimeout: 2000, requestTimeout: 3000, maxRetries: 2, lockFailedStatus: 503, authenticate: false,
+        alertTimeout: 300, leaseDuration: 1000, leaseTimeout: 2000, requestTimeout: 3000, maxRetries: 2, lockFailedStatus: 503, authenticate: false,
         logger: console, clock: Date.now, contention: { attempts: 2, baseDelayMs: 1, maxDelayMs: 2 }, keyAppId: 's~x',
         excludeFromIndexes: [], stallAfter: 1000, duplicateCache: { size: 1, ttlMs: 1 }, telemetry: false,
       });

@@ -23,7 +23,7 @@ scheduleManySuite('the Datastore emulator', open(legacyDatastore));
 scheduleManySuite('the Firestore emulator in Datastore mode', open(firestoreDatastore));
 
 describe('locker.scheduleMany() on Datastore: what it sends', () => {
-  it('on the legacy emulator: a lookup and two NON_TRANSACTIONAL commits per batch of new chains, each entity upsert with its own baseVersion', async () => {
+  it('on the legacy emulator: a lookup and three NON_TRANSACTIONAL commits per batch of new chains (records, entities with their own baseVersion, kickoff records)', async () => {
     const spy = spyClient(legacyDatastore());
     const namespace = uniqueNamespace('bulk-rpc');
     const store = new DatastoreStore(legacyDatastore(), { namespaces: [namespace], client: spy.client, conditionalWrites: true, beginWithFirstRead: true }); // no backend check: only the call's RPCs are counted
@@ -34,14 +34,16 @@ describe('locker.scheduleMany() on Datastore: what it sends', () => {
       const result = await locker.scheduleMany(items);
       assert.equal(result.started, 1_000);
       const batches = Math.ceil(1_000 / BATCH);
-      assert.deepEqual(spy.calls.filter((m) => m === 'lookup').length, batches, 'one lookup per batch');
-      assert.deepEqual(spy.calls.filter((m) => m === 'commit').length, 2 * batches, 'two commits per batch: the records, then the entities');
-      assert.equal(spy.calls.length, 3 * batches, 'nothing else');
+      assert.deepEqual(spy.calls.filter((m) => m === 'lookup').length, batches, 'one lookup per batch (the entities and their kickoff records)');
+      assert.deepEqual(spy.calls.filter((m) => m === 'commit').length, 3 * batches, 'three commits per batch: the records, the entities, then the kickoff records');
+      assert.equal(spy.calls.length, 4 * batches, 'nothing else');
       const commits = spy.sent.filter((r) => r.method === 'commit');
       for (const commit of commits) assert.equal(commit.request.mode, 'NON_TRANSACTIONAL');
       const entityUpserts = commits.flatMap((c) => c.request.mutations ?? []).filter((m) => (m.upsert as { key: { path: { kind: string }[] } }).key.path[0]!.kind === 'Invoice');
       assert.equal(entityUpserts.length, 1_000);
       assert.ok(entityUpserts.every((m) => m.baseVersion === '0'), 'every new entity is written only if still absent');
+      const kickoffRecords = commits.flatMap((c) => c.request.mutations ?? []).filter((m) => (m.upsert as { key: { path: { kind: string }[] } }).key.path[0]!.kind === 'LockerKickoff');
+      assert.equal(kickoffRecords.length, 1_000, 'each chain started is recorded');
       assert.equal(queue.tasks.length, 1_000);
     } finally {
       await store.shutdown();

@@ -36,7 +36,10 @@ export interface EmailAlerterOptions {
    * from the error text. Key paths are never redacted. Defaults to redacting nothing.
    */
   redact?: Redaction;
-  /** At most `max` alerts per `perMs` in this process; more are counted, not sent. Defaults to 10 per 60 s. */
+  /**
+   * At most `max` alerts per `perMs` in this process. One more is held back: `send()` rejects, so
+   * it stays owed on its entity and the sweep sends it again in a later window. Defaults to 10 per 60 s.
+   */
   rateLimit?: RateLimitOptions;
   /** The clock of the rate limit, in epoch milliseconds. Defaults to `Date.now`. */
   clock?: () => number;
@@ -84,6 +87,14 @@ interface Config {
 /** The transporter to use, and whether the alerter owns (and so closes) it. */
 type TransportChoice = Pick<Config, 'transporter' | 'owned'>;
 
+/** An alert held back by `EmailAlerter`'s rate limit: it was not sent, and stays owed (the sweep sends it again). */
+export class RateLimitedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RateLimitedError';
+  }
+}
+
 /** Sends alerts by email through nodemailer. Pass it as the Locker's `alerter`. */
 export class EmailAlerter {
   private readonly config: Config;
@@ -100,15 +111,19 @@ export class EmailAlerter {
   }
 
   /**
-   * Sends one alert. Resolves once the transport accepted it, or at once when the rate limit
-   * holds it back (it is counted and reported by the next alert sent). Rejects with an Error
-   * whose `cause` is the transport's error when the send fails.
+   * Sends one alert. Resolves once the transport accepted it. Rejects with an Error whose `cause`
+   * is the transport's error when the send fails, and with a `RateLimitedError` when the rate
+   * limit holds the alert back: the Locker then leaves its claim unmarked, so it stays owed and the
+   * sweep sends it again, under the same id, in a later window (the next mail sent also counts the
+   * alerts held back since the last one).
    */
   async send(event: AlertEvent): Promise<void> {
     if (this.closed) throw new Error('EmailAlerter: send() was called after shutdown().');
     const { limiter } = this.config;
     const decision = limiter.take();
-    if (!decision.allowed) return;
+    if (!decision.allowed) {
+      throw new RateLimitedError(`EmailAlerter: rate limit of ${limiter.max} per ${limiter.perMs} ms reached; alert ${event.id} (${event.reason}, ${event.keyPath} step ${event.seq}) is held back and stays owed: the sweep sends it again`);
+    }
     const message = formatAlert(this.prepare(event, decision.suppressed), this.config);
     const { transporter, from, to } = this.config;
     try {

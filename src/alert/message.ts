@@ -178,7 +178,7 @@ function errorSection(error: NonNullable<AlertEvent['error']>): Section {
 function suppressedNote(suppressed: number): string[] {
   if (suppressed <= 0) return [];
   const verb = suppressed === 1 ? 'was' : 'were';
-  return [`${plural(suppressed, 'similar alert')} ${verb} suppressed by the rate limit since the last alert was sent.`];
+  return [`${plural(suppressed, 'similar alert')} ${verb} held back by the rate limit since the last alert was sent; each stays owed and is sent again in a later window.`];
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@
  * same id and marks them.
  */
 import type { Key } from '@google-cloud/datastore';
-import { carriedAlerts, unsentOverwrites, type OverwriteClaim } from '../rules/alert-markers';
+import { carriedAlerts, carriedFailures, unsentOverwrites, type FailureClaim, type OverwriteClaim } from '../rules/alert-markers';
 import { alertEvent, type ClaimedAlert } from './event';
 import type { Arrival } from '../http/arrival';
 import type { Parts } from '../parts';
@@ -42,15 +42,23 @@ export function sentByAttempt(a: Arrival): Promise<string[]> | undefined {
 }
 
 /**
- * The events of the lock's overwrite alerts still unmarked, less `except` (markers the caller
- * sends with richer facts). Their ids are those of the first send: an id names the step and the
- * attempt overwritten, nothing else.
+ * The events of the lock's claims still unmarked that whoever takes the lease, or the sweep, sends:
+ * its overwrite alerts, and the failure alerts a step's end carried over (a kickoff after a failed
+ * step whose alert was not sent), less `except` (a marker the caller sends with richer facts).
+ * Their ids are those of the first send: an id names the step and the attempt, nothing else.
  */
 export function unsentOverwriteAlerts(
   parts: Pick<Parts, 'config'>, key: Key, lock: Lock, props: Properties, task: TaskInfo, at: Date, except?: string,
 ): ClaimedAlert[] {
-  if (!parts.config.alerter || !parts.config.alertOnOverwrite || lock.alerts.length === 0) return [];
-  return unsentOverwrites(lock).filter((c) => c.marker !== except).map((c) => ({ marker: c.marker, event: overwriteEvent(key, c, lock, props, task, at) }));
+  if (!parts.config.alerter || lock.alerts.length === 0) return [];
+  const out: ClaimedAlert[] = [];
+  if (parts.config.alertOnOverwrite) {
+    for (const c of unsentOverwrites(lock)) if (c.marker !== except) out.push({ marker: c.marker, event: overwriteEvent(key, c, lock, props, task, at) });
+  }
+  if (parts.config.alertOnFailure) {
+    for (const c of carriedFailures(lock)) if (c.marker !== except) out.push({ marker: c.marker, event: carriedFailureEvent(key, c, props, task, at) });
+  }
+  return out;
 }
 
 function overwriteEvent(key: Key, c: OverwriteClaim, lock: Lock, props: Properties, task: TaskInfo, at: Date): AlertEvent {
@@ -60,14 +68,23 @@ function overwriteEvent(key: Key, c: OverwriteClaim, lock: Lock, props: Properti
   });
 }
 
+/** A failure alert carried past its step's end: its id is the first send's; its error text went with the step. */
+function carriedFailureEvent(key: Key, c: FailureClaim, props: Properties, task: TaskInfo, at: Date): AlertEvent {
+  return alertEvent({
+    reason: AlertReason.failure, key, seq: c.seq, retries: 0, previousAttempt: c.failed, task, properties: props, at,
+    error: new Error(`step ${c.seq} failed for good (attempt ${c.failed}) and its alert was not sent then; its error text was not kept once another step began on the entity`),
+  });
+}
+
 /** How long after the last write of a lock nobody holds the sweep sends its unmarked overwrite alerts again. */
 export function overwriteAlertGrace(parts: Pick<Parts, 'config'>): number {
   return 2 * parts.config.alertTimeout;
 }
 
 /**
- * A write that ends step `before.seq` (`finish`, `schedule`, `kickoff`: each clears `lock_alerts`)
- * keeps the overwrite alerts still unmarked, less the writer's `sent` (none when overwrite alerts
+ * A write that ends step `before.seq` (`finish`, `schedule`, `kickoff`, `retry`: each clears
+ * `lock_alerts`) keeps the claims still unmarked (overwrite alerts, and failure alerts: a kickoff
+ * after a failure whose alert was not sent), less the writer's `sent` (none when overwrite alerts
  * are off); when it keeps any, its ledger `record` (if given) comes due within the grace, so the
  * sweep looks soon. Unchanged in the usual case: the lock had no alerts.
  */
@@ -75,9 +92,10 @@ export function endStepAlerts<R extends { lock: Lock; record?: LedgerRecord }>(
   parts: Pick<Parts, 'config'>, ended: R, before: Lock, sent: readonly string[], now: Date,
 ): R {
   if (before.alerts.length === 0) return ended;
-  // With overwrite alerts off nobody would send them: the step's end drops them, as it always did.
-  if (!parts.config.alerter || !parts.config.alertOnOverwrite) return ended;
-  const kept = carriedAlerts(before, sent);
+  // Alerts of a reason that is off would be sent by nobody: the step's end drops them.
+  const { alerter, alertOnOverwrite, alertOnFailure } = parts.config;
+  if (!alerter || (!alertOnOverwrite && !alertOnFailure)) return ended;
+  const kept = carriedAlerts(before, sent, { overwrite: alertOnOverwrite, failure: alertOnFailure });
   if (kept.length === 0) return ended;
   const out = { ...ended, lock: alerted(ended.lock, { alerts: kept }) };
   const soon = now.getTime() + overwriteAlertGrace(parts);

@@ -19,7 +19,8 @@ import { randomUUID } from 'node:crypto';
 import type { Parts } from '../parts';
 import { ConfigError, StoreUnavailableError } from '../errors/errors';
 import { checkDeliverable, keyPath } from '../store/key-codec';
-import { planKickoff, kickoffChainId, type KickoffPlan } from '../rules/kickoff-plan';
+import { planKickoff, kickoffChainId, kickoffRecord, kickoffRecordKey, type Carry, type KickoffPlan } from '../rules/kickoff-plan';
+import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
 import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from './next-step';
@@ -30,13 +31,13 @@ import {
   type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult,
 } from './schedule-many-types';
 import { keyString } from '../store/keys';
-import { StepState, type LedgerRecord, type VersionedRead } from '../types';
+import { StepState, type ConditionalWrite, type LedgerRecord, type Properties, type VersionedRead } from '../types';
 
 /** The parts a bulk kickoff uses. */
 type KickoffParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger'>;
 
 /**
- * Items per batch: one lookup and two commits of 125 mutations (Datastore takes 1,000 keys and 500
+ * Items per batch: one lookup (the entities and their kickoff records) and three commits of 125 mutations (Datastore takes 1,000 keys and 500
  * mutations). Smaller batches, several in flight, keep the backend busier than a few large ones
  * (measured on the legacy emulator: `npm run bench:kickoff`).
  */
@@ -129,8 +130,12 @@ async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<T
   let open = batch;
   for (let round = 0; round < ROUNDS && open.length > 0; round++) {
     let reads: VersionedRead[];
+    let records: VersionedRead[];
     try {
-      reads = await store.readMany(open.map((p) => p.item.key));
+      // Each entity with the kickoff's record of its chain, in one lookup (2 × 125 keys).
+      const all = await store.readMany([...open.map((p) => p.item.key), ...open.map((p) => kickoffRecordKey(p.item.key, p.chain))]);
+      reads = all.slice(0, open.length);
+      records = all.slice(open.length);
     } catch (error) {
       for (const p of open) fail(parts, run, p, error);
       return toSend;
@@ -140,9 +145,9 @@ async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<T
     const writing: { pending: Pending; previousTask: string | undefined; record: LedgerRecord }[] = [];
     open.forEach((p, i) => {
       const read = reads[i]!;
-      const plan = decide(parts, run, p, read, now, toSend);
+      const plan = decide(parts, run, p, read, records[i]!.properties, now, toSend);
       if (plan?.kind !== 'start') return;
-      writes.push({ read, lock: plan.lock, own: plan.own, record: plan.record });
+      writes.push({ read, lock: plan.lock, own: plan.own, record: plan.record, marker: markerOf(p, plan.record, now) });
       writing.push({ pending: p, previousTask: plan.previousTask, record: plan.record });
       p.recorded = plan.record;
     });
@@ -165,10 +170,10 @@ async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<T
 }
 
 /** The plan for one read entity; settles the busy ones and queues the resumed ones. */
-function decide(parts: KickoffParts, run: Run, p: Pending, read: VersionedRead, now: Date, toSend: ToSend[]): KickoffPlan | undefined {
+function decide(parts: KickoffParts, run: Run, p: Pending, read: VersionedRead, recorded: Properties | undefined, now: Date, toSend: ToSend[]): KickoffPlan | undefined {
   let plan: KickoffPlan;
   try {
-    plan = planKickoff(p.item.key, read.properties, p.item.entity, p.chain, p.step, now);
+    plan = planKickoff(p.item.key, read.properties, p.item.entity, p.chain, p.step, now, carry(parts, now), recorded);
   } catch (error) {
     fail(parts, run, p, error);
     return undefined;
@@ -186,9 +191,12 @@ async function eachTransaction(parts: KickoffParts, batch: Pending[], run: Run):
       const now = new Date(parts.config.clock());
       const done = await parts.locks.transaction(p.item.key, async (tx) => {
         const props = await tx.get(p.item.key);
-        const plan = planKickoff(p.item.key, props, p.item.entity, p.chain, p.step, now);
+        const markerKey = kickoffRecordKey(p.item.key, p.chain);
+        const plan = planKickoff(p.item.key, props, p.item.entity, p.chain, p.step, now, carry(parts, now), await tx.get(markerKey));
         if (plan.kind === 'start') {
           parts.locks.put(tx, p.item.key, props ?? {}, plan.lock, plan.own);
+          const marker = markerOf(p, plan.record, now);
+          tx.put(marker.key, marker.properties, marker.excludeFromIndexes);
           if (plan.previousTask !== undefined) tx.deleteLedger(p.item.key, plan.previousTask);
           tx.putLedger(plan.record);
         }
@@ -206,11 +214,23 @@ async function eachTransaction(parts: KickoffParts, batch: Pending[], run: Run):
   return toSend;
 }
 
+/** The kickoff's record of the chain it starts on `p`'s entity (`kickoff-plan.ts`). */
+function markerOf(p: Pending, record: LedgerRecord, now: Date): NonNullable<ConditionalWrite['marker']> {
+  return { key: kickoffRecordKey(p.item.key, p.chain), ...kickoffRecord(record.seq, now) };
+}
+
+/** A kickoff keeps the alerts still owed on the lock it starts from, as `schedule()` does (`endStepAlerts`). */
+function carry(parts: KickoffParts, now: Date): Carry {
+  return (planned, from) => endStepAlerts(parts, planned, from, NO_ALERTS, now);
+}
+
 /** Settles a plan found in a transaction (busy, or this kickoff's own chain). */
 function settleKnown(run: Run, p: Pending, plan: KickoffPlan, toSend: ToSend[]): void {
   if (plan.kind === 'busy') run.settle(p.index, { status: 'busy', key: p.item.key, seq: plan.seq, running: plan.running });
   else if (plan.kind === 'own') {
     const { lock } = plan;
+    // The chain it started ended (and another may run, or the entity was deleted): nothing is started or sent.
+    if (!plan.live) return run.settle(p.index, { status: 'started', key: p.item.key, seq: plan.seq, task: '', sent: false, resumed: true });
     const live = lock.state === StepState.scheduled && lock.req === '' && lock.task !== undefined;
     if (live) toSend.push({ pending: p, record: undefined, seq: lock.seq, resumedTask: lock.task });
     else run.settle(p.index, { status: 'started', key: p.item.key, seq: lock.seq, task: lock.task ?? '', sent: false, resumed: true });

@@ -24,7 +24,11 @@ export interface LockerOptions {
   alertOnOverwrite?: boolean;
   /** Alert when a step fails for good. Defaults to true when an alerter is given. */
   alertOnFailure?: boolean;
-  /** How long the Locker waits for the alerter before answering the task anyway, ms. Defaults to 5 000. */
+  /**
+   * How long the Locker waits for the alerter before answering the task anyway, ms. At most a
+   * third of `leaseDuration` (else `ConfigError`). Defaults to 5 000, or a third of
+   * `leaseDuration` when that is less.
+   */
   alertTimeout?: number;
   /**
    * How long a lease lasts without renewal, ms. A running handler renews it every third of this;
@@ -271,6 +275,15 @@ export function parseOptions(options: LockerOptions): Config {
   if (o.keyAppId !== undefined && (typeof o.keyAppId !== 'string' || o.keyAppId === '')) throw new ConfigError('keyAppId must be a non-empty string.');
   const project = optionalName('project', o.project);
   const store = o.store;
+  const alertTimeout = positiveInteger('alertTimeout', o.alertTimeout ?? Math.max(1, Math.min(DEFAULTS.alertTimeout, Math.floor(leaseDuration / 3))), 'ms');
+  // A step's last write waits for its takeover alert with renewal paused: a wait longer than a third
+  // of the lease (the most since the last renewal is another third) could let the lease go stale.
+  if (o.alerter !== undefined && alertTimeout * 3 > leaseDuration) {
+    throw new ConfigError(
+      `alertTimeout (${alertTimeout} ms) must be at most a third of leaseDuration (${leaseDuration} ms): a step's last write waits ` +
+        'for its takeover alert with the lease unrenewed, and a hanging alerter must not let the lease go stale.',
+    );
+  }
 
   return Object.freeze({
     store: o.store,
@@ -278,7 +291,7 @@ export function parseOptions(options: LockerOptions): Config {
     alerter: o.alerter,
     alertOnOverwrite: o.alertOnOverwrite ?? o.alerter !== undefined,
     alertOnFailure: o.alertOnFailure ?? o.alerter !== undefined,
-    alertTimeout: positiveInteger('alertTimeout', o.alertTimeout ?? DEFAULTS.alertTimeout, 'ms'),
+    alertTimeout,
     leaseDuration,
     leaseTimeout,
     requestTimeout,

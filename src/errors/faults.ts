@@ -6,7 +6,7 @@
  * | class | errors | what an attempt does |
  * | --- | --- | --- |
  * | `transient` | `StoreUnavailableError`, `ContentionError` (past its retries) | a step's last write is retried under the live lease within `finishBudget`; otherwise 503, nothing changed |
- * | `rejected` | `StoreRejectedError` | a step's last write: its entity changes are discarded and the attempt counts as failed (500, or 200 and alerted at `maxRetries`); elsewhere 500, nothing changed |
+ * | `rejected` | `StoreRejectedError` | a step's last write after the handler ran: its entity changes are discarded and the step fails for good, alerted (200); elsewhere 500, nothing changed |
  * | `config` | `StoreConfigError` | 503 and an error log saying what to fix, at most once a minute |
  * | `lost` | `LeaseLostError` | 503: the attempt may no longer write |
  * | `other` | anything else (a bug) | 503, logged |

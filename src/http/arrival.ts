@@ -20,6 +20,11 @@ export interface Arrival {
   request: Request;
   /** A re-delivery by the sweep (`X-Lock-Send`): decided on a fresh read, never from the duplicate cache. */
   resent?: boolean;
+  /**
+   * When the request arrived (`performance.now()` ms): the step's time limit counts from here, as
+   * the platform's request timeout does. Undefined: from when the lease was taken.
+   */
+  arrivedAt?: number;
 }
 
 /** An `Arrival` made from a task request, its attempt id and task headers worked out on first use. */
@@ -34,6 +39,7 @@ export class TaskArrival implements Arrival {
     readonly resent: boolean,
     readonly payload: Json | undefined,
     readonly request: Request,
+    readonly arrivedAt?: number,
   ) {}
 
   /** This attempt's id, made once. */

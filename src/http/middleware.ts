@@ -58,6 +58,8 @@ const CHAIN_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** What the sweep route uses: the settings, and a sweep unless one started less than `minIntervalMs` ago (a function port). */
 interface Sweeper extends Pick<Parts, 'config'> {
   sweep(minIntervalMs: number): Promise<SweepResult> | TooEarly;
+  /** Whether the Locker is shutting down: the route then answers 503 without sweeping. */
+  stopping(): boolean;
 }
 
 export function handleMiddleware<E, P>(parts: Parts, handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions): RequestHandler {
@@ -69,6 +71,7 @@ export function handleMiddleware<E, P>(parts: Parts, handler: TaskHandler<E, P>,
   return (req, res) => {
     // The shutdown gate: one check per request. A stopping Locker takes no new step and touches no store.
     if (parts.drain.stopping) return answerTask(parts, req, res, DRAINING);
+    const arrivedAt = performance.now(); // the step's time limit counts from here, as the platform's request timeout does
     parts.drain.track((async () => {
       // Neither admission nor the payload is awaited when it is at hand (no authenticator, a body
       // already read or empty): the store's read goes out without a turn of the event loop.
@@ -81,7 +84,7 @@ export function handleMiddleware<E, P>(parts: Parts, handler: TaskHandler<E, P>,
         if (kinds && !kinds.has(key.kind)) throw new BadRequestError(`this route does not serve kind ${JSON.stringify(key.kind)}`);
         let payload = readPayload(req, maxBody);
         if (payload instanceof Promise) payload = await payload;
-        arrival = new TaskArrival(key, seq, chain, resent, payload, req);
+        arrival = new TaskArrival(key, seq, chain, resent, payload, req, arrivedAt);
       } catch (error) {
         return answerTask(parts, req, res, rejected(parts, req, error));
       }
@@ -136,6 +139,10 @@ export function sweepMiddleware(parts: Sweeper, options: SweepHandlerOptions): R
       let answer = admitSweep(parts, req, options.authenticate);
       if (answer instanceof Promise) answer = await answer;
       if (answer) return send(res, answer);
+      if (parts.stopping()) {
+        res.setHeader('Connection', 'close');
+        return send(res, DRAINING);
+      }
       try {
         const sweeping = parts.sweep(minInterval);
         if (!(sweeping instanceof Promise)) {

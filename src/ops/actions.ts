@@ -11,8 +11,8 @@ import { keyPath } from '../store/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { nextSend } from '../rules/ledger-record';
-import { cancel, resend, retry } from '../rules/transitions';
-import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
+import { alerted, cancel, resend, retry } from '../rules/transitions';
+import { endStepAlerts, NO_ALERTS, overwriteAlertGrace } from '../alert/overwrite-alert';
 import type { LedgerRecord, StoreTransaction } from '../types';
 
 /** The parts an operator's action uses. */
@@ -45,7 +45,15 @@ export async function cancelChain(parts: ActionParts, key: Key, options: ActionO
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
     parts.locks.put(tx, key, props!, cancel(lock, { now }));
-    if (lock.task !== undefined) tx.deleteLedger(key, lock.task); // the step is no longer live: its record goes in the same commit
+    if (lock.task !== undefined) {
+      // The step is no longer live: its record goes in the same commit, unless alerts claimed on the
+      // lock are still unsent: then the sweep needs it to find them, so it stays, due within the grace.
+      const owed = endStepAlerts(parts, { lock: alerted(lock, { alerts: [] }) }, lock, NO_ALERTS, now).lock.alerts.length > 0;
+      const record = owed ? await tx.getLedger(key, lock.task) : undefined;
+      const soon = now.getTime() + overwriteAlertGrace(parts);
+      if (record) tx.putLedger({ ...record, due: new Date(Math.min(record.due.getTime(), soon)) });
+      else tx.deleteLedger(key, lock.task);
+    }
     return lock.seq;
   });
   parts.emit('cancelled', { key, seq, attempt: '' });
@@ -70,8 +78,10 @@ export async function retryStep(parts: ActionParts, key: Key, options: ActionOpt
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
     const found = await ledgerOf(tx, key, lock);
-    // lock_task keeps naming the record (found.id); overwrite alerts still unsent stay until someone sends them.
-    const next = endStepAlerts(parts, { lock: retry(lock, { now: new Date(now) }) }, lock, NO_ALERTS, new Date(now)).lock;
+    // lock_task keeps naming the record (found.id); alerts still unsent stay until someone sends them, except
+    // the retried step's own failure alert: the operator retrying it has seen the failure.
+    const seen = lock.alerts.filter((m) => m.startsWith(`failure:${lock.seq}:`));
+    const next = endStepAlerts(parts, { lock: retry(lock, { now: new Date(now) }) }, lock, seen, new Date(now)).lock;
     const claimed = nextSend(found, now, parts.config.stallAfter);
     parts.locks.put(tx, key, props!, next);
     tx.putLedger(claimed);

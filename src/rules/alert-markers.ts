@@ -21,7 +21,7 @@ export interface Takeover {
  * this event should be alerted (record it with the event), or undefined when alerts of that reason
  * are off or (a failure) it was alerted before. Every overwrite is its own alert, named by who was
  * overwritten and who took over. Markers of earlier steps are dropped, so the list stays short,
- * except overwrite alerts not yet marked sent: they are kept until someone sends them.
+ * except claims not yet marked sent (overwrite and failure alike): they are kept until someone sends them.
  */
 export function claimAlert(config: Config, lock: Lock, who: Takeover | { failed: string }): string[] | undefined {
   const failure = 'failed' in who;
@@ -30,7 +30,7 @@ export function claimAlert(config: Config, lock: Lock, who: Takeover | { failed:
   if (failure && lock.alerts.some((a) => a === prefix.slice(0, -1) || a.startsWith(prefix))) return undefined;
   const marker = failure ? `${prefix}${who.failed}` : `overwrite:${lock.seq}:${who.previous}:${who.next}`;
   if (lock.alerts.includes(marker)) return undefined;
-  return [...lock.alerts.filter((a) => markerSeq(a) === lock.seq || isUnsentOverwrite(a)), marker];
+  return [...lock.alerts.filter((a) => markerSeq(a) === lock.seq || isUnsentClaim(a)), marker];
 }
 
 /** The start of every failure marker of step `seq` after the bare one older versions wrote (`failure:<seq>`). */
@@ -71,8 +71,39 @@ export function unsentOverwrite(marker: string): OverwriteClaim | undefined {
   return { seq, previous: joined.slice(0, cut), next: joined.slice(cut + 1), marker };
 }
 
-function isUnsentOverwrite(marker: string): boolean {
-  return unsentOverwrite(marker) !== undefined;
+function isUnsentClaim(marker: string): boolean {
+  return unsentOverwrite(marker) !== undefined || unsentFailureClaim(marker) !== undefined;
+}
+
+/** A failure alert claimed on an entity and not marked sent: its step, the attempt that failed, its marker. */
+export interface FailureClaim {
+  seq: number;
+  failed: string;
+  marker: string;
+}
+
+/** The failure claim a marker (`failure:<seq>:<attempt>`) is, or undefined when it is none or is marked sent. */
+export function unsentFailureClaim(marker: string): FailureClaim | undefined {
+  if (!marker.startsWith('failure:') || marker.endsWith(SENT)) return undefined;
+  const rest = marker.slice('failure:'.length);
+  const cut = rest.indexOf(':');
+  const seq = Number(rest.slice(0, cut));
+  if (cut <= 0 || !Number.isSafeInteger(seq) || cut >= rest.length - 1) return undefined;
+  return { seq, failed: rest.slice(cut + 1), marker };
+}
+
+/**
+ * The failure alerts claimed on the lock and not marked sent that a step's end carried over: those
+ * of a step other than the lock's own failed step (whose alert the sweep sends from that step's
+ * ledger record, `unsentFailure`). A kickoff after a failure whose alert was not sent carries it.
+ */
+export function carriedFailures(lock: Lock): FailureClaim[] {
+  const out: FailureClaim[] = [];
+  for (const marker of lock.alerts) {
+    const claim = unsentFailureClaim(marker);
+    if (claim && !(claim.seq === lock.seq && lock.state === 'failed')) out.push(claim);
+  }
+  return out;
 }
 
 /**
@@ -102,13 +133,21 @@ export function markAlertsSent(alerts: readonly string[], seq: number, sent: rea
   return out;
 }
 
+/** Which claims a step's end carries: those of the reasons whose alerts are on. */
+export interface CarriedReasons {
+  overwrite: boolean;
+  failure: boolean;
+}
+
 /**
- * What a write that ends the step (`finish`, `schedule`, a kickoff) keeps of the lock's alerts:
- * the overwrite alerts not yet marked sent, less those in `sent` (the writer's own sends, which the
- * alerter took). Empty in the usual case: the step ends with no alert owed.
+ * What a write that ends the step (`finish`, `schedule`, a kickoff, an operator's retry) keeps of
+ * the lock's alerts: the claims not yet marked sent (overwrite alerts, and failure alerts, a
+ * kickoff after a failed step's unsent one included), less those in `sent` (the writer's own sends,
+ * which the alerter took). Empty in the usual case: the step ends with no alert owed.
  */
-export function carriedAlerts(lock: Lock, sent: readonly string[]): string[] {
-  return unsentOverwrites(lock).map((c) => c.marker).filter((m) => !sent.includes(m));
+export function carriedAlerts(lock: Lock, sent: readonly string[], reasons: CarriedReasons = { overwrite: true, failure: true }): string[] {
+  return lock.alerts.filter((m) => !sent.includes(m) &&
+    ((reasons.overwrite && unsentOverwrite(m) !== undefined) || (reasons.failure && unsentFailureClaim(m) !== undefined)));
 }
 
 /** The step a marker (`reason:seq[:…]`) belongs to. */

@@ -7,13 +7,13 @@ import { failAttempt } from './fail';
 import type { EntityFactory, TaskContext, TaskHandler } from './handler-types';
 import { completeStep, makeContext, type StepProgress } from './finish';
 import type { Parts } from '../parts';
-import { LeaseLostError, ShutdownError, type StoreConfigError } from '../errors/errors';
+import { LeaseLostError, PermanentError, ShutdownError, type StoreConfigError } from '../errors/errors';
 import { answers, type Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
 import { classify, FaultClass } from '../errors/faults';
 import { keyPath } from '../store/key-codec';
 import { Lease, type Interruption } from './lease';
-import { describeError, userProperties } from '../rules/lock-fields';
+import { describeError, readLock, userProperties } from '../rules/lock-fields';
 import { take } from './take';
 import { scrubError, secretsOf } from '../alert/redact';
 import { Attr } from '../telemetry/telemetry';
@@ -40,7 +40,7 @@ async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P
     return result;
   });
   if ('answer' in taken) return taken.answer;
-  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot);
+  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt);
   try {
     return await runUnderLease(parts, a, lease, taken.props, handler, factory);
   } finally {
@@ -64,7 +64,7 @@ async function runUnderLease<E, P>(
   if (early) return handBack(parts, a, lease, false, early);
   try {
     entity = factory(userProperties(props), a.key);
-    const ctx = makeContext(parts, a, lease, entity, step) as TaskContext<E, P>;
+    const ctx = makeContext(parts, a, lease, entity, step, readLock(props).chain) as TaskContext<E, P>;
     ranOn = await lease.race(parts.telemetry.span('run', a, () => Promise.resolve(handler(ctx))));
   } catch (error) {
     failure = { error };
@@ -86,12 +86,18 @@ async function runUnderLease<E, P>(
   const lostLease = lease.lost ?? (failure?.error instanceof LeaseLostError ? failure.error : undefined);
   if (lostLease) return lost(parts, a, lostLease);
   if (!failure) return finish(parts, a, lease, entity);
-  // Stopped at shutdown and it stopped on the signal: handed back silently, no attempt counted.
-  // (Stopped for the request's time limit, it is a failed attempt: released, counted, answered 503.)
-  if (interruption && stoppedOn(failure.error, interruption)) {
-    if (interruption instanceof ShutdownError) return handBack(parts, a, lease, false, interruption);
-    const answer = await failAttempt(parts, a, lease, failure.error);
-    return answer.reason === 'handler-failed' ? answers.stoppedNearTimeout(answer) : answer;
+  if (interruption) {
+    // Stopped, and it said so explicitly (it rejected with the signal's reason itself, or called
+    // ctx.handBack()): at shutdown, handed back silently, no attempt counted; for the request's time
+    // limit, a failed attempt, released, counted, answered 503.
+    if (failure.error === interruption) {
+      if (interruption instanceof ShutdownError) return handBack(parts, a, lease, false, interruption);
+      const answer = await failAttempt(parts, a, lease, failure.error);
+      return answer.reason === 'handler-failed' ? answers.stoppedNearTimeout(answer) : answer;
+    }
+    // Any other rejection after the stop (an AbortError its effect's own call raised included) may
+    // come after the effect: the lease is written stale, so the next run is an overwrite, alerted.
+    if (!(failure.error instanceof LeaseLostError)) return handBack(parts, a, lease, true, interruption, failure.error);
   }
   // The store's set-up is wrong (the handler let a StoreConfigError of its own write through): no write can help.
   if (classify(failure.error) === FaultClass.config) throw failure.error;
@@ -99,13 +105,18 @@ async function runUnderLease<E, P>(
   // finishing after it returned, the lease stays held (503), so the step is not run again unalerted
   // by a release; a later delivery takes the stale lease over, with an overwrite alert.
   if (failure.error === step.settleError && classify(failure.error) === FaultClass.transient) throw failure.error;
+  // Its own schedule()/complete() was refused for good (the entity too large, a value the store
+  // cannot hold, a toProperties() that throws): the handler ran, so the step fails for good, alerted.
+  if (failure.error === step.settleError) return failAttempt(parts, a, lease, unstorable(parts, a, failure.error));
   return failAttempt(parts, a, lease, failure.error);
 }
 
 /**
  * The handler returned without scheduling or completing: the step, and the chain, are complete.
- * When the store refuses the step's changes for good (too large, a value it cannot hold), they are
- * discarded and the attempt counts as failed: the error is stored, never a held lease.
+ * A transient store failure is retried under the lease (`Lease.settle`); a refusal that would come
+ * again (an entity over the store's size limit, a value it cannot hold, a `toProperties()` that
+ * throws) fails the step for good at once, alerted: the handler ran, so running it again unalerted
+ * would break the promise that a re-run is always alerted (`unstorable`).
  */
 async function finish(parts: Parts, a: Arrival, lease: Lease, entity: unknown): Promise<Answer> {
   try {
@@ -113,25 +124,31 @@ async function finish(parts: Parts, a: Arrival, lease: Lease, entity: unknown): 
   } catch (error) {
     if (error instanceof LeaseLostError) return lost(parts, a, error);
     if (classify(error) === FaultClass.transient || classify(error) === FaultClass.config) throw error;
-    parts.config.logger.error('the step\'s changes cannot be saved; they are discarded and the attempt counts as failed', {
-      key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: error instanceof Error ? error.message : String(error),
-    });
-    return failAttempt(parts, a, lease, error);
+    return failAttempt(parts, a, lease, unstorable(parts, a, error));
   }
   return answers.done(a.seq);
 }
 
-/** Whether the handler showed it stopped on its signal: it rejected with the signal's reason, or an error caused by it (an `AbortError`). */
-function stoppedOn(error: unknown, reason: Interruption): boolean {
-  return error === reason || (error instanceof Error && error.cause === reason);
+/**
+ * The error a step fails for good with when the handler ran but the store refused its result for
+ * good: a `PermanentError` that says so, with the store's refusal as its cause. Logged.
+ */
+export function unstorable(parts: Parts, a: Arrival, error: unknown): PermanentError {
+  const why = error instanceof Error ? error.message : String(error);
+  parts.config.logger.error('the handler ran, but its result cannot be stored; the step fails for good (alerted) rather than run again', {
+    key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: why,
+  });
+  return new PermanentError(`the handler ran, but its result could not be stored, so the step failed for good instead of running again: ${why}`, { cause: error });
 }
 
 /**
  * Hands the lease of a stopped attempt back (see `Lease.handBack`) and answers 503 so Cloud Tasks
- * delivers the task again: silently when the handler stopped on the signal (or never ran), written
- * stale (the next delivery's overwrite counts and alerts, naming this attempt) when it ran on.
+ * delivers the task again: silently when the handler said it stopped before its effect (it
+ * rejected with the signal's reason itself, or called `ctx.handBack()`) or never ran; written stale
+ * (the next delivery's overwrite counts and alerts, naming this attempt) when it ran on, or
+ * rejected with any other error (`rejected`), which may have come after its effect.
  */
-async function handBack(parts: Parts, a: Arrival, lease: Lease, ranOn: boolean, why: Interruption): Promise<Answer> {
+async function handBack(parts: Parts, a: Arrival, lease: Lease, ranOn: boolean, why: Interruption, rejected?: unknown): Promise<Answer> {
   const reason = why instanceof ShutdownError ? 'shutdown' : 'time-limit';
   const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, reason };
   try {
@@ -140,7 +157,9 @@ async function handBack(parts: Parts, a: Arrival, lease: Lease, ranOn: boolean, 
     if (error instanceof LeaseLostError) return lost(parts, a, error);
     throw error;
   }
-  if (ranOn) parts.config.logger.error('handler still running after it was stopped; its lease is written stale, so the next delivery takes it over with an alert', fields);
+  if (rejected !== undefined) {
+    parts.config.logger.error('handler rejected after it was stopped with an error other than the signal\'s reason, so its effect may have happened; its lease is written stale, so the next delivery takes it over with an alert', { ...fields, error: describeError(rejected) });
+  } else if (ranOn) parts.config.logger.error('handler still running after it was stopped; its lease is written stale, so the next delivery takes it over with an alert', fields);
   else parts.config.logger.warn('lease handed back; the next delivery runs the step', fields);
   parts.emit('handedBack', { key: a.key, seq: a.seq, attempt: a.attempt, reason, silent: !ranOn });
   return answers.handedBack(a.seq, reason);

@@ -2,6 +2,8 @@
  * What a running handler can do to its step: the context it is given, with `schedule()` (the
  * next step and its task, committed together through the ledger) and `complete()`, both fenced.
  */
+import { createHash } from 'node:crypto';
+import type { Key } from '@google-cloud/datastore';
 import type { Arrival } from '../http/arrival';
 import { entityProperties, type ScheduledStep, type TaskContext } from './handler-types';
 import type { Parts } from '../parts';
@@ -31,7 +33,7 @@ export interface StepProgress {
 }
 
 /** The handler's context; `step` records whether the handler scheduled or completed the step itself. */
-export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entity: E, step: StepProgress): TaskContext<E> {
+export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entity: E, step: StepProgress, chain: string | undefined): TaskContext<E> {
   const finishOnce = (): void => {
     if (step.done) throw new StepAlreadyFinishedError(`step ${a.seq} of ${keyPath(a.key)} was already scheduled or completed by this handler`);
   };
@@ -48,10 +50,16 @@ export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entit
       return lease.signal; // made on first use: most handlers never look
     },
     request: a.request,
+    idempotencyKey: idempotencyKey(a.key, chain, a.seq),
+    handBack(): never {
+      const signal = lease.signal;
+      if (signal.aborted) throw signal.reason;
+      throw new Error(`ctx.handBack() was called on ${keyPath(a.key)} step ${a.seq}, but nothing asked the attempt to stop (ctx.signal has not aborted)`);
+    },
     async schedule(path, payload, options): Promise<ScheduledStep> {
       finishOnce();
       const next = checkStep(parts, path, payload, options);
-      const own = entityProperties(entity);
+      const own = await remember(step, Promise.resolve().then(() => entityProperties(entity)));
       const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran (none in the usual case)
       const alertsSent = alerting ? await alerting : NO_ALERTS;
       const now = new Date(parts.config.clock());
@@ -69,10 +77,19 @@ export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entit
     },
     async complete(): Promise<void> {
       finishOnce();
-      await remember(step, completeStep(parts, a, lease, entity));
+      await remember(step, Promise.resolve().then(() => completeStep(parts, a, lease, entity)));
       step.done = true;
     },
   };
+}
+
+/**
+ * The idempotency key of step `seq` of `chain` on `key` (`ctx.idempotencyKey`): a hash of the
+ * three, so every attempt of the step gets the same key and the next step or chain another.
+ */
+export function idempotencyKey(key: Key, chain: string | undefined, seq: number): string {
+  const hash = createHash('sha256').update(`idempotency\n${key.namespace ?? ''}\n${keyPath(key)}\n${chain ?? ''}\n${seq}`).digest('hex').slice(0, 32);
+  return `${hash}-${seq}`;
 }
 
 /** Notes on `step` the error a finishing write gave up with, and rethrows it to the handler. */

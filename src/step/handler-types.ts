@@ -45,8 +45,28 @@ export interface TaskContext<E, P = Json | undefined> {
   readonly attempt: string;
   /** Cloud Tasks' metadata about this delivery. */
   readonly task: TaskInfo;
-  /** Aborts when the lease is lost or `leaseTimeout` passes: stop work and return. */
+  /**
+   * Aborts when the lease is lost, `leaseTimeout` passes, the request nears its time limit or the
+   * Locker shuts down. Pass it only to the calls before the step's effect: a call that carries the
+   * effect (a charge, an email) must not be cut half-way. To stop before the effect, reject with
+   * `signal.reason` itself or call {@link TaskContext.handBack}.
+   */
   readonly signal: AbortSignal;
+  /**
+   * A key that names this step of this chain: the same for every attempt of the step (retries,
+   * re-deliveries, a takeover after a crash, an operator's retry), different for the next step
+   * and for the next chain on the same entity. Send it with the step's effect (for example as the
+   * `Idempotency-Key` header a payment API takes) so that a second run does not repeat the effect.
+   */
+  readonly idempotencyKey: string;
+  /**
+   * Stops the attempt before its effect, after `signal` aborted: throws `signal.reason`, which
+   * the attempt reads as "stopped before the effect". At shutdown the lease is then handed back
+   * silently (the next delivery runs the step with no alert). Any other rejection after the stop,
+   * an `AbortError` included, counts as an attempt that may have had its effect: its next run is
+   * alerted. Called before `signal` aborted, it throws an `Error` (a failed attempt).
+   */
+  handBack(): never;
   /** The HTTP request. */
   readonly request: Request;
   /**

@@ -69,6 +69,8 @@ export class Lease implements Interruptible {
     readonly attempt: string,
     /** The entity as this attempt last wrote it (the version its next write expects). */
     private snapshot: Snapshot,
+    /** When the request arrived (`timers.now()` ms): the step's time limit counts from it. Defaults to when the lease starts. */
+    private arrivedAt?: number,
     /** The clock and timers of renewal, the proof window, the time limits and the grace (a test hands its own). */
     private readonly timers: Timers = realTimers,
   ) {}
@@ -150,6 +152,7 @@ export class Lease implements Interruptible {
   /** Starts renewing, the `leaseTimeout` clock, and the clock of the last proof that the lease is held. */
   start(): void {
     this.startedAt = this.timers.now();
+    this.arrivedAt ??= this.startedAt;
     this.renewDueAt = this.startedAt + this.renewEvery();
     this.proven();
     this.resume();
@@ -168,10 +171,14 @@ export class Lease implements Interruptible {
     if (this.closed || this.abortReason || this.givenUp || this.renewals) return;
     this.renewals = true;
     this.scheduleRenewal();
-    // One timer for both limits: the request's time limit when it comes first, else leaseTimeout.
+    // One timer for both limits: the request's time limit (counted from the request's arrival, as the
+    // platform counts it) when it comes first, else leaseTimeout (counted from the lease's start).
     const { leaseTimeout, stepLimit } = this.parts.config;
-    const byRequest = stepLimit < leaseTimeout;
-    const left = Math.max(0, (byRequest ? stepLimit : leaseTimeout) - (this.timers.now() - this.startedAt));
+    const now = this.timers.now();
+    const byRequestAt = (this.arrivedAt ?? this.startedAt) + stepLimit;
+    const byLeaseAt = this.startedAt + leaseTimeout;
+    const byRequest = byRequestAt < byLeaseAt;
+    const left = Math.max(0, (byRequest ? byRequestAt : byLeaseAt) - now);
     this.timeoutTimer = this.timers.setTimeout(() => (byRequest ? this.interrupt('time-limit', this.parts.config.stepGrace) : this.lose('timeout')), left);
     this.timeoutTimer.unref();
   }
@@ -192,7 +199,10 @@ export class Lease implements Interruptible {
    */
   async settle<T>(what: string, write: () => Promise<T>): Promise<T> {
     const started = this.timers.now();
-    const budget = settleBudget(this.parts.config.leaseDuration);
+    // Half a lease, and never past the request's own cut: the last half of the stop's grace is left for the answer.
+    const { requestTimeout, stepGrace } = this.parts.config;
+    const cut = (this.arrivedAt ?? started) + requestTimeout - Math.ceil(stepGrace / 2);
+    const budget = Math.min(settleBudget(this.parts.config.leaseDuration), Math.max(0, cut - started));
     for (let delay = 20; ; delay = Math.min(delay * 2, 1_000)) {
       await this.pause();
       try {

@@ -9,6 +9,8 @@
  *   version and reports `conflictDetected` on the others. A non-transactional commit is not
  *   atomic, so the record goes first: an entity is never written without its record, and a record
  *   left by a conflict or a crash names a step its entity does not run, which the sweep clears.
+ *   Then the kickoff records (`ConditionalWrite.marker`) of the entities written, in one more
+ *   commit, before the call returns (and so before any task is sent).
  * - in transactions (the Firestore emulator, which ignores `baseVersion`): a transaction per
  *   {@link TRANSACTION_WRITES} entities reads them all in one lookup, compares their versions and
  *   commits the unchanged ones with their records; one that aborts on contention is run again,
@@ -34,7 +36,7 @@ import { withContentionRetry } from './retry';
 
 /** Datastore's most mutations in one commit. */
 export const MAX_MUTATIONS = 500;
-/** Entities per transaction where compare-and-swaps run as transactions (each with its record: two mutations). */
+/** Entities per transaction where compare-and-swaps run as transactions (each with its record and its kickoff record: three mutations). */
 export const TRANSACTION_WRITES = 150;
 /** The largest commit request sent, bytes (Datastore takes 10 MiB). */
 const MAX_COMMIT_BYTES = 8 * 1024 * 1024;
@@ -67,6 +69,8 @@ interface Encoded {
   key: Key;
   entity: RawEntity;
   record: RawEntity;
+  /** The kickoff's record of the chain, stored once the entity is (see `ConditionalWrite.marker`). */
+  marker?: RawEntity;
   base: string;
   bytes: number;
 }
@@ -95,7 +99,8 @@ function encode(config: BatchConfig, write: ConditionalWrite, index: number): En
   const entity = entityProto(writeArgs(key, write.properties, write.excludeFromIndexes, version.shape));
   const recordKey = ledgerKey(config.ledgerKind, write.record.key.namespace, write.record.id);
   const record = entityProto(writeArgs(recordKey, ledgerProperties(write.record), LEDGER_UNINDEXED));
-  return { index, key, entity, record, base: version.version, bytes: approxBytes(entity) + approxBytes(record) };
+  const marker = write.marker ? entityProto(writeArgs(write.marker.key, write.marker.properties, write.marker.excludeFromIndexes)) : undefined;
+  return { index, key, entity, record, ...(marker ? { marker } : {}), base: version.version, bytes: approxBytes(entity) + approxBytes(record) + (marker ? approxBytes(marker) : 0) };
 }
 
 /** Records first, then the entities at their versions, each in commits of at most {@link MAX_MUTATIONS}. */
@@ -118,6 +123,12 @@ async function conditional(config: BatchConfig, writes: Encoded[], outcomes: Con
       });
     });
   }
+  // The kickoff records of the entities written, before the call returns (so before any task is
+  // sent). One that cannot be stored is logged by the caller's outcome: the write stays written.
+  const marked = recorded.filter((w) => w.marker && outcomes[w.index]?.outcome === 'written');
+  for (const chunk of chunks(marked, MAX_MUTATIONS, (w) => approxBytes(w.marker!))) {
+    await config.rpc.commit(chunk.map((w) => ({ upsert: w.marker! }))).catch(() => undefined);
+  }
 }
 
 /** A transaction per chunk; a chunk that keeps meeting contention is split, down to one entity. */
@@ -137,7 +148,7 @@ async function transactionOnce(rpc: DatastoreRpc, part: Encoded[]): Promise<bool
   try {
     const found = await lookupMany(rpc, part.map((w) => w.key), { transaction });
     const unchanged = part.map((w, i) => (found[i]!.entity ? found[i]!.version === w.base : w.base === ABSENT));
-    const mutations: Mutation[] = part.flatMap((w, i) => (unchanged[i] ? [{ upsert: w.record }, { upsert: w.entity }] : []));
+    const mutations: Mutation[] = part.flatMap((w, i) => (unchanged[i] ? [{ upsert: w.record }, { upsert: w.entity }, ...(w.marker ? [{ upsert: w.marker }] : [])] : []));
     if (mutations.length === 0) await rollBack(rpc, transaction);
     else await rpc.commit(mutations, transaction);
     return unchanged;

@@ -10,7 +10,7 @@ import type { Key } from '@google-cloud/datastore';
 import type { Config } from '../config/options';
 import { UNINDEXED_LOCK_FIELDS, writeLock, type Lock } from '../rules/lock-fields';
 import type { SeenSteps } from '../step/seen-steps';
-import type { ConditionalOutcome, LedgerRecord, Properties, Snapshot, StoreTransaction, VersionedRead } from '../types';
+import type { ConditionalOutcome, ConditionalWrite, LedgerRecord, Properties, Snapshot, StoreTransaction, VersionedRead } from '../types';
 import { withContentionRetry } from './retry';
 
 /** What the lock writer reads of the configuration. */
@@ -22,6 +22,8 @@ export interface BatchLockWrite {
   lock: Lock;
   own: Properties;
   record: LedgerRecord;
+  /** The kickoff's record of the chain it starts (see `ConditionalWrite.marker`). */
+  marker?: ConditionalWrite['marker'];
 }
 
 /** The one lock-writing part (see the file's comment); built once per Locker. */
@@ -65,6 +67,7 @@ export class LockWriter {
   async replaceMany(writes: readonly BatchLockWrite[]): Promise<ConditionalOutcome[]> {
     const outcomes = await this.settings.store.replaceMany!(writes.map((w) => ({
       read: w.read, properties: writeLock({ ...(w.read.properties ?? {}), ...w.own }, w.lock), excludeFromIndexes: this.excludes, record: w.record,
+      ...(w.marker ? { marker: w.marker } : {}),
     })));
     outcomes.forEach((outcome, i) => {
       if (outcome.outcome === 'written') this.seen.forget(writes[i]!.read.key);

@@ -189,6 +189,7 @@ export class MemoryStore implements Store {
         const version = ++this.clock;
         this.entities.set(id, { key: copyKey(write.read.key), properties, version });
         this.entities.set(keyString(ledger), { key: ledger, properties: record, version });
+        if (write.marker) this.entities.set(keyString(write.marker.key), { key: copyKey(write.marker.key), properties: copyProperties(write.marker.properties), version });
         return { outcome: 'written' };
       } catch (error) {
         return { outcome: 'error', error: error instanceof Error ? error : new Error(String(error)) };

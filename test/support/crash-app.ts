@@ -17,7 +17,6 @@
  * It prints `crash-app listening on URL` once it serves, and `crash-app started CHAIN` per kickoff.
  */
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { Datastore, type Key } from '@google-cloud/datastore';
 import type { KillPoint } from './kill-points';
@@ -106,8 +105,9 @@ async function count(key: Key, seq: number, field: 'runs' | 'attempts'): Promise
   }), { attempts: 20, baseDelayMs: 10, maxDelayMs: 200 });
 }
 
+/** Records an alert under its id: alerts are at least once with a stable id, so a repeat (an alert the sweep sent again) is one record. */
 async function recordAlert(event: AlertEvent): Promise<void> {
-  const alert = datastore.key({ namespace, path: ['CrashAlert', randomUUID()] });
+  const alert = datastore.key({ namespace, path: ['CrashAlert', event.id] });
   await store.transaction(async (tx) => tx.put(alert, { reason: event.reason, chain: event.key.name ?? '', seq: event.seq }, []));
 }
 

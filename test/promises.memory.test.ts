@@ -1,0 +1,4 @@
+import { promisesSuite } from './promises-suite';
+import { MemoryStore } from '../src/store/memory';
+
+promisesSuite('the in-memory store', async () => ({ store: new MemoryStore(), namespace: undefined }));
