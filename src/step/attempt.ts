@@ -15,6 +15,7 @@ import { keyPath } from '../store/key-codec';
 import { Lease, type Interruption } from './lease';
 import { describeError, userProperties } from '../rules/lock-fields';
 import { take } from './take';
+import { settleAfterAnswer } from '../fanout/settle';
 import { Attr } from '../telemetry/telemetry';
 import type { Properties } from '../types';
 
@@ -26,7 +27,10 @@ export async function runAttempt<E, P>(
   factory: EntityFactory<E>,
 ): Promise<Answer> {
   try {
-    return await parts.seen.coalesce(arrival.key, arrival.seq, () => attempt(parts, arrival, handler, factory));
+    const answer = await parts.seen.coalesce(arrival.key, arrival.seq, () => attempt(parts, arrival, handler, factory));
+    // A fan-out child whose chain may have ended settles, and runs the completion check (fanout/settle.ts).
+    if (answer.status === 200 && answer.outcome !== 'dropped') await settleAfterAnswer(parts, arrival.key, arrival.chain);
+    return answer;
   } catch (error) {
     return unexpected(parts, arrival, error);
   }
