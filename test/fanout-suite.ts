@@ -54,7 +54,18 @@ function assertChildrenRanOnce(rig: FanRig, expected: Array<{ name: string; mode
   }
 }
 
-export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>): void {
+/** Resolves once `keys`' chains all ended (complete or failed); bounded. */
+async function allEnded(rig: FanRig, keys: readonly Key[], limitMs = 120_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const states = await Promise.all(keys.map(async (k) => (await rig.store.get(k))?.lock_state));
+    if (states.every((st) => st === StepState.complete || st === StepState.failed)) return;
+    if (Date.now() > deadline) throw new Error(`children not ended after ${limitMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, options: { big?: number } = {}): void {
   describe(`ctx.fanOut() on ${name}`, () => {
     let s: StoreUnderTest;
     let rig: FanRig;
@@ -74,6 +85,173 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>): 
       await rig.start(parent, children);
       const run = await assertJoinedOnce(rig, parent, children);
       assert.equal(run.outcome, 'succeeded');
+      assertChildrenRanOnce(rig, children);
+    });
+
+    it('policies: all settled (default), all succeeded, a tolerated count or share; a failed child never parks the parent', async () => {
+      const cases = [
+        { policy: undefined, outcome: 'tolerated' },
+        { policy: { require: 'succeeded' as const }, outcome: 'failed' },
+        { policy: { tolerate: 2 }, outcome: 'tolerated' },
+        { policy: { tolerate: 1 }, outcome: 'failed' },
+        { policy: { tolerateShare: 0.5 }, outcome: 'tolerated' },
+        { policy: { tolerateShare: 0.2 }, outcome: 'failed' },
+      ];
+      const started = await Promise.all(cases.map(async (c) => {
+        const parent = parentKey();
+        const children = lines(`pol${counter}`, 6, (i) => (i < 2 ? 'fail' : 'ok'));
+        await rig.start(parent, children, c.policy ? { policy: c.policy } : {});
+        return { parent, children, outcome: c.outcome };
+      }));
+      for (const { parent, children, outcome } of started) {
+        const run = await assertJoinedOnce(rig, parent, children);
+        assert.equal(run.outcome, outcome);
+        assert.equal(run.counts.failed, 2);
+        assert.equal(run.counts.succeeded, 4);
+      }
+      const all = await (async () => { const parent = parentKey(); const children = lines(`pol${counter}`, 3); await rig.start(parent, children, { policy: { require: 'succeeded' } }); return assertJoinedOnce(rig, parent, children); })();
+      assert.equal(all.outcome, 'succeeded');
+    });
+
+    it('a child whose entity is busy with another chain settles failed at once; the join sees why', async () => {
+      const parent = parentKey();
+      const children = lines(`busy${counter}`, 4);
+      const busy = rig.key('Line', children[0]!.name);
+      await rig.store.transaction(async (tx) => {
+        tx.put(busy, { lock_ts: new Date(), lock_req: '', lock_seq: 4, lock_try: 0, lock_state: StepState.scheduled, lock_chain: 'another', lock_task: 'another-4' }, []);
+      });
+      await rig.start(parent, children);
+      const run = await rig.joined(parent);
+      await rig.settle();
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1);
+      const seen = run.children.find((c) => c.key.name === busy.name);
+      assert.equal(seen?.state, 'failed');
+      assert.match(seen?.error ?? '', /busy with another chain/);
+      assert.equal(run.counts.succeeded, 3);
+      assert.equal((await rig.store.get(busy))?.lock_chain, 'another', 'the busy entity was left alone');
+    });
+
+    it('all children finish before the seal, and some do: the seal runs the completion check', async () => {
+      for (const wanted of ['all', 'some'] as const) {
+        const parent = parentKey();
+        const children = lines(`seal-${wanted}${counter}`, 5);
+        const keys = children.map((c) => rig.key('Line', c.name));
+        // The seal's commit waits until the children it names have ended.
+        await rig.start(parent, children, { gate: () => allEnded(rig, wanted === 'all' ? keys : keys.slice(0, 1)) });
+        const run = await assertJoinedOnce(rig, parent, children);
+        assert.equal(run.outcome, 'succeeded');
+      }
+    });
+
+    for (const point of ['LockerFanOut:writing', 'LockerFanOutPage', 'replaceMany', 'LockerFanOut:sealed', 'findKeys']) {
+      for (const applied of [false, true]) {
+        if (point === 'findKeys' && applied) continue;
+        it(`the parent fails at ${point}${applied ? ' after it applied' : ''}: the retry resumes, no child starts twice, the join runs once`, async () => {
+          const parent = parentKey();
+          const children = lines(`crash${counter}`, 150);
+          rig.store.inject({ at: point, applied });
+          await rig.start(parent, children);
+          await assertJoinedOnce(rig, parent, children);
+          assertChildrenRanOnce(rig, children);
+          assert.ok(rig.store.fired.length > 0, 'the fault fired');
+          rig.store.fired.length = 0;
+        });
+      }
+    }
+
+    for (const applied of [false, true]) {
+      it(`a child fails ${applied ? 'after settling, before its completion check' : 'while settling'}: the sweep settles it or checks, the join runs once`, async () => {
+        const parent = parentKey();
+        const children = lines(`settle${counter}`, 3);
+        rig.store.inject({ at: 'LockerFanOutChild:succeeded', applied, times: 3 });
+        await rig.start(parent, children);
+        await assertJoinedOnce(rig, parent, children);
+        assert.equal(rig.store.fired.length, 3, 'every child\'s own settle was lost');
+        rig.store.fired.length = 0;
+      });
+    }
+
+    it('a child re-delivered after it settled, and again after the join, changes nothing', async () => {
+      const parent = parentKey();
+      const children = lines(`again${counter}`, 3);
+      await rig.start(parent, children);
+      await assertJoinedOnce(rig, parent, children);
+      const child = rig.key('Line', children[0]!.name);
+      const chain = String((await rig.store.get(child))?.lock_chain);
+      for (let i = 0; i < 2; i++) {
+        await rig.local.enqueue({
+          name: `again-${counter}-${i}`, path: '/child', body: JSON.stringify({ mode: 'ok', name: children[0]!.name }),
+          headers: { 'x-lock-key': rig.locker.encodeKey(child), 'x-lock-seq': '1', 'x-lock-chain': chain },
+        });
+        await rig.settle();
+      }
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1, 'still one join');
+      assertChildrenRanOnce(rig, children);
+    });
+
+    it('the join fails and is retried: it finishes once', async () => {
+      const parent = parentKey();
+      const children = lines(`jfail${counter}`, 3, (i) => (i === 0 ? 'flaky' : 'ok'));
+      await rig.start(parent, children, { failJoinOnce: true });
+      await assertJoinedOnce(rig, parent, children);
+      assert.equal(rig.joinAttempts.filter((p) => p === keyPath(parent)).length, 2, 'two attempts, one finished');
+    });
+
+    it('nested fan-out: a child fans out, its own join ends its chain, then the parent joins once', async () => {
+      const parent = parentKey();
+      const children = lines(`nest${counter}`, 3, (i) => (i < 2 ? 'nest' : 'ok'));
+      await rig.start(parent, children);
+      const run = await rig.joined(parent);
+      await rig.settle();
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1);
+      assert.equal(run.counts.succeeded, 3);
+      const nested = run.children.filter((c) => c.key.name!.includes('nest') && (c.result as { joined?: number } | undefined)?.joined === 3);
+      assert.equal(nested.length, 2, 'each nested join ran before its parent settled');
+      for (const c of children.slice(0, 2)) assert.equal(rig.joins.filter((j) => j.parent === keyPath(rig.key('Line', c.name))).length, 1);
+    });
+
+    it('the deadline passes: pending children count as timed out and the join runs once', async () => {
+      const parent = parentKey();
+      const children = lines(`late${counter}`, 4, (i) => (i === 0 ? 'hang' : 'ok'));
+      await rig.start(parent, children, { policy: { deadlineMs: 300, require: 'succeeded' } });
+      const run = await assertJoinedOnce(rig, parent, children);
+      assert.equal(run.counts.timedOut, 1);
+      assert.equal(run.outcome, 'failed');
+    });
+
+    if (options.big) {
+      it(`${options.big} children: the join runs once and sees them all`, async () => {
+        const parent = parentKey();
+        const children = lines(`big${counter}`, options.big!);
+        await rig.start(parent, children);
+        const run = await rig.joined(parent, 600_000);
+        await rig.settle();
+        assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1);
+        assert.equal(run.children.length, options.big);
+        assert.equal(run.counts.succeeded, options.big);
+        assertChildrenRanOnce(rig, children);
+      });
+    }
+  });
+
+  describe(`ctx.fanOut() on ${name}, behind a queue that loses every third task`, () => {
+    let s: StoreUnderTest;
+    let rig: FanRig;
+    before(async () => {
+      s = await open();
+      rig = await fanRig(s.store, s.namespace, { kind: 'forget', every: 3 });
+    });
+    after(async () => {
+      await rig.close();
+      await s.close?.();
+    });
+
+    it('lost child tasks (and a lost join task) are re-delivered by the sweep; the join runs once', async () => {
+      const parent = rig.key('Order', `lossy${++counter}`);
+      const children = lines(`lossy${counter}`, 20);
+      await rig.start(parent, children);
+      await assertJoinedOnce(rig, parent, children);
+      assert.ok(rig.queue.lost.length > 0, 'tasks were lost');
       assertChildrenRanOnce(rig, children);
     });
   });

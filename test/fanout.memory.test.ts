@@ -2,4 +2,4 @@
 import { fanOutSuite } from './fanout-suite';
 import { MemoryStore } from '../src/store/memory';
 
-fanOutSuite('the in-memory store', async () => ({ store: new MemoryStore(), namespace: undefined }));
+fanOutSuite('the in-memory store', async () => ({ store: new MemoryStore(), namespace: undefined }), { big: Number(process.env.FANOUT_BIG ?? 10_000) });

@@ -51,6 +51,7 @@ export interface FanRig {
   fanOuts: string[];
   key(kind: string, name: string): Key;
   /** Starts a parent whose first step fans out `children` (`name:mode`). */
+  /** `gate`: the seal's commit waits for it (children may finish before the seal). */
   start(parent: Key, children: Array<{ name: string; mode: ChildMode }>, options?: { policy?: FanOutPolicy; failJoinOnce?: boolean; gate?: () => Promise<void> }): Promise<void>;
   /** Resolves once `n` joins of `parent` finished (bounded: rejects after `limitMs` saying what is missing). */
   joined(parent: Key, limitMs?: number): Promise<JoinRun>;
@@ -59,7 +60,6 @@ export interface FanRig {
   close(): Promise<void>;
 }
 
-const gates = new Map<string, () => Promise<void>>();
 let rigs = 0;
 
 export async function fanRig(inner: Store, namespace: string | undefined, loss?: { kind: Loss; every: number }): Promise<FanRig> {
@@ -80,20 +80,18 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   const failedOnce = new Set<string>();
   const key = (kind: string, name: string): Key => keys.key({ namespace, path: [kind, `r${rig}-${name}`] });
 
-  type Payload = { children?: Array<{ name: string; mode: ChildMode }>; policy?: FanOutPolicy; failJoinOnce?: boolean; mode?: ChildMode; name?: string; gate?: string };
-  const fan = async (ctx: TaskContext<Properties, Payload>, children: Array<{ name: string; mode: ChildMode }>, policy: FanOutPolicy | undefined, gate: string | undefined) => {
+  type Payload = { children?: Array<{ name: string; mode: ChildMode }>; policy?: FanOutPolicy; failJoinOnce?: boolean; mode?: ChildMode; name?: string };
+  const fan = async (ctx: TaskContext<Properties, Payload>, children: Array<{ name: string; mode: ChildMode }>, policy: FanOutPolicy | undefined) => {
     const parentName = keyPath(ctx.key);
     async function* source() {
       for (const c of children) yield { key: key('Line', c.name), path: '/child', payload: { mode: c.mode, name: c.name } as Json, entity: { name: c.name } };
-      const wait = gate === undefined ? undefined : gates.get(gate);
-      if (wait) await wait(); // a test holds the seal back here
     }
     await ctx.fanOut(source(), { join: '/join', payload: { failJoinOnce: ctx.payload?.failJoinOnce ?? false }, ...(policy && { policy }) });
     fanOuts.push(parentName);
   };
 
   app.post('/parent', locker.handle<Properties, Payload>(async (ctx) => {
-    await fan(ctx, ctx.payload.children ?? [], ctx.payload.policy, ctx.payload.gate);
+    await fan(ctx, ctx.payload.children ?? [], ctx.payload.policy);
   }, (p) => p));
 
   app.post('/child', locker.handle<Properties, Payload>(async (ctx) => {
@@ -114,7 +112,7 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
       return;
     }
     if (mode === 'nest') {
-      await fan(ctx, [1, 2, 3].map((i) => ({ name: `${ctx.payload.name}-g${i}`, mode: 'ok' as ChildMode })), undefined, undefined);
+      await fan(ctx, [1, 2, 3].map((i) => ({ name: `${ctx.payload.name}-g${i}`, mode: 'ok' as ChildMode })), undefined);
       return;
     }
     await ctx.setResult({ name: ctx.payload.name ?? '', seq: ctx.seq });
@@ -149,12 +147,8 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   return {
     locker, store, queue, local, logger, namespace, joins, joinAttempts, childRuns, fanOuts, key,
     async start(parent, children, options = {}) {
-      let gate: string | undefined;
-      if (options.gate) {
-        gate = `${rig}-${keyPath(parent)}`;
-        gates.set(gate, options.gate);
-      }
-      await locker.schedule(parent, { order: true }, '/parent', { children, ...(options.policy && { policy: options.policy as Json }), failJoinOnce: options.failJoinOnce ?? false, ...(gate && { gate }) } as Json);
+      if (options.gate) store.hold('LockerFanOut:sealed', options.gate);
+      await locker.schedule(parent, { order: true }, '/parent', { children, ...(options.policy && { policy: options.policy as Json }), failJoinOnce: options.failJoinOnce ?? false } as Json);
     },
     async joined(parent, limitMs = 120_000) {
       const deadline = Date.now() + limitMs;

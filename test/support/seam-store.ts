@@ -35,6 +35,13 @@ export class SeamStore implements Store {
     return this.inner.projectId;
   }
 
+  private holds: Array<{ at: string; until: () => Promise<void> }> = [];
+
+  /** Holds the next transaction that passes `at` before its commit until `until()` resolves (once). */
+  hold(at: string, until: () => Promise<void>): void {
+    this.holds.push({ at, until });
+  }
+
   inject(fault: SeamFault): void {
     this.faults.push({ applied: false, times: 1, ...fault });
   }
@@ -68,6 +75,8 @@ export class SeamStore implements Store {
         deleteLedger: (k, id) => tx.deleteLedger(k, id),
       };
       const out = await fn(wrapped);
+      const held = this.holds.findIndex((h) => points.includes(h.at));
+      if (held >= 0) await this.holds.splice(held, 1)[0]!.until();
       this.hit(points, false);
       return out;
     });
