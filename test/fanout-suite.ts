@@ -213,10 +213,31 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
     it('the deadline passes: pending children count as timed out and the join runs once', async () => {
       const parent = parentKey();
       const children = lines(`late${counter}`, 4, (i) => (i === 0 ? 'hang' : 'ok'));
-      await rig.start(parent, children, { policy: { deadlineMs: 300, require: 'succeeded' } });
+      const done = children.slice(1).map((c) => rig.key('Line', c.name));
+      // The seal (which starts the deadline's clock) waits until the other children ended: only the hanging one times out.
+      await rig.start(parent, children, { policy: { deadlineMs: 1, require: 'succeeded' }, gate: () => allEnded(rig, done) });
       const run = await assertJoinedOnce(rig, parent, children);
       assert.equal(run.counts.timedOut, 1);
       assert.equal(run.outcome, 'failed');
+    });
+
+    it('inspect() shows a waiting parent\'s fan-out: counts per state, the oldest pending child, sample failures', async () => {
+      const parent = parentKey();
+      const children = lines(`seen${counter}`, 3, (i) => (i === 0 ? 'hang' : i === 1 ? 'fail' : 'ok'));
+      const ended = children.slice(1).map((c) => rig.key('Line', c.name));
+      await rig.start(parent, children);
+      await allEnded(rig, ended);
+      await rig.settle();
+      const detail = await rig.locker.inspect().step(parent);
+      const view = detail?.fanOut;
+      assert.ok(view, 'the parent shows its fan-out');
+      assert.equal(view.state, 'sealed');
+      assert.deepEqual([view.counts.total, view.counts.pending, view.counts.failed, view.counts.succeeded], [3, 1, 1, 1]);
+      assert.equal(view.oldestPending?.key.name, rig.key('Line', children[0]!.name).name);
+      assert.equal(view.failures.length, 1);
+      assert.match(view.failures[0]!.error ?? '', /fails for good/);
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join while a child is pending');
+      await assert.rejects(rig.locker.schedule(parent, {}, '/parent'), /busy|scheduled/, 'a kickoff on the waiting parent reports it busy');
     });
 
     if (options.big) {

@@ -12,11 +12,14 @@ import { childKey, headerKey, pageKey, readChild, readHeader, readPage, type Chi
 /** The parts fan-out code reads and writes through. */
 export type FanParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger'>;
 
+/** What a read of the records needs. */
+export type ReadParts = Pick<Parts, 'config'>;
+
 /** Keys per lookup (Datastore takes 1,000). */
 const LOOKUP = 1000;
 
 /** Reads many keys, in order (a lookup per 1,000 keys where the store has `readMany`). */
-export async function getMany(parts: FanParts, keys: readonly Key[]): Promise<(Properties | undefined)[]> {
+export async function getMany(parts: ReadParts, keys: readonly Key[]): Promise<(Properties | undefined)[]> {
   const { store } = parts.config;
   const out: (Properties | undefined)[] = [];
   for (let start = 0; start < keys.length; start += LOOKUP) {
@@ -28,29 +31,29 @@ export async function getMany(parts: FanParts, keys: readonly Key[]): Promise<(P
 }
 
 /** The header of fan-out `id`, read by key. */
-export async function getHeader(parts: FanParts, id: string, namespace: string | undefined): Promise<Header | undefined> {
+export async function getHeader(parts: ReadParts, id: string, namespace: string | undefined): Promise<Header | undefined> {
   return readHeader(id, await parts.config.store.get(headerKey(id, namespace)), decodeKey);
 }
 
 /** The child ids page `n` lists. */
-export async function pageIds(parts: FanParts, fanout: string, n: number, namespace: string | undefined): Promise<string[]> {
+export async function pageIds(parts: ReadParts, fanout: string, n: number, namespace: string | undefined): Promise<string[]> {
   return readPage(await parts.config.store.get(pageKey(fanout, n, namespace)));
 }
 
 /** The child records of `ids`, read by key; a missing record reads as undefined. */
-export async function getChildren(parts: FanParts, ids: readonly string[], namespace: string | undefined): Promise<(ChildRecord | undefined)[]> {
+export async function getChildren(parts: ReadParts, ids: readonly string[], namespace: string | undefined): Promise<(ChildRecord | undefined)[]> {
   const props = await getMany(parts, ids.map((id) => childKey(id, namespace)));
   return props.map((p, i) => readChild(ids[i]!, p, decodeKey));
 }
 
 /** Every child id of the fan-out, from its `pages` page records. */
-export async function allChildIds(parts: FanParts, header: Header): Promise<string[]> {
+export async function allChildIds(parts: ReadParts, header: Header): Promise<string[]> {
   const pages = await getMany(parts, Array.from({ length: header.pages }, (_, n) => pageKey(header.id, n, header.parent.namespace)));
   return [...new Set(pages.flatMap((p) => readPage(p)))];
 }
 
 /** Every child record of the fan-out, by key (a child listed with no record counts as pending). */
-export async function allChildren(parts: FanParts, header: Header): Promise<ChildRecord[]> {
+export async function allChildren(parts: ReadParts, header: Header): Promise<ChildRecord[]> {
   const ids = await allChildIds(parts, header);
   const records = await getChildren(parts, ids, header.parent.namespace);
   return records.map((r, i) => r ?? { id: ids[i]!, fanout: header.id, key: header.parent, state: 'pending', startedAt: new Date(0) });

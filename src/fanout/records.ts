@@ -38,10 +38,15 @@ export const SETTLED_STATES = ['succeeded', 'failed', 'cancelled', 'timedOut'] a
 export interface ChildCounts {
   /** Children added. */
   total: number;
+  /** Children whose chain has not ended yet. */
   pending: number;
+  /** Children whose chain completed. */
   succeeded: number;
+  /** Children whose chain failed for good (or that could not be started, or whose entity is gone). */
   failed: number;
+  /** Children whose chain an operator cancelled. */
   cancelled: number;
+  /** Children still pending when the deadline passed. */
   timedOut: number;
 }
 

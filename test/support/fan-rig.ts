@@ -80,7 +80,7 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   const failedOnce = new Set<string>();
   const key = (kind: string, name: string): Key => keys.key({ namespace, path: [kind, `r${rig}-${name}`] });
 
-  type Payload = { children?: Array<{ name: string; mode: ChildMode }>; policy?: FanOutPolicy; failJoinOnce?: boolean; mode?: ChildMode; name?: string };
+  type Payload = { many?: { prefix: string; n: number }; children?: Array<{ name: string; mode: ChildMode }>; policy?: FanOutPolicy; failJoinOnce?: boolean; mode?: ChildMode; name?: string };
   const fan = async (ctx: TaskContext<Properties, Payload>, children: Array<{ name: string; mode: ChildMode }>, policy: FanOutPolicy | undefined) => {
     const parentName = keyPath(ctx.key);
     async function* source() {
@@ -91,7 +91,9 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   };
 
   app.post('/parent', locker.handle<Properties, Payload>(async (ctx) => {
-    await fan(ctx, ctx.payload.children ?? [], ctx.payload.policy);
+    const many = ctx.payload.many;
+    const children = many ? Array.from({ length: many.n }, (_, i) => ({ name: `${many.prefix}-${i}`, mode: 'ok' as ChildMode })) : ctx.payload.children ?? [];
+    await fan(ctx, children, ctx.payload.policy);
   }, (p) => p));
 
   app.post('/child', locker.handle<Properties, Payload>(async (ctx) => {
@@ -148,7 +150,10 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
     locker, store, queue, local, logger, namespace, joins, joinAttempts, childRuns, fanOuts, key,
     async start(parent, children, options = {}) {
       if (options.gate) store.hold('LockerFanOut:sealed', options.gate);
-      await locker.schedule(parent, { order: true }, '/parent', { children, ...(options.policy && { policy: options.policy as Json }), failJoinOnce: options.failJoinOnce ?? false } as Json);
+      // Many plain children travel as a count: a task's payload is at most 96 KiB.
+      const many = children.length > 500 && children.every((c, i) => c.mode === 'ok' && c.name.endsWith(`-${i}`))
+        ? { many: { prefix: children[0]!.name.slice(0, -2), n: children.length } } : { children };
+      await locker.schedule(parent, { order: true }, '/parent', { ...many, ...(options.policy && { policy: options.policy as Json }), failJoinOnce: options.failJoinOnce ?? false } as unknown as Json);
     },
     async joined(parent, limitMs = 120_000) {
       const deadline = Date.now() + limitMs;
@@ -160,11 +165,15 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
       }
     },
     async settle() {
-      await local.idle();
-      const swept = locker.sweep();
-      await swept;
+      // Not local.idle(): a child step scheduled a day ahead (`hang`) keeps the queue from idling.
+      const quiet = async (): Promise<void> => {
+        while (local.stats().inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      };
+      await quiet();
       await locker.sweep();
-      await local.idle();
+      await quiet();
+      await locker.sweep();
+      await quiet();
     },
     async close() {
       await locker.shutdown();

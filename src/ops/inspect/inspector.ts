@@ -3,6 +3,7 @@
  * a time; and one entity's detail. Every list is one indexed query range on (`lock_state`,
  * `lock_ts`) per page, read in a few bounded batches: never a scan of a kind.
  */
+import { viewFanOut, type FanOutView } from '../../fanout/view';
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../../parts';
 import { ConfigError } from '../../errors/errors';
@@ -68,6 +69,8 @@ export interface StepDetail extends StepSummary {
   leaseDurationMs: number;
   /** How long without progress makes a scheduled step stalled, ms. */
   stallAfterMs: number;
+  /** The fan-out the chain waits for (its step `lock_seq - 1` fanned out), or that it joined: counts, oldest pending child, sample failures. */
+  fanOut?: FanOutView;
 }
 
 /** Batches read from the store for one page at most: a list with few matches returns early, with a cursor. */
@@ -125,6 +128,8 @@ export class Inspector {
       leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
     };
     if (lock.err) detail.error = splitError(lock.err);
+    const fanOut = await viewFanOut(this.parts, key, lock.chain, lock.seq - 1);
+    if (fanOut) detail.fanOut = fanOut;
     if (read.record && read.record.seq === lock.seq && keyIdentity(read.record.key) === keyIdentity(key)) {
       detail.ledger = viewLedger(read.record, clock.now);
       detail.startedAt = read.record.createdAt;
