@@ -18,7 +18,8 @@ export { SCHEDULE_MANY_DEFAULTS, type KickoffItem, type KickoffProgress, type Ki
 
 // Fan-out and fan-in: what ctx.fanOut() takes and answers, and what a join reads with ctx.fanIn().
 export type { ChildCounts, ChildState, FanIn, FanInChild, FanInPage, FanOutChild, FanOutOptions, FanOutOutcome, FanOutPolicy, FanOutStarted } from './fanout/types';
-export type { FanOutView } from './fanout/view';
+export type { FailedChild, FanOutView, PendingChild } from './fanout/view';
+export type { FanOutState } from './fanout/records';
 
 // Events, for logs and counters.
 export type { LockerEvents, StepEvent } from './events';

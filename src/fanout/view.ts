@@ -10,6 +10,24 @@ import { countStates, fanOutId, type ChildCounts, type FanOutState } from './rec
 /** Failures shown at most. */
 const SAMPLE = 5;
 
+/** A child still pending. */
+export interface PendingChild {
+  /** The child's entity. */
+  key: Key;
+  /** When its record was written. */
+  startedAt: Date;
+}
+
+/** A child that failed, was cancelled or timed out. */
+export interface FailedChild {
+  /** The child's entity. */
+  key: Key;
+  /** `failed`, `cancelled` or `timedOut`. */
+  state: string;
+  /** Why. */
+  error?: string;
+}
+
 /** A parent's fan-out, for the operator. */
 export interface FanOutView {
   /** The fan-out's id. */
@@ -19,9 +37,9 @@ export interface FanOutView {
   /** Children per state, now. */
   counts: ChildCounts;
   /** The pending child added first, when one is pending. */
-  oldestPending?: { key: Key; startedAt: Date };
+  oldestPending?: PendingChild;
   /** Up to five children that failed, were cancelled or timed out, with why. */
-  failures: Array<{ key: Key; state: string; error?: string }>;
+  failures: FailedChild[];
   /** When it was sealed. */
   sealedAt?: Date;
   /** When pending children time out, if ever. */
