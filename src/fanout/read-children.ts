@@ -52,9 +52,11 @@ export async function allChildIds(parts: ReadParts, header: Header): Promise<str
   return [...new Set(pages.flatMap((p) => readPage(p)))];
 }
 
-/** Every child record of the fan-out, by key (a child listed with no record counts as pending). */
+/**
+ * Every child record of the fan-out, by key. A child a page lists with no record never started (its
+ * record is written before its kickoff; the attempt that listed it died first) and does not count.
+ */
 export async function allChildren(parts: ReadParts, header: Header): Promise<ChildRecord[]> {
-  const ids = await allChildIds(parts, header);
-  const records = await getChildren(parts, ids, header.parent.namespace);
-  return records.map((r, i) => r ?? { id: ids[i]!, fanout: header.id, key: header.parent, state: 'pending', startedAt: new Date(0) });
+  const records = await getChildren(parts, await allChildIds(parts, header), header.parent.namespace);
+  return records.filter((r): r is ChildRecord => r !== undefined);
 }

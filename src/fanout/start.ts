@@ -3,8 +3,9 @@
  *
  * 1. The header is written `writing` (fenced on the parent's lease), or found so by a retried
  *    attempt: its id is derived from the parent's key, chain and step, so a retry resumes it.
- * 2. Children, a page of {@link PAGE_SIZE} at a time: the page record and the pending child records
- *    in one transaction (records already there are kept), then the children's kickoffs in one
+ * 2. Children, a page of {@link PAGE_SIZE} at a time: the page record, then the pending child
+ *    records (records already there are kept; a listed child with no record never started and
+ *    does not count), then the children's kickoffs in one
  *    batch, each chain id derived from the fan-out and the child's key. A retried attempt finds
  *    the chains it started (the kickoff recognises its own chain) and never starts a child twice.
  *    A child whose entity is busy with another chain, or that the store refuses, settles `failed`
@@ -35,6 +36,9 @@ import {
 } from './records';
 import { settleRecord } from './settle';
 import { FAN_OUT_OPTION_NAMES, type FanOutChild, type FanOutOptions, type FanOutStarted } from './types';
+
+/** Child records per transaction: legacy Datastore takes at most 25 entity groups in one. */
+const GROUPS = 20;
 
 /** Kickoff rounds for a child whose entity keeps changing under the call. */
 const ROUNDS = 5;
@@ -125,15 +129,20 @@ function checkChild(parts: FanParts, header: Header, child: FanOutChild, seen: S
 async function writePage(parts: FanParts, header: Header, n: number, page: readonly Checked[], result: FanOutStarted): Promise<void> {
   const now = new Date(parts.config.clock());
   const encode = (k: Key): string => parts.dispatcher.encodeKey(k);
+  const ns = header.parent.namespace;
   await parts.locks.transact(async (tx) => {
-    const ns = header.parent.namespace;
-    const [stored, ...records] = await Promise.all([tx.get(pageKey(header.id, n, ns)), ...page.map((c) => tx.get(childKey(c.id, ns)))]);
-    const ids = [...new Set([...readPage(stored), ...page.map((c) => c.id)])];
+    const ids = [...new Set([...readPage(await tx.get(pageKey(header.id, n, ns))), ...page.map((c) => c.id)])];
     tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids }, UNINDEXED);
-    page.forEach((c, i) => {
+  });
+  // Child records in transactions of GROUPS (legacy Datastore takes 25 entity groups per transaction); one already there is kept.
+  const chunks: Checked[][] = [];
+  for (let start = 0; start < page.length; start += GROUPS) chunks.push(page.slice(start, start + GROUPS));
+  await Promise.all(chunks.map((chunk) => parts.locks.transact(async (tx) => {
+    const records = await Promise.all(chunk.map((c) => tx.get(childKey(c.id, ns))));
+    chunk.forEach((c, i) => {
       if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', startedAt: now }, encode), UNINDEXED);
     });
-  });
+  })));
   await startChildren(parts, page, result);
 }
 
