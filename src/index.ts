@@ -16,6 +16,11 @@ export type { EntityFactory, ScheduleOptions, ScheduledStep, SelfStoring, TaskCo
 // Many kickoffs at once: locker.scheduleMany(items, options) and what it answers.
 export { SCHEDULE_MANY_DEFAULTS, type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult } from './chain/schedule-many-types';
 
+// Fan-out and fan-in: what ctx.fanOut() takes and answers, and what a join reads with ctx.fanIn().
+export type { ChildCounts, ChildState, FanIn, FanInChild, FanInPage, FanOutChild, FanOutOptions, FanOutOutcome, FanOutPolicy, FanOutStarted } from './fanout/types';
+export type { FailedChild, FanOutView, PendingChild } from './fanout/view';
+export type { FanOutState } from './fanout/records';
+
 // Events, for logs and counters.
 export type { LockerEvents, StepEvent } from './events';
 export { DropReason } from './rules/decision';

@@ -140,6 +140,26 @@ export interface LockPage {
 }
 
 /**
+ * A keys-only query on one property of one kind (`Store.findKeys`): an equality on a string, or
+ * `<=` a time. Served by Datastore's built-in single-property indexes; eventually consistent on
+ * legacy Datastore, so a caller confirms what it finds by key lookups.
+ */
+export interface KeyQuery {
+  /** The entities' kind. */
+  kind: string;
+  /** Their namespace (`''` is the default one); undefined: every namespace the store sweeps (as `listDue`). */
+  namespace?: string;
+  /** The property filtered on (it must be indexed). */
+  property: string;
+  /** Entities whose property equals this string. */
+  equals?: string;
+  /** Entities whose property is a time at or before this one. */
+  atOrBefore?: Date;
+  /** At most this many keys (1 to 1,000), in no promised order. */
+  limit: number;
+}
+
+/**
  * The reads and writes of one transaction. Reads happen at once; writes are buffered and applied
  * atomically at commit.
  */
@@ -285,6 +305,11 @@ export interface Store {
    * `locker.inspect()` and the status router only.
    */
   queryLocks?(query: LockQuery): Promise<LockPage>;
+  /**
+   * The keys of entities matching `query`, at most `query.limit`, in no promised order (possibly
+   * fewer than match). Needed by fan-out (`ctx.fanOut()`) only: its completion check and its sweep.
+   */
+  findKeys?(query: KeyQuery): Promise<Key[]>;
   /**
    * Reads many entities at once (`scheduleMany()` asks for at most 1,000 keys a call), strongly
    * consistent, each with the version a conditional write compares: a missing entity is read too,

@@ -13,6 +13,7 @@ import { keyPath } from '../store/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { failureInterval, resendInterval, stallVerdict } from '../rules/stall';
 import type { LedgerRecord } from '../types';
+import { sweepFanOuts } from '../fanout/sweep';
 
 /** The parts a sweep uses. */
 export type SweepParts = Pick<Parts, 'config' | 'emit' | 'alerts' | 'locks' | 'dispatcher' | 'ledger'>;
@@ -35,6 +36,8 @@ export interface SweepResult {
    * id of its first send.
    */
   alerted: number;
+  /** Fan-outs whose join this sweep committed (their own check was lost or their deadline passed; see `ctx.fanOut()`). */
+  joined?: number;
 }
 
 /** Malformed ledger records logged one by one in a sweep; the rest are counted in one line. */
@@ -65,6 +68,12 @@ export async function sweep(parts: SweepParts, limit: number): Promise<SweepResu
     }
   }
   if (due.records.length + due.malformed.length > 0) logger.info('sweep done', { ...result });
+  try {
+    const fanOuts = await sweepFanOuts(parts, limit);
+    if (fanOuts.joined > 0) result.joined = fanOuts.joined;
+  } catch (error) {
+    logger.warn('fan-outs not swept; the next sweep tries again', { error: String(error) });
+  }
   return result;
 }
 

@@ -16,6 +16,7 @@ import { Lease, type Interruption } from './lease';
 import { describeError, readLock, userProperties } from '../rules/lock-fields';
 import { take } from './take';
 import { scrubError, secretsOf } from '../alert/redact';
+import { settleAfterAnswer } from '../fanout/settle';
 import { Attr } from '../telemetry/telemetry';
 import type { Properties } from '../types';
 
@@ -27,7 +28,10 @@ export async function runAttempt<E, P>(
   factory: EntityFactory<E>,
 ): Promise<Answer> {
   try {
-    return await parts.seen.coalesce(arrival.key, arrival.seq, () => attempt(parts, arrival, handler, factory));
+    const answer = await parts.seen.coalesce(arrival.key, arrival.seq, () => attempt(parts, arrival, handler, factory));
+    // A fan-out child whose chain may have ended settles, and runs the completion check (fanout/settle.ts).
+    if (answer.status === 200 && answer.outcome !== 'dropped') await settleAfterAnswer(parts, arrival.key, arrival.chain);
+    return answer;
   } catch (error) {
     return unexpected(parts, arrival, error);
   }

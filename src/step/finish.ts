@@ -17,6 +17,10 @@ import { newChainId } from '../rules/ledger-record';
 import { Attr } from '../telemetry/telemetry';
 import { finish as finishStep } from '../rules/transitions';
 import { endStepAlerts, keepRecordForAlerts, NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
+import { fanOut as startFanOut } from '../fanout/start';
+import { fanIn } from '../fanout/fan-in';
+import { sealedBy, sealInTx } from '../fanout/seal';
+import { setChildResult } from '../fanout/settle';
 
 /** The parts a handler's finishing writes use. */
 export type StepParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger' | 'telemetry'>;
@@ -79,6 +83,30 @@ export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entit
       finishOnce();
       await remember(step, Promise.resolve().then(() => completeStep(parts, a, lease, entity)));
       step.done = true;
+    },
+    async fanOut(children, options) {
+      finishOnce();
+      const started = await remember(step, startFanOut(parts, a, lease, children, options, async (header) => {
+        const own = entityProperties(entity);
+        const alerting = sentByAttempt(a);
+        const alertsSent = alerting ? await alerting : NO_ALERTS;
+        const now = new Date(parts.config.clock());
+        await parts.telemetry.span('finish', a, () => lease.settle('fan out', () => lease.fenced(
+          (tx, props, lock) => sealInTx(parts, tx, a.key, props, lock, header, own, alertsSent, now),
+          (lock) => (sealedBy(lock, header) ? lock : undefined),
+        )));
+        parts.telemetry.count('finish', a.key, { [Attr.outcome]: 'scheduled' });
+        step.done = true;
+        step.next = header.seq + 1;
+        parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: header.seq + 1 });
+      }));
+      return started;
+    },
+    fanIn() {
+      return fanIn(parts, a.key, a.chain, a.seq);
+    },
+    setResult(value) {
+      return setChildResult(parts, a.key, a.chain, value);
     },
   };
 }

@@ -6,6 +6,7 @@ import type { Key } from '@google-cloud/datastore';
 import type { Request } from 'express';
 import type { OptionNames } from '../config/option-names';
 import { LOCK_FIELD_PREFIX, type Json, type Properties, type TaskInfo } from '../types';
+import type { FanIn, FanOutChild, FanOutOptions, FanOutStarted } from '../fanout/types';
 
 /** Builds the user's typed entity from its stored properties (lock fields left out). */
 export type EntityFactory<E> = (properties: Properties, key: Key) => E;
@@ -77,6 +78,16 @@ export interface TaskContext<E, P = Json | undefined> {
   schedule(path: string, payload?: Json, options?: ScheduleOptions): Promise<ScheduledStep>;
   /** Ends the chain: the step is finished and nothing follows. Also fenced. */
   complete(): Promise<void>;
+  /**
+   * Fans out (docs/guides/fan-out.md): starts a chain on each child's entity, then finishes this
+   * step like `schedule()` does; the chain waits, holding no lease, and `options.join` runs as its
+   * next step once every child settled. Fenced; a retried attempt resumes and starts no child twice.
+   */
+  fanOut(children: Iterable<FanOutChild> | AsyncIterable<FanOutChild>, options: FanOutOptions): Promise<FanOutStarted>;
+  /** In a join step: the fan-out's outcome, counts and children; undefined in any other step. */
+  fanIn(): Promise<FanIn | undefined>;
+  /** In a fan-out child's chain: stores a small JSON result (at most 16 KiB) the join reads once the chain completed. */
+  setResult(value: Json): Promise<void>;
 }
 
 /** A task handler. Resolving finishes the step; throwing fails the attempt (retried). */

@@ -55,6 +55,8 @@ import { platformLogger } from '../log/platform-logger';
 import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../types';
 import { backendOf, type Backend, type ProbeTarget } from './datastore-backend';
 import { MAX_MUTATIONS, readMany, replaceMany } from './datastore-batch';
+import { findDatastoreKeys } from './datastore-key-query';
+import type { KeyQuery } from './key-query';
 import { entityProto } from './datastore-encode';
 import { grpcCode } from './datastore-errors';
 import { lookup, lookupMany } from './datastore-lookup';
@@ -265,6 +267,14 @@ export class DatastoreStore implements Store {
   /** Lockable entities by step state, ordered by `lock_ts` (see `datastore-query.ts`). */
   queryLocks(query: LockQuery): Promise<LockPage> {
     return queryDatastoreLocks(this.rpc, query);
+  }
+
+  /** Keys of the entities one property matches, keys-only, one batch (see `datastore-key-query.ts`). */
+  async findKeys(query: KeyQuery): Promise<Key[]> {
+    if (query.namespace !== undefined) return findDatastoreKeys(this.rpc, query);
+    const namespaces = await this.ledgerNamespaces();
+    const found = await Promise.all(namespaces.map((namespace) => findDatastoreKeys(this.rpc, { ...query, namespace })));
+    return found.flat().slice(0, query.limit);
   }
 
   async deleteLedger(key: Key, id: string): Promise<void> {

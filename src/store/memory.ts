@@ -26,6 +26,7 @@ import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, r
 import { copyProperties } from './values';
 import type { LockPage, LockQuery } from './lock-query';
 import { queryMemory } from './memory-query';
+import { findMemoryKeys, type KeyQuery } from './key-query';
 
 /** The operations a fault can be injected into. */
 export type MemoryStoreOperation =
@@ -40,7 +41,8 @@ export type MemoryStoreOperation =
   | 'listDue'
   | 'deleteLedger'
   | 'deleteLedgerMany'
-  | 'queryLocks';
+  | 'queryLocks'
+  | 'findKeys';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -220,6 +222,12 @@ export class MemoryStore implements Store {
   async queryLocks(query: LockQuery): Promise<LockPage> {
     this.check('queryLocks');
     return queryMemory(this.entities.values(), query);
+  }
+
+  /** Keys of the entities one property matches (`key-query.ts`), at once consistent. */
+  async findKeys(query: KeyQuery): Promise<Key[]> {
+    this.check('findKeys');
+    return findMemoryKeys(this.entities.values(), query);
   }
 
   async deleteLedger(key: Key, id: string): Promise<void> {

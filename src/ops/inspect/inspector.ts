@@ -4,6 +4,7 @@
  * `lock_ts`) per page, read in a few bounded batches: never a scan of a kind.
  */
 import { redactProperties, scrub, secretsOf, type Redaction } from '../../alert/redact';
+import { viewFanOut, type FanOutView } from '../../fanout/view';
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../../parts';
 import { ConfigError } from '../../errors/errors';
@@ -69,6 +70,8 @@ export interface StepDetail extends StepSummary {
   leaseDurationMs: number;
   /** How long without progress makes a scheduled step stalled, ms. */
   stallAfterMs: number;
+  /** The fan-out the chain waits for (its step `lock_seq - 1` fanned out), or that it joined: counts, oldest pending child, sample failures. */
+  fanOut?: FanOutView;
 }
 
 /** Batches read from the store for one page at most: a list with few matches returns early, with a cursor. */
@@ -128,6 +131,8 @@ export class Inspector {
       leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
     };
     if (lock.err) detail.error = splitError(scrub(lock.err, secrets));
+    const fanOut = await viewFanOut(this.parts, key, lock.chain, lock.seq - 1);
+    if (fanOut) detail.fanOut = fanOut;
     if (read.record && read.record.seq === lock.seq && keyIdentity(read.record.key) === keyIdentity(key)) {
       detail.ledger = viewLedger(read.record, clock.now);
       detail.startedAt = read.record.createdAt;

@@ -1,0 +1,62 @@
+/**
+ * Reading a fan-out's records by key, strongly consistent on every store: the header, a page's
+ * children, every child (through the page records). The completion check confirms "no child is
+ * pending" this way, never by a query alone.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { Parts } from '../parts';
+import { decodeKey } from '../store/key-codec';
+import type { Properties } from '../types';
+import { childKey, headerKey, pageKey, readChild, readHeader, readPage, type ChildRecord, type Header } from './records';
+
+/** The parts fan-out code reads and writes through. */
+export type FanParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger'>;
+
+/** What a read of the records needs. */
+export type ReadParts = Pick<Parts, 'config'>;
+
+/** Keys per lookup (Datastore takes 1,000). */
+const LOOKUP = 1000;
+
+/** Reads many keys, in order (a lookup per 1,000 keys where the store has `readMany`). */
+export async function getMany(parts: ReadParts, keys: readonly Key[]): Promise<(Properties | undefined)[]> {
+  const { store } = parts.config;
+  const out: (Properties | undefined)[] = [];
+  for (let start = 0; start < keys.length; start += LOOKUP) {
+    const slice = keys.slice(start, start + LOOKUP);
+    if (store.readMany) out.push(...(await store.readMany(slice)).map((r) => r.properties));
+    else out.push(...await Promise.all(slice.map((k) => store.get(k))));
+  }
+  return out;
+}
+
+/** The header of fan-out `id`, read by key. */
+export async function getHeader(parts: ReadParts, id: string, namespace: string | undefined): Promise<Header | undefined> {
+  return readHeader(id, await parts.config.store.get(headerKey(id, namespace)), decodeKey);
+}
+
+/** The child ids page `n` lists. */
+export async function pageIds(parts: ReadParts, fanout: string, n: number, namespace: string | undefined): Promise<string[]> {
+  return readPage(await parts.config.store.get(pageKey(fanout, n, namespace)));
+}
+
+/** The child records of `ids`, read by key; a missing record reads as undefined. */
+export async function getChildren(parts: ReadParts, ids: readonly string[], namespace: string | undefined): Promise<(ChildRecord | undefined)[]> {
+  const props = await getMany(parts, ids.map((id) => childKey(id, namespace)));
+  return props.map((p, i) => readChild(ids[i]!, p, decodeKey));
+}
+
+/** Every child id of the fan-out, from its `pages` page records. */
+export async function allChildIds(parts: ReadParts, header: Header): Promise<string[]> {
+  const pages = await getMany(parts, Array.from({ length: header.pages }, (_, n) => pageKey(header.id, n, header.parent.namespace)));
+  return [...new Set(pages.flatMap((p) => readPage(p)))];
+}
+
+/**
+ * Every child record of the fan-out, by key. A child a page lists with no record never started (its
+ * record is written before its kickoff; the attempt that listed it died first) and does not count.
+ */
+export async function allChildren(parts: ReadParts, header: Header): Promise<ChildRecord[]> {
+  const records = await getChildren(parts, await allChildIds(parts, header), header.parent.namespace);
+  return records.filter((r): r is ChildRecord => r !== undefined);
+}

@@ -1,0 +1,76 @@
+/**
+ * A child settling (docs/design.md, section 18): once its chain ended (completed, failed for good,
+ * cancelled) or its entity is gone, its own record moves from `pending` to its end state, in a
+ * transaction that writes only that record; then it runs the completion check. A record already
+ * settled is left alone, so a re-delivered child, or the sweep repairing a child that crashed
+ * between its chain's end and its settle, changes nothing twice.
+ */
+import type { Key } from '@google-cloud/datastore';
+import { decodeKey, keyPath } from '../store/key-codec';
+import { readLock } from '../rules/lock-fields';
+import { StepState, type Json, type Properties } from '../types';
+import { checkJoin } from './join-trigger';
+import type { FanParts } from './read-children';
+import { childKey, childProperties, fanOutOfChain, readChild, resultText, UNINDEXED, type ChildState } from './records';
+
+/** How a child's chain ended, read from its entity; undefined while it is still live. */
+export function childEnd(props: Properties | undefined, chain: string): { state: Exclude<ChildState, 'pending' | 'timedOut'>; error?: string } | undefined {
+  if (!props) return { state: 'failed', error: 'the child\'s entity was deleted before its chain ended' };
+  const lock = readLock(props);
+  if (lock.chain !== chain) return { state: 'failed', error: `another chain (${lock.chain ?? 'none'}) replaced the child's chain before it settled` };
+  if (lock.state === StepState.complete) return { state: 'succeeded' };
+  if (lock.state === StepState.failed) return { state: 'failed', error: lock.err ?? 'the step failed for good' };
+  if (lock.state === StepState.cancelled) return { state: 'cancelled', error: 'an operator cancelled the child\'s chain' };
+  return undefined;
+}
+
+/**
+ * Settles the child whose chain is `chain` on `key` if its chain ended, then runs the completion
+ * check. Resolves to whether the record was settled by this call.
+ */
+export async function settleChild(parts: FanParts, key: Key, chain: string): Promise<boolean> {
+  const fanout = fanOutOfChain(chain);
+  if (!fanout) return false;
+  const end = childEnd(await parts.config.store.get(key), chain);
+  if (!end) return false;
+  const settled = await settleRecord(parts, chain, key.namespace, end.state, end.error);
+  await checkJoin(parts, fanout, key.namespace);
+  return settled;
+}
+
+/** Moves child record `id` from `pending` to `state` (nothing when it already settled). */
+export async function settleRecord(parts: FanParts, id: string, namespace: string | undefined, state: ChildState, error?: string): Promise<boolean> {
+  const now = new Date(parts.config.clock());
+  return parts.locks.transact(async (tx) => {
+    const child = readChild(id, await tx.get(childKey(id, namespace)), decodeKey);
+    if (!child || child.state !== 'pending') return false;
+    const next = { ...child, state, settledAt: now };
+    if (error !== undefined) next.error = error;
+    tx.put(childKey(id, namespace), childProperties(next, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+    return true;
+  });
+}
+
+/**
+ * After an attempt answered 200 on a child chain: settles the child if its chain ended. Never
+ * throws: a failure is logged and left to the sweep.
+ */
+export async function settleAfterAnswer(parts: FanParts, key: Key, chain: string | undefined): Promise<void> {
+  if (!fanOutOfChain(chain)) return;
+  try {
+    await settleChild(parts, key, chain!);
+  } catch (error) {
+    parts.config.logger.warn('fan-out child not settled now; the sweep settles it', { key: keyPath(key), chain, error: String(error) });
+  }
+}
+
+/** Stores a child's small result on its record, while it is pending (`ctx.setResult()`). */
+export async function setChildResult(parts: FanParts, key: Key, chain: string | undefined, value: Json): Promise<void> {
+  if (!fanOutOfChain(chain)) throw new TypeError('setResult(): this chain is not a fan-out child; only a child started by ctx.fanOut() has a result');
+  const text = resultText(value);
+  await parts.locks.transact(async (tx) => {
+    const child = readChild(chain!, await tx.get(childKey(chain!, key.namespace)), decodeKey);
+    if (!child || child.state !== 'pending') throw new TypeError('setResult(): the child already settled; its result can no longer change');
+    tx.put(childKey(chain!, key.namespace), childProperties({ ...child, result: text }, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+  });
+}

@@ -1,0 +1,220 @@
+/**
+ * `ctx.fanOut()`: starting the children, then the seal (docs/design.md, section 18).
+ *
+ * 1. The header is written `writing` (fenced on the parent's lease), or found so by a retried
+ *    attempt: its id is derived from the parent's key, chain and step, so a retry resumes it.
+ * 2. Children, a page of {@link PAGE_SIZE} at a time: the page record, then the pending child
+ *    records (records already there are kept; a listed child with no record never started and
+ *    does not count), then the children's kickoffs in one
+ *    batch, each chain id derived from the fan-out and the child's key. A retried attempt finds
+ *    the chains it started (the kickoff recognises its own chain) and never starts a child twice.
+ *    A child whose entity is busy with another chain, or that the store refuses, settles `failed`
+ *    at once.
+ * 3. The seal, fenced on the parent's lease, in one transaction: the header `sealed`, the parent's
+ *    step finished and its join step scheduled with no ledger record yet (so no task runs it, and a
+ *    kickoff on the parent finds it busy). Then the completion check runs, since every child may
+ *    have finished already.
+ */
+import type { Key } from '@google-cloud/datastore';
+import { rejectUnknownOptions } from '../config/option-names';
+import { checkStep } from '../chain/next-step';
+import { ConfigError, StoreUnavailableError } from '../errors/errors';
+import type { Arrival } from '../http/arrival';
+import { planKickoff } from '../rules/kickoff-plan';
+import { scheduledStep, type NextStep } from '../rules/ledger-record';
+import { checkDeliverable, decodeKey, keyPath } from '../store/key-codec';
+import { keyString } from '../store/keys';
+import type { Lease } from '../step/lease';
+import type { BatchLockWrite } from '../store/lock-writer';
+import { entityProperties } from '../step/handler-types';
+import type { LedgerRecord } from '../types';
+import { checkJoin } from './join-trigger';
+import { checkPolicy } from './policy';
+import type { FanParts } from './read-children';
+import {
+  childChain, childKey, childProperties, fanOutId, headerKey, headerProperties, PAGE_SIZE, pageKey, readHeader, readPage, UNINDEXED, type Header,
+} from './records';
+import { settleRecord } from './settle';
+import { FAN_OUT_OPTION_NAMES, type FanOutChild, type FanOutOptions, type FanOutStarted } from './types';
+
+/** Child records per transaction: legacy Datastore takes at most 25 entity groups in one. */
+const GROUPS = 20;
+
+/** Kickoff rounds for a child whose entity keeps changing under the call. */
+const ROUNDS = 5;
+
+/** A child that passed its checks. */
+interface Checked {
+  child: FanOutChild;
+  id: string;
+  step: NextStep;
+}
+
+/** Starts every child, then seals; see the file's comment. Resolves once sealed (the step is then finished). */
+export async function fanOut(
+  parts: FanParts, a: Arrival, lease: Lease, children: Iterable<FanOutChild> | AsyncIterable<FanOutChild>, options: FanOutOptions,
+  seal: (header: Header) => Promise<void>,
+): Promise<FanOutStarted> {
+  if (!parts.config.queue) throw new ConfigError('fanOut() needs a queue: pass `queue` to the Locker.');
+  if (typeof options !== 'object' || options === null) throw new TypeError('fanOut(children, { join, payload?, policy? }): options are required');
+  rejectUnknownOptions('fanOut()', options, FAN_OUT_OPTION_NAMES);
+  const joinStep = checkStep(parts, options.join, options.payload);
+  const policy = checkPolicy(options.policy);
+  if (children === null || typeof children !== 'object' || (!(Symbol.iterator in children) && !(Symbol.asyncIterator in children))) {
+    throw new TypeError('fanOut(children): children must be an array, an iterable or an async iterable of { key, path, payload?, entity? }');
+  }
+  const header = await openHeader(parts, a, lease, joinStep, JSON.stringify(policy));
+  const seen = new Set<string>();
+  const result: FanOutStarted = { id: header.id, total: 0, started: 0, refused: 0, joinSeq: header.seq + 1 };
+  let page: Checked[] = [];
+  let n = 0;
+  for await (const child of children as AsyncIterable<FanOutChild>) {
+    page.push(checkChild(parts, header, child, seen, result.total));
+    result.total++;
+    if (page.length === PAGE_SIZE) {
+      await writePage(parts, header, n++, page, result);
+      page = [];
+    }
+  }
+  if (page.length > 0 || n === 0) await writePage(parts, header, n++, page, result);
+  // Pages an earlier attempt wrote past this one's last (its source gave more children) are kept.
+  while (readPage(await parts.config.store.get(pageKey(header.id, n, a.key.namespace))).length > 0) n++;
+  await seal({ ...header, pages: n, total: result.total });
+  try {
+    await checkJoin(parts, header.id, a.key.namespace); // every child may have settled before the seal
+  } catch (error) {
+    parts.config.logger.warn('fan-out sealed; its completion check failed and is left to the sweep', { fanout: header.id, error: String(error) });
+  }
+  return result;
+}
+
+/** Writes the header `writing`, fenced on the lease; or reads the one an earlier attempt of the step wrote. */
+async function openHeader(parts: FanParts, a: Arrival, lease: Lease, join: NextStep, policy: string): Promise<Header> {
+  const now = new Date(parts.config.clock());
+  return lease.fenced(async (tx, _props, lock) => {
+    if (!lock.chain) throw new TypeError('fanOut(): the parent\'s chain has no id (a step the Go library scheduled); start it with locker.schedule()');
+    const id = fanOutId(a.key, lock.chain, a.seq);
+    const found = readHeader(id, await tx.get(headerKey(id, a.key.namespace)), decodeKey);
+    if (found) return found;
+    const planned = scheduledStep(a.key, lock, lock.chain, join, now);
+    const header: Header = {
+      id, state: 'writing', parent: a.key, chain: lock.chain, seq: a.seq, joinTask: planned.record.id, path: join.path, body: join.body,
+      policy, pages: 0, total: 0, createdAt: now,
+    };
+    tx.put(headerKey(id, a.key.namespace), headerProperties(header, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+    return header;
+  }) as unknown as Promise<Header>;
+}
+
+/** Checks one child; throws a `TypeError` saying which and why (nothing of it is written). */
+function checkChild(parts: FanParts, header: Header, child: FanOutChild, seen: Set<string>, index: number): Checked {
+  if (typeof child !== 'object' || child === null) throw new TypeError(`fanOut(): child ${index} must be { key, path, payload?, entity? }`);
+  let id: string;
+  try {
+    id = keyString(child.key);
+    checkDeliverable(child.key, parts.config.keyAppId);
+  } catch (error) {
+    throw new TypeError(`fanOut(): child ${index}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if ((child.key.namespace ?? '') !== (header.parent.namespace ?? '')) {
+    throw new TypeError(`fanOut(): child ${index} (${keyPath(child.key)}) is in another namespace than its parent; a fan-out's children live in its parent's namespace`);
+  }
+  if (seen.has(id)) throw new TypeError(`fanOut(): child ${index} names ${keyPath(child.key)} again; each entity may be a child once per fan-out`);
+  seen.add(id);
+  const step = checkStep(parts, child.path, child.payload);
+  return { child, id: childChain(header.id, child.key), step };
+}
+
+/** Writes page `n` (its record and pending child records), then starts its children's chains. */
+async function writePage(parts: FanParts, header: Header, n: number, page: readonly Checked[], result: FanOutStarted): Promise<void> {
+  const now = new Date(parts.config.clock());
+  const encode = (k: Key): string => parts.dispatcher.encodeKey(k);
+  const ns = header.parent.namespace;
+  await parts.locks.transact(async (tx) => {
+    const ids = [...new Set([...readPage(await tx.get(pageKey(header.id, n, ns))), ...page.map((c) => c.id)])];
+    tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids }, UNINDEXED);
+  });
+  // Child records in transactions of GROUPS (legacy Datastore takes 25 entity groups per transaction); one already there is kept.
+  const chunks: Checked[][] = [];
+  for (let start = 0; start < page.length; start += GROUPS) chunks.push(page.slice(start, start + GROUPS));
+  await Promise.all(chunks.map((chunk) => parts.locks.transact(async (tx) => {
+    const records = await Promise.all(chunk.map((c) => tx.get(childKey(c.id, ns))));
+    chunk.forEach((c, i) => {
+      if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', startedAt: now }, encode), UNINDEXED);
+    });
+  })));
+  await startChildren(parts, page, result);
+}
+
+/** Starts the chains of a page's children (one lookup and one batch write a round); returns nothing, counts in `result`. */
+async function startChildren(parts: FanParts, page: readonly Checked[], result: FanOutStarted): Promise<void> {
+  const { store } = parts.config;
+  const toSend: LedgerRecord[] = [];
+  let open = page.slice();
+  for (let round = 0; round < ROUNDS && open.length > 0; round++) {
+    const now = new Date(parts.config.clock());
+    if (!store.readMany || !store.replaceMany) {
+      for (const c of open) await startOne(parts, c, now, result, toSend);
+      open = [];
+      break;
+    }
+    const reads = await store.readMany(open.map((c) => c.child.key));
+    const writes: BatchLockWrite[] = [];
+    const writing: Checked[] = [];
+    for (const [i, c] of open.entries()) {
+      const read = reads[i]!;
+      const plan = planKickoff(c.child.key, read.properties, c.child.entity, c.id, c.step, now);
+      if (plan.kind === 'own') continue; // an earlier attempt started it
+      if (plan.kind === 'busy') {
+        await refuse(parts, c, `the child's entity is busy with another chain (step ${plan.seq} ${plan.running ? 'running' : 'scheduled'})`, result);
+        continue;
+      }
+      writes.push({ read, lock: plan.lock, own: plan.own, record: plan.record });
+      writing.push(c);
+    }
+    const outcomes = writes.length === 0 ? [] : await parts.locks.replaceMany(writes);
+    const next: Checked[] = [];
+    for (const [i, outcome] of outcomes.entries()) {
+      const c = writing[i]!;
+      if (outcome.outcome === 'conflict') next.push(c);
+      else if (outcome.outcome === 'error') await refuse(parts, c, `the store refused the child's kickoff: ${outcome.error.message}`, result);
+      else {
+        result.started++;
+        toSend.push(writes[i]!.record);
+        const previous = writes[i]!.read.properties?.lock_task;
+        if (typeof previous === 'string') parts.ledger.retire(c.child.key, previous);
+      }
+    }
+    open = next;
+  }
+  if (open.length > 0) throw new StoreUnavailableError(`${open.length} children's entities kept changing under fanOut(); the step is retried`);
+  await Promise.all(toSend.map(async (record) => {
+    parts.emit('scheduled', { key: record.key, seq: record.seq, attempt: '', task: record.task, path: record.path });
+    await parts.dispatcher.send(record);
+  }));
+}
+
+/** A store without the batch operations: one kickoff transaction per child. */
+async function startOne(parts: FanParts, c: Checked, now: Date, result: FanOutStarted, toSend: LedgerRecord[]): Promise<void> {
+  const plan = await parts.locks.transaction(c.child.key, async (tx) => {
+    const props = await tx.get(c.child.key);
+    const p = planKickoff(c.child.key, props, c.child.entity, c.id, c.step, now);
+    if (p.kind === 'start') {
+      parts.locks.put(tx, c.child.key, props ?? {}, p.lock, entityProperties(c.child.entity));
+      if (p.previousTask !== undefined) tx.deleteLedger(c.child.key, p.previousTask);
+      tx.putLedger(p.record);
+    }
+    return p;
+  });
+  if (plan.kind === 'busy') await refuse(parts, c, `the child's entity is busy with another chain (step ${plan.seq} ${plan.running ? 'running' : 'scheduled'})`, result);
+  else if (plan.kind === 'start') {
+    result.started++;
+    toSend.push(plan.record);
+  }
+}
+
+async function refuse(parts: FanParts, c: Checked, why: string, result: FanOutStarted): Promise<void> {
+  result.refused++;
+  parts.config.logger.warn('fan-out child not started; it settles failed', { key: keyPath(c.child.key), chain: c.id, why });
+  await settleRecord(parts, c.id, c.child.key.namespace, 'failed', why);
+}

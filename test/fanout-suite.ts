@@ -1,0 +1,279 @@
+/**
+ * Fan-out and fan-in (`ctx.fanOut()`, docs/guides/fan-out.md) against a real store: run by
+ * fanout.*.test.ts on the in-memory store and on both Datastore emulators. Chains run through the
+ * local dispatcher (real HTTP) with the sweep on a timer (`support/fan-rig.ts`); faults are
+ * injected at the store's seam and in the queue. In every case the join runs once, after every
+ * child settled, and sees every child's outcome.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Key } from '@google-cloud/datastore';
+import { fanRig, type ChildMode, type FanRig, type JoinRun } from './support/fan-rig';
+import { keyPath } from '../src/store/key-codec';
+import { StepState } from '../src/types';
+import type { StoreUnderTest } from './handle-suite';
+
+let counter = 0;
+
+/** `n` children named after `prefix`, with `mode` (or a mode per index). */
+function lines(prefix: string, n: number, mode: ChildMode | ((i: number) => ChildMode) = 'ok'): Array<{ name: string; mode: ChildMode }> {
+  return Array.from({ length: n }, (_, i) => ({ name: `${prefix}-${i}`, mode: typeof mode === 'function' ? mode(i) : mode }));
+}
+
+/** The join ran once, after every child ended, and saw every child with the state its mode gives. */
+async function assertJoinedOnce(rig: FanRig, parent: Key, expected: Array<{ name: string; mode: ChildMode }>): Promise<JoinRun> {
+  const run = await rig.joined(parent);
+  await rig.settle();
+  assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1, 'the join ran once');
+  assert.ok(run.allEnded, 'every child chain had ended when the join ran');
+  assert.equal(run.children.length, expected.length, 'the join saw every child');
+  const byName = new Map(run.children.map((c) => [c.key.name!, c]));
+  for (const e of expected) {
+    const seen = byName.get(rig.key('Line', e.name).name!);
+    assert.ok(seen, `the join saw ${e.name}`);
+    const state = e.mode === 'fail' ? 'failed' : e.mode === 'hang' ? 'timedOut' : 'succeeded';
+    assert.equal(seen.state, state, `${e.name}'s state`);
+    if (state === 'failed') assert.match(seen.error ?? '', /fails for good|busy/);
+    if (e.mode === 'ok' || e.mode === 'flaky') assert.deepEqual(seen.result, { name: e.name, seq: 1 });
+    if (e.mode === 'two') assert.deepEqual(seen.result, { name: e.name, seq: 2 });
+  }
+  assert.equal(run.counts.total, expected.length);
+  assert.equal(run.counts.pending, 0, 'nothing pending at the join');
+  const parentLock = await rig.store.get(parent);
+  assert.equal(parentLock?.lock_state, StepState.complete, 'the parent chain completed with its join');
+  assert.equal(parentLock?.lock_seq, 3, 'step 1 fanned out, step 2 was the join');
+  return run;
+}
+
+/** Every child step ran once (a child whose first attempt failed ran twice: `flaky`). */
+function assertChildrenRanOnce(rig: FanRig, expected: Array<{ name: string; mode: ChildMode }>): void {
+  for (const e of expected) {
+    const step = `${keyPath(rig.key('Line', e.name))}#1`;
+    const runs = rig.childRuns.get(step) ?? 0;
+    assert.equal(runs, e.mode === 'flaky' ? 2 : 1, `${step} ran ${runs} times`);
+  }
+}
+
+/** Resolves once `keys`' chains all ended (complete or failed); bounded. */
+async function allEnded(rig: FanRig, keys: readonly Key[], limitMs = 120_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const states = await Promise.all(keys.map(async (k) => (await rig.store.get(k))?.lock_state));
+    if (states.every((st) => st === StepState.complete || st === StepState.failed)) return;
+    if (Date.now() > deadline) throw new Error(`children not ended after ${limitMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, options: { big?: number } = {}): void {
+  describe(`ctx.fanOut() on ${name}`, () => {
+    let s: StoreUnderTest;
+    let rig: FanRig;
+    before(async () => {
+      s = await open();
+      rig = await fanRig(s.store, s.namespace);
+    });
+    after(async () => {
+      await rig.close();
+      await s.close?.();
+    });
+    const parentKey = (): Key => rig.key('Order', `o${++counter}`);
+
+    it('runs every child, then the join once with every outcome and result, read in pages (250 children)', async () => {
+      const parent = parentKey();
+      const children = lines(`p${counter}`, 250);
+      await rig.start(parent, children);
+      const run = await assertJoinedOnce(rig, parent, children);
+      assert.equal(run.outcome, 'succeeded');
+      assertChildrenRanOnce(rig, children);
+    });
+
+    it('policies: all settled (default), all succeeded, a tolerated count or share; a failed child never parks the parent', async () => {
+      const cases = [
+        { policy: undefined, outcome: 'tolerated' },
+        { policy: { require: 'succeeded' as const }, outcome: 'failed' },
+        { policy: { tolerate: 2 }, outcome: 'tolerated' },
+        { policy: { tolerate: 1 }, outcome: 'failed' },
+        { policy: { tolerateShare: 0.5 }, outcome: 'tolerated' },
+        { policy: { tolerateShare: 0.2 }, outcome: 'failed' },
+      ];
+      const started = await Promise.all(cases.map(async (c) => {
+        const parent = parentKey();
+        const children = lines(`pol${counter}`, 6, (i) => (i < 2 ? 'fail' : 'ok'));
+        await rig.start(parent, children, c.policy ? { policy: c.policy } : {});
+        return { parent, children, outcome: c.outcome };
+      }));
+      for (const { parent, children, outcome } of started) {
+        const run = await assertJoinedOnce(rig, parent, children);
+        assert.equal(run.outcome, outcome);
+        assert.equal(run.counts.failed, 2);
+        assert.equal(run.counts.succeeded, 4);
+      }
+      const all = await (async () => { const parent = parentKey(); const children = lines(`pol${counter}`, 3); await rig.start(parent, children, { policy: { require: 'succeeded' } }); return assertJoinedOnce(rig, parent, children); })();
+      assert.equal(all.outcome, 'succeeded');
+    });
+
+    it('a child whose entity is busy with another chain settles failed at once; the join sees why', async () => {
+      const parent = parentKey();
+      const children = lines(`busy${counter}`, 4);
+      const busy = rig.key('Line', children[0]!.name);
+      await rig.store.transaction(async (tx) => {
+        tx.put(busy, { lock_ts: new Date(), lock_req: '', lock_seq: 4, lock_try: 0, lock_state: StepState.scheduled, lock_chain: 'another', lock_task: 'another-4' }, []);
+      });
+      await rig.start(parent, children);
+      const run = await rig.joined(parent);
+      await rig.settle();
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1);
+      const seen = run.children.find((c) => c.key.name === busy.name);
+      assert.equal(seen?.state, 'failed');
+      assert.match(seen?.error ?? '', /busy with another chain/);
+      assert.equal(run.counts.succeeded, 3);
+      assert.equal((await rig.store.get(busy))?.lock_chain, 'another', 'the busy entity was left alone');
+    });
+
+    it('all children finish before the seal, and some do: the seal runs the completion check', async () => {
+      for (const wanted of ['all', 'some'] as const) {
+        const parent = parentKey();
+        const children = lines(`seal-${wanted}${counter}`, 5);
+        const keys = children.map((c) => rig.key('Line', c.name));
+        // The seal's commit waits until the children it names have ended.
+        await rig.start(parent, children, { gate: () => allEnded(rig, wanted === 'all' ? keys : keys.slice(0, 1)) });
+        const run = await assertJoinedOnce(rig, parent, children);
+        assert.equal(run.outcome, 'succeeded');
+      }
+    });
+
+    for (const point of ['LockerFanOut:writing', 'LockerFanOutPage', 'replaceMany', 'LockerFanOut:sealed', 'findKeys']) {
+      for (const applied of [false, true]) {
+        if (point === 'findKeys' && applied) continue;
+        it(`the parent fails at ${point}${applied ? ' after it applied' : ''}: the retry resumes, no child starts twice, the join runs once`, async () => {
+          const parent = parentKey();
+          const children = lines(`crash${counter}`, 150);
+          rig.store.inject({ at: point, applied });
+          await rig.start(parent, children);
+          await assertJoinedOnce(rig, parent, children);
+          assertChildrenRanOnce(rig, children);
+          assert.ok(rig.store.fired.length > 0, 'the fault fired');
+          rig.store.fired.length = 0;
+        });
+      }
+    }
+
+    for (const applied of [false, true]) {
+      it(`a child fails ${applied ? 'after settling, before its completion check' : 'while settling'}: the sweep settles it or checks, the join runs once`, async () => {
+        const parent = parentKey();
+        const children = lines(`settle${counter}`, 3);
+        rig.store.inject({ at: 'LockerFanOutChild:succeeded', applied, times: 3 });
+        await rig.start(parent, children);
+        await assertJoinedOnce(rig, parent, children);
+        assert.equal(rig.store.fired.length, 3, 'every child\'s own settle was lost');
+        rig.store.fired.length = 0;
+      });
+    }
+
+    it('a child re-delivered after it settled, and again after the join, changes nothing', async () => {
+      const parent = parentKey();
+      const children = lines(`again${counter}`, 3);
+      await rig.start(parent, children);
+      await assertJoinedOnce(rig, parent, children);
+      const child = rig.key('Line', children[0]!.name);
+      const chain = String((await rig.store.get(child))?.lock_chain);
+      for (let i = 0; i < 2; i++) {
+        await rig.local.enqueue({
+          name: `again-${counter}-${i}`, path: '/child', body: JSON.stringify({ mode: 'ok', name: children[0]!.name }),
+          headers: { 'x-lock-key': rig.locker.encodeKey(child), 'x-lock-seq': '1', 'x-lock-chain': chain },
+        });
+        await rig.settle();
+      }
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1, 'still one join');
+      assertChildrenRanOnce(rig, children);
+    });
+
+    it('the join fails and is retried: it finishes once', async () => {
+      const parent = parentKey();
+      const children = lines(`jfail${counter}`, 3, (i) => (i === 0 ? 'flaky' : 'ok'));
+      await rig.start(parent, children, { failJoinOnce: true });
+      await assertJoinedOnce(rig, parent, children);
+      assert.equal(rig.joinAttempts.filter((p) => p === keyPath(parent)).length, 2, 'two attempts, one finished');
+    });
+
+    it('nested fan-out: a child fans out, its own join ends its chain, then the parent joins once', async () => {
+      const parent = parentKey();
+      const children = lines(`nest${counter}`, 3, (i) => (i < 2 ? 'nest' : 'ok'));
+      await rig.start(parent, children);
+      const run = await rig.joined(parent);
+      await rig.settle();
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1);
+      assert.equal(run.counts.succeeded, 3);
+      const nested = run.children.filter((c) => c.key.name!.includes('nest') && (c.result as { joined?: number } | undefined)?.joined === 3);
+      assert.equal(nested.length, 2, 'each nested join ran before its parent settled');
+      for (const c of children.slice(0, 2)) assert.equal(rig.joins.filter((j) => j.parent === keyPath(rig.key('Line', c.name))).length, 1);
+    });
+
+    it('the deadline passes: pending children count as timed out and the join runs once', async () => {
+      const parent = parentKey();
+      const children = lines(`late${counter}`, 4, (i) => (i === 0 ? 'hang' : 'ok'));
+      const done = children.slice(1).map((c) => rig.key('Line', c.name));
+      // The seal (which starts the deadline's clock) waits until the other children ended: only the hanging one times out.
+      await rig.start(parent, children, { policy: { deadlineMs: 1, require: 'succeeded' }, gate: () => allEnded(rig, done) });
+      const run = await assertJoinedOnce(rig, parent, children);
+      assert.equal(run.counts.timedOut, 1);
+      assert.equal(run.outcome, 'failed');
+    });
+
+    it('inspect() shows a waiting parent\'s fan-out: counts per state, the oldest pending child, sample failures', async () => {
+      const parent = parentKey();
+      const children = lines(`seen${counter}`, 3, (i) => (i === 0 ? 'hang' : i === 1 ? 'fail' : 'ok'));
+      const ended = children.slice(1).map((c) => rig.key('Line', c.name));
+      await rig.start(parent, children);
+      await allEnded(rig, ended);
+      await rig.settle();
+      const detail = await rig.locker.inspect().step(parent);
+      const view = detail?.fanOut;
+      assert.ok(view, 'the parent shows its fan-out');
+      assert.equal(view.state, 'sealed');
+      assert.deepEqual([view.counts.total, view.counts.pending, view.counts.failed, view.counts.succeeded], [3, 1, 1, 1]);
+      assert.equal(view.oldestPending?.key.name, rig.key('Line', children[0]!.name).name);
+      assert.equal(view.failures.length, 1);
+      assert.match(view.failures[0]!.error ?? '', /fails for good/);
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join while a child is pending');
+      await assert.rejects(rig.locker.schedule(parent, {}, '/parent'), /busy|scheduled/, 'a kickoff on the waiting parent reports it busy');
+    });
+
+    if (options.big) {
+      it(`${options.big} children: the join runs once and sees them all`, async () => {
+        const parent = parentKey();
+        const children = lines(`big${counter}`, options.big!);
+        await rig.start(parent, children);
+        const run = await rig.joined(parent, 600_000);
+        await rig.settle();
+        assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1);
+        assert.equal(run.children.length, options.big);
+        assert.equal(run.counts.succeeded, options.big);
+        assertChildrenRanOnce(rig, children);
+      });
+    }
+  });
+
+  describe(`ctx.fanOut() on ${name}, behind a queue that loses every third task`, () => {
+    let s: StoreUnderTest;
+    let rig: FanRig;
+    before(async () => {
+      s = await open();
+      rig = await fanRig(s.store, s.namespace, { kind: 'forget', every: 3 });
+    });
+    after(async () => {
+      await rig.close();
+      await s.close?.();
+    });
+
+    it('lost child tasks (and a lost join task) are re-delivered by the sweep; the join runs once', async () => {
+      const parent = rig.key('Order', `lossy${++counter}`);
+      const children = lines(`lossy${counter}`, 20);
+      await rig.start(parent, children);
+      await assertJoinedOnce(rig, parent, children);
+      assert.ok(rig.queue.lost.length > 0, 'tasks were lost');
+      assertChildrenRanOnce(rig, children);
+    });
+  });
+}

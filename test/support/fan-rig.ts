@@ -1,0 +1,184 @@
+/**
+ * A real app for fan-out tests: Express on loopback, a Locker on a store behind the seam wrapper
+ * (`seam-store.ts`), the local dispatcher (real HTTP) behind a queue that may lose tasks, and the
+ * sweep on a timer. `/parent` fans out the children its payload lists, `/child` does what each
+ * child's mode says, `/join` records what `ctx.fanIn()` shows. Every run is recorded, so a test can
+ * check that each child ran once and the join once, after every child settled.
+ */
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import express from 'express';
+import type { Key } from '@google-cloud/datastore';
+import { Locker } from '../../src/locker';
+import { LocalQueue } from '../../src/queue/local';
+import { PermanentError } from '../../src/errors/errors';
+import { keyPath } from '../../src/store/key-codec';
+import { StepState, type Json, type Properties, type Store } from '../../src/types';
+import type { FanInChild, FanOutPolicy } from '../../src/fanout/types';
+import type { TaskContext } from '../../src/step/handler-types';
+import { lossyQueue, type Loss, type LossyQueue } from './lossy-queue';
+import { SeamStore } from './seam-store';
+import { keys, MemoryLogger } from './task-app';
+
+/** What a child does: complete with a result, fail for good, stay pending (a step far ahead), run two steps, fan out itself, or fail once then succeed. */
+export type ChildMode = 'ok' | 'fail' | 'hang' | 'two' | 'nest' | 'flaky';
+
+/** One join run that finished (the join step's handler returned). */
+export interface JoinRun {
+  parent: string;
+  seq: number;
+  outcome: string;
+  counts: Record<string, number>;
+  children: FanInChild[];
+  /** Whether every child's chain had ended (read from the child entities) when the join ran. */
+  allEnded: boolean;
+}
+
+export interface FanRig {
+  locker: Locker;
+  store: SeamStore;
+  queue: LossyQueue;
+  local: LocalQueue;
+  logger: MemoryLogger;
+  namespace: string | undefined;
+  /** Finished join runs. */
+  joins: JoinRun[];
+  /** Join attempts, finished or not. */
+  joinAttempts: string[];
+  /** Runs of each child step, by `keyPath#seq`. */
+  childRuns: Map<string, number>;
+  /** Fan-out calls that returned, by parent. */
+  fanOuts: string[];
+  key(kind: string, name: string): Key;
+  /** Starts a parent whose first step fans out `children` (`name:mode`). */
+  /** `gate`: the seal's commit waits for it (children may finish before the seal). */
+  start(parent: Key, children: Array<{ name: string; mode: ChildMode }>, options?: { policy?: FanOutPolicy; failJoinOnce?: boolean; gate?: () => Promise<void> }): Promise<void>;
+  /** Resolves once `n` joins of `parent` finished (bounded: rejects after `limitMs` saying what is missing). */
+  joined(parent: Key, limitMs?: number): Promise<JoinRun>;
+  /** Waits for the local queue to go idle and two more sweeps. */
+  settle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+let rigs = 0;
+
+export async function fanRig(inner: Store, namespace: string | undefined, loss?: { kind: Loss; every: number }): Promise<FanRig> {
+  const app = express();
+  const server: Server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  const logger = new MemoryLogger();
+  const local = new LocalQueue({ baseUrl: `http://127.0.0.1:${port}`, logger, minBackoffMs: 20, maxBackoffMs: 200 });
+  const queue = lossyQueue(local, loss?.kind ?? 'drop', loss?.every ?? Number.MAX_SAFE_INTEGER);
+  const store = new SeamStore(inner);
+  const locker = new Locker({ store, queue, logger, leaseDuration: 3_000, stallAfter: 3_000, maxRetries: 3 });
+  const rig = ++rigs;
+  const joins: JoinRun[] = [];
+  const joinAttempts: string[] = [];
+  const childRuns = new Map<string, number>();
+  const fanOuts: string[] = [];
+  const failedOnce = new Set<string>();
+  const key = (kind: string, name: string): Key => keys.key({ namespace, path: [kind, `r${rig}-${name}`] });
+
+  type Payload = { many?: { prefix: string; n: number }; children?: Array<{ name: string; mode: ChildMode }>; policy?: FanOutPolicy; failJoinOnce?: boolean; mode?: ChildMode; name?: string };
+  const fan = async (ctx: TaskContext<Properties, Payload>, children: Array<{ name: string; mode: ChildMode }>, policy: FanOutPolicy | undefined) => {
+    const parentName = keyPath(ctx.key);
+    async function* source() {
+      for (const c of children) yield { key: key('Line', c.name), path: '/child', payload: { mode: c.mode, name: c.name } as Json, entity: { name: c.name } };
+    }
+    await ctx.fanOut(source(), { join: '/join', payload: { failJoinOnce: ctx.payload?.failJoinOnce ?? false }, ...(policy && { policy }) });
+    fanOuts.push(parentName);
+  };
+
+  app.post('/parent', locker.handle<Properties, Payload>(async (ctx) => {
+    const many = ctx.payload.many;
+    const children = many ? Array.from({ length: many.n }, (_, i) => ({ name: `${many.prefix}-${i}`, mode: 'ok' as ChildMode })) : ctx.payload.children ?? [];
+    await fan(ctx, children, ctx.payload.policy);
+  }, (p) => p));
+
+  app.post('/child', locker.handle<Properties, Payload>(async (ctx) => {
+    const step = `${keyPath(ctx.key)}#${ctx.seq}`;
+    childRuns.set(step, (childRuns.get(step) ?? 0) + 1);
+    const mode = ctx.payload.mode ?? 'ok';
+    if (mode === 'fail') throw new PermanentError(`child ${ctx.payload.name} fails for good`);
+    if (mode === 'flaky' && !failedOnce.has(step)) {
+      failedOnce.add(step);
+      throw new Error('flaky child fails its first attempt');
+    }
+    if (mode === 'hang') {
+      await ctx.schedule('/child', { mode: 'ok', name: ctx.payload.name ?? '' }, { delayMs: 24 * 3600_000 });
+      return;
+    }
+    if (mode === 'two' && ctx.seq === 1) {
+      await ctx.schedule('/child', { mode: 'ok', name: ctx.payload.name ?? '' });
+      return;
+    }
+    if (mode === 'nest') {
+      await fan(ctx, [1, 2, 3].map((i) => ({ name: `${ctx.payload.name}-g${i}`, mode: 'ok' as ChildMode })), undefined);
+      return;
+    }
+    await ctx.setResult({ name: ctx.payload.name ?? '', seq: ctx.seq });
+  }, (p) => p));
+
+  app.post('/join', locker.handle<Properties, Payload>(async (ctx) => {
+    joinAttempts.push(keyPath(ctx.key));
+    const fanIn = await ctx.fanIn();
+    if (!fanIn) throw new Error(`no fan-in on ${keyPath(ctx.key)} step ${ctx.seq}`);
+    const children: FanInChild[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await fanIn.children(cursor === undefined ? {} : { cursor });
+      children.push(...page.children);
+      cursor = page.cursor;
+    } while (cursor !== undefined);
+    const ended = await Promise.all(children.map(async (c) => {
+      const lock = (await store.get(c.key))?.lock_state;
+      return lock !== StepState.scheduled || c.state === 'timedOut' || c.state === 'failed';
+    }));
+    const failFirst = ctx.payload?.failJoinOnce && !failedOnce.has(`join:${keyPath(ctx.key)}`);
+    if (failFirst) {
+      failedOnce.add(`join:${keyPath(ctx.key)}`);
+      throw new Error('the join fails its first attempt');
+    }
+    joins.push({ parent: keyPath(ctx.key), seq: ctx.seq, outcome: fanIn.outcome, counts: { ...fanIn.counts }, children, allEnded: ended.every(Boolean) });
+    // A nested fan-out's join ends the child's chain with a result for its own parent's join.
+    if (ctx.key.kind === 'Line') await ctx.setResult({ joined: fanIn.counts.total });
+  }, (p) => p));
+
+  locker.startSweeping(150);
+  return {
+    locker, store, queue, local, logger, namespace, joins, joinAttempts, childRuns, fanOuts, key,
+    async start(parent, children, options = {}) {
+      if (options.gate) store.hold('LockerFanOut:sealed', options.gate);
+      // Many plain children travel as a count: a task's payload is at most 96 KiB.
+      const many = children.length > 500 && children.every((c, i) => c.mode === 'ok' && c.name.endsWith(`-${i}`))
+        ? { many: { prefix: children[0]!.name.slice(0, -2), n: children.length } } : { children };
+      await locker.schedule(parent, { order: true }, '/parent', { ...many, ...(options.policy && { policy: options.policy as Json }), failJoinOnce: options.failJoinOnce ?? false } as unknown as Json);
+    },
+    async joined(parent, limitMs = 120_000) {
+      const deadline = Date.now() + limitMs;
+      for (;;) {
+        const run = joins.find((j) => j.parent === keyPath(parent));
+        if (run) return run;
+        if (Date.now() > deadline) throw new Error(`no join of ${keyPath(parent)} after ${limitMs} ms; log: ${JSON.stringify(logger.lines.filter((l) => l.level !== 'info').slice(-8))}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    async settle() {
+      // Not local.idle(): a child step scheduled a day ahead (`hang`) keeps the queue from idling.
+      const quiet = async (): Promise<void> => {
+        while (local.stats().inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      };
+      await quiet();
+      await locker.sweep();
+      await quiet();
+      await locker.sweep();
+      await quiet();
+    },
+    async close() {
+      await locker.shutdown();
+      await local.shutdown();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

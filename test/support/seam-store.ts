@@ -1,0 +1,121 @@
+/**
+ * A store wrapper for fan-out tests (faults at the seam, never in the code under test): it
+ * delegates every operation to a real store and names each transaction by the record kinds it
+ * writes (`LockerFanOut:writing`, `LockerFanOutPage`, `LockerFanOut:sealed`, ...), so a test can
+ * make the Nth such operation fail before its commit (nothing applied) or after it (applied, the
+ * answer lost), as a crash at that point would leave it. It also counts writes per entity.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerRecord, LockPage, LockQuery, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../../src/types';
+import { StoreUnavailableError } from '../../src/errors/errors';
+import { keyString } from '../../src/store/keys';
+
+/** One fault at a named point. */
+export interface SeamFault {
+  /** The point: a transaction writing a record of this name (`LockerFanOut:sealed`), or `replaceMany`, `findKeys`. */
+  at: string;
+  /** Fail after the write applied (the answer is lost) instead of before. */
+  applied?: boolean;
+  /** How many to fail; default 1. */
+  times?: number;
+}
+
+export class SeamStore implements Store {
+  private faults: Array<Required<SeamFault>> = [];
+  /** Points passed, in order. */
+  readonly points: string[] = [];
+  /** Faults that fired, by point. */
+  readonly fired: string[] = [];
+  /** Writes per entity (by key identity). */
+  readonly writes = new Map<string, number>();
+
+  constructor(private readonly inner: Store) {}
+
+  get projectId(): string | undefined {
+    return this.inner.projectId;
+  }
+
+  private holds: Array<{ at: string; until: () => Promise<void> }> = [];
+
+  /** Holds the next transaction that passes `at` before its commit until `until()` resolves (once). */
+  hold(at: string, until: () => Promise<void>): void {
+    this.holds.push({ at, until });
+  }
+
+  inject(fault: SeamFault): void {
+    this.faults.push({ applied: false, times: 1, ...fault });
+  }
+
+  private hit(points: string[], applied: boolean): void {
+    for (const p of points) {
+      this.points.push(p);
+      const f = this.faults.find((x) => x.at === p && x.applied === applied && x.times > 0);
+      if (!f) continue;
+      f.times--;
+      this.fired.push(`${p}${applied ? ' (applied)' : ''}`);
+      throw new StoreUnavailableError(`injected at ${p}${applied ? ', after the write applied' : ''}`);
+    }
+  }
+
+  private count(key: Key): void {
+    const id = keyString(key);
+    this.writes.set(id, (this.writes.get(id) ?? 0) + 1);
+  }
+
+  async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    const points: string[] = [];
+    const written: Key[] = [];
+    const result = await this.inner.transaction(async (tx) => {
+      const wrapped: StoreTransaction = {
+        get: (k) => tx.get(k),
+        put: (k, p, e) => { points.push(pointOf(k, p)); written.push(k); tx.put(k, p, e); },
+        delete: (k) => tx.delete(k),
+        getLedger: (k, id) => tx.getLedger(k, id),
+        putLedger: (r) => tx.putLedger(r),
+        deleteLedger: (k, id) => tx.deleteLedger(k, id),
+      };
+      const out = await fn(wrapped);
+      const held = this.holds.findIndex((h) => points.includes(h.at));
+      if (held >= 0) await this.holds.splice(held, 1)[0]!.until();
+      this.hit(points, false);
+      return out;
+    });
+    written.forEach((k) => this.count(k));
+    this.hit(points, true);
+    return result;
+  }
+
+  get(key: Key): Promise<Properties | undefined> { return this.inner.get(key); }
+  read(key: Key): Promise<Snapshot | undefined> { return this.inner.read(key); }
+  async replaceIfUnchanged(key: Key, s: Snapshot, p: Properties, e: readonly string[]): Promise<Snapshot | undefined> {
+    const out = await this.inner.replaceIfUnchanged(key, s, p, e);
+    if (out) this.count(key);
+    return out;
+  }
+  listDue(now: Date, limit: number): Promise<DueLedger> { return this.inner.listDue(now, limit); }
+  deleteLedger(key: Key, id: string): Promise<void> { return this.inner.deleteLedger(key, id); }
+  queryLocks(q: LockQuery): Promise<LockPage> { return this.inner.queryLocks!(q); }
+  readMany(keys: readonly Key[]): Promise<VersionedRead[]> { return this.inner.readMany!(keys); }
+  async findKeys(q: KeyQuery): Promise<Key[]> {
+    this.hit(['findKeys'], false);
+    return this.inner.findKeys!(q);
+  }
+  async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
+    this.hit(['replaceMany'], false);
+    const out = await this.inner.replaceMany!(writes);
+    out.forEach((o, i) => { if (o.outcome === 'written') this.count(writes[i]!.read.key); });
+    this.hit(['replaceMany'], true);
+    return out;
+  }
+  init(): Promise<void> { return this.inner.init?.() ?? Promise.resolve(); }
+  shutdown(): Promise<void> { return this.inner.shutdown?.() ?? Promise.resolve(); }
+}
+
+/** The point a put names: the record kind, with the header's state. */
+function pointOf(key: Key, props: Properties): string {
+  if (key.kind === 'LockerFanOut') return `LockerFanOut:${String(props.state)}`;
+  if (key.kind === 'LockerFanOutChild') return `LockerFanOutChild:${String(props.state)}`;
+  return key.kind;
+}
+
+export type { LedgerRecord };
