@@ -4,7 +4,7 @@
  * marks the claim sent. A claim still unmarked a while later (the process died in between, or the
  * alerter failed) is sent again by the sweep, under the same id, and marked then.
  */
-import { failureMarker, unsentFailure } from '../rules/alert-markers';
+import { failureMarker, markAlertsSent, unsentFailure } from '../rules/alert-markers';
 import { alertEvent } from './event';
 import type { Parts } from '../parts';
 import { keyPath } from '../store/key-codec';
@@ -29,19 +29,25 @@ export async function resendUnsentFailure(
   parts: Pick<Parts, 'config' | 'alerts'>, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
 ): Promise<'sent' | number | undefined> {
   if (!props || !parts.config.alerter || !parts.config.alertOnFailure || !recordsFailedStep(lock, record)) return undefined;
-  const failed = unsentFailure(lock);
-  if (failed === undefined) return undefined;
   const due = (lock.ts?.getTime() ?? 0) + failureAlertGrace(parts);
-  if (now < due) return due;
-  const event = alertEvent({
-    reason: AlertReason.failure, key: record.key, seq: record.seq, retries: lock.tries, previousAttempt: failed,
-    error: lock.err !== undefined ? new RecoveredError(lock.err) : undefined, task: { source: 'none', name: record.task },
-    properties: props, at: lock.ts ?? new Date(now),
-  });
-  parts.config.logger.warn('failure alert sent again: it was claimed but never marked sent', { key: keyPath(record.key), seq: record.seq, attempt: failed });
-  if (!(await parts.alerts.send(event))) return now + failureAlertGrace(parts); // not after the failed record's 30 days: soon
-  await parts.alerts.markSent(record.key, [failureMarker(record.seq, failed)]);
-  return 'sent';
+  let alerts = lock.alerts;
+  let sent = false;
+  // Usually one; more when the step failed again after an operator's retry while the first alert was still owed.
+  for (let failed = unsentFailure(lock); failed !== undefined; failed = unsentFailure({ ...lock, alerts })) {
+    if (now < due) return due;
+    const event = alertEvent({
+      reason: AlertReason.failure, key: record.key, seq: record.seq, retries: lock.tries, previousAttempt: failed,
+      error: lock.err !== undefined ? new RecoveredError(lock.err) : undefined, task: { source: 'none', name: record.task },
+      properties: props, at: lock.ts ?? new Date(now),
+    });
+    parts.config.logger.warn('failure alert sent again: it was claimed but never marked sent', { key: keyPath(record.key), seq: record.seq, attempt: failed });
+    if (!(await parts.alerts.send(event))) return now + failureAlertGrace(parts); // not after the failed record's 30 days: soon
+    const marker = failureMarker(record.seq, failed);
+    await parts.alerts.markSent(record.key, [marker]);
+    alerts = markAlertsSent(alerts, record.seq, [marker]);
+    sent = true;
+  }
+  return sent ? 'sent' : undefined;
 }
 
 /** The stored error of a failed step, as the alert shows it: the stored text is its message (and stack). */

@@ -78,10 +78,10 @@ export async function retryStep(parts: ActionParts, key: Key, options: ActionOpt
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
     const found = await ledgerOf(tx, key, lock);
-    // lock_task keeps naming the record (found.id); alerts still unsent stay until someone sends them, except
-    // the retried step's own failure alert: the operator retrying it has seen the failure.
-    const seen = lock.alerts.filter((m) => m.startsWith(`failure:${lock.seq}:`));
-    const next = endStepAlerts(parts, { lock: retry(lock, { now: new Date(now) }) }, lock, seen, new Date(now)).lock;
+    // lock_task keeps naming the record (found.id); alerts still unsent stay until someone sends them, the
+    // retried step's own failure alert included: an operator retrying from the status page is not the
+    // person the alert is for, and the promise is that every claimed alert reaches the alerter.
+    const next = endStepAlerts(parts, { lock: retry(lock, { now: new Date(now) }) }, lock, NO_ALERTS, new Date(now)).lock;
     const claimed = nextSend(found, now, parts.config.stallAfter);
     parts.locks.put(tx, key, props!, next);
     tx.putLedger(claimed);

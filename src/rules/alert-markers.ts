@@ -27,8 +27,11 @@ export function claimAlert(config: Config, lock: Lock, who: Takeover | { failed:
   const failure = 'failed' in who;
   if (!config.alerter || !(failure ? config.alertOnFailure : config.alertOnOverwrite)) return undefined;
   const prefix = failurePrefix(lock.seq);
-  if (failure && lock.alerts.some((a) => a === prefix.slice(0, -1) || a.startsWith(prefix))) return undefined;
   const marker = failure ? `${prefix}${who.failed}` : `overwrite:${lock.seq}:${who.previous}:${who.next}`;
+  // A failure is alerted once per failing attempt (the bare marker is an older version's, for the step).
+  // Another attempt's failure of the same step (after an operator's retry) is its own alert, also when
+  // the first one's claim is still owed and carried.
+  if (failure && lock.alerts.some((a) => a === prefix.slice(0, -1) || a === `${marker}${SENT}`)) return undefined;
   if (lock.alerts.includes(marker)) return undefined;
   return [...lock.alerts.filter((a) => markerSeq(a) === lock.seq || isUnsentClaim(a)), marker];
 }
@@ -48,9 +51,8 @@ const SENT = ':sent';
  */
 export function unsentFailure(lock: Lock): string | undefined {
   const prefix = failurePrefix(lock.seq);
-  const marker = lock.alerts.find((a) => a.startsWith(prefix));
-  if (!marker || marker.endsWith(SENT)) return undefined;
-  return marker.slice(prefix.length);
+  const marker = lock.alerts.find((a) => a.startsWith(prefix) && !a.endsWith(SENT));
+  return marker?.slice(prefix.length);
 }
 
 /** An overwrite alert claimed on an entity: the step, who was overwritten and who took over, and its marker. */
