@@ -184,6 +184,14 @@ const EXAMPLES: Example[] = [
   },
   { page: 'docs/guides/deploy-cloud-run.md', index: 0, shows: 'async function start(env: NodeJS.ProcessEnv)', runBy: 'test/guide.cloud-run.test.ts' },
   {
+    // Builds the Locker and mounts the three routes of the invoice example; the fan-out itself is run
+    // by test/fanout-suite.ts on every store, and by the example app's order flow.
+    page: 'docs/guides/fan-out.md', index: 0, shows: "await ctx.fanOut(ctx.payload.lines.map(",
+    async check({ start }) {
+      await loads(await start());
+    },
+  },
+  {
     page: 'docs/guides/getting-started.md', index: 0, shows: "app.post('/charge'",
     async check({ start }) {
       const run = await start();
