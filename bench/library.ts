@@ -14,7 +14,8 @@ if (!existsSync(ENTRY)) throw new Error(`${ENTRY} is missing: run \`npm run buil
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const library = require(ENTRY) as typeof Library;
 
-export const { Locker, DatastoreStore, MemoryStore } = library;
+export const { Locker, DatastoreStore, MemoryStore, LocalQueue } = library;
 export type Locker = Library.Locker;
 export type DatastoreStore = Library.DatastoreStore;
 export type MemoryStore = Library.MemoryStore;
+export type LocalQueue = Library.LocalQueue;

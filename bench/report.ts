@@ -14,6 +14,7 @@ import type { Settings } from './settings';
 import type { SimultaneousReport } from './simultaneous';
 import type { TelemetryReport } from './telemetry';
 import { kickoffJson, kickoffLines, type KickoffReport } from './kickoff';
+import { fanOutJson, fanOutLines, type FanOutReport } from './fanout';
 
 /** The targets, as medians on the legacy emulator. */
 export const TARGETS = Object.freeze({ stepToFloor: 1.4, duplicateToFloor: 0.35, throughput16ToFloor: 0.6 });
@@ -39,6 +40,8 @@ export interface Results {
   telemetry?: TelemetryReport;
   /** Kickoffs of new chains: the schedule() loop, scheduleMany() and the raw batched upsert. */
   kickoffs?: KickoffReport;
+  /** A fan-out of N children against scheduleMany() of N chains, its join, RPCs and hottest entity. */
+  fanOut?: FanOutReport;
 }
 
 /** The medians and ratios both outputs are made of. */
@@ -124,6 +127,7 @@ export function summaryJson(r: Results): Record<string, unknown> {
     ...simultaneousJson(r.simultaneous),
     ...telemetryJson(r.telemetry),
     ...(r.kickoffs && kickoffJson(r.kickoffs)),
+    ...(r.fanOut && fanOutJson(r.fanOut)),
   };
 }
 
@@ -201,6 +205,7 @@ export function table(r: Results): string {
   for (const leak of r.leaks) lines.push('', ...leakLines(leak, s.concurrency));
   if (r.telemetry) lines.push('', ...telemetryLines(r.telemetry));
   if (r.kickoffs) lines.push('', ...kickoffLines(r.kickoffs));
+  if (r.fanOut) lines.push('', ...fanOutLines(r.fanOut));
   return lines.join('\n');
 }
 

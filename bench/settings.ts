@@ -1,7 +1,8 @@
 /**
  * How much the benchmark measures. `BENCH_QUICK=1` makes a short run; single sizes can be
  * overridden (`BENCH_JVM_WARMUP`, `BENCH_ROUNDS`, `BENCH_WARMUP`, `BENCH_BATCHES`, `BENCH_BATCH_OPS`, `BENCH_LEAK_STEPS`,
- * `BENCH_SIMULTANEOUS_ROUNDS`, `BENCH_KICKOFF_CHAINS`, `BENCH_KICKOFF_ROUNDS`; `BENCH_ONLY=kickoff` runs the kickoff part alone),
+ * `BENCH_SIMULTANEOUS_ROUNDS`, `BENCH_KICKOFF_CHAINS`, `BENCH_KICKOFF_ROUNDS`, `BENCH_FANOUT_CHILDREN`; `BENCH_ONLY=kickoff` or
+ * `BENCH_ONLY=fanout` runs that part alone),
  * which the smoke test uses for a tiny round.
  */
 
@@ -29,13 +30,15 @@ export interface Settings {
   /** New chains per kickoff round, and interleaved rounds of the loop, the bulk call and the floor. */
   kickoffChains: number;
   kickoffRounds: number;
-  /** `BENCH_ONLY=kickoff` runs the kickoff part alone (`npm run bench:kickoff`). */
-  only: 'kickoff' | undefined;
+  /** Children of the fan-out part (and plain chains it compares them with). */
+  fanOutChildren: number;
+  /** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`) or `fanout` (`npm run bench:fanout`) runs that part alone. */
+  only: 'kickoff' | 'fanout' | undefined;
   quick: boolean;
 }
 
-const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, kickoffChains: 1_000, kickoffRounds: 5, only: undefined, quick: false };
-const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, simultaneous: 20, simultaneousRounds: 10, kickoffChains: 1_000, kickoffRounds: 3, only: undefined, quick: true };
+const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, kickoffChains: 1_000, kickoffRounds: 5, fanOutChildren: 500, only: undefined, quick: false };
+const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, simultaneous: 20, simultaneousRounds: 10, kickoffChains: 1_000, kickoffRounds: 3, fanOutChildren: 200, only: undefined, quick: true };
 
 /** The settings for this run, from the environment. */
 export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -52,14 +55,15 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     simultaneousRounds: count(env, 'BENCH_SIMULTANEOUS_ROUNDS', base.simultaneousRounds),
     kickoffChains: count(env, 'BENCH_KICKOFF_CHAINS', base.kickoffChains),
     kickoffRounds: count(env, 'BENCH_KICKOFF_ROUNDS', base.kickoffRounds),
+    fanOutChildren: count(env, 'BENCH_FANOUT_CHILDREN', base.fanOutChildren),
     only: only(env.BENCH_ONLY),
   };
 }
 
-function only(raw: string | undefined): 'kickoff' | undefined {
+function only(raw: string | undefined): 'kickoff' | 'fanout' | undefined {
   if (raw === undefined || raw === '') return undefined;
-  if (raw === 'kickoff') return raw;
-  throw new Error(`BENCH_ONLY must be kickoff (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
+  if (raw === 'kickoff' || raw === 'fanout') return raw;
+  throw new Error(`BENCH_ONLY must be kickoff or fanout (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
 }
 
 function count(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {

@@ -8,6 +8,8 @@
  *
  * Then kickoffs of 1,000 new chains through the `schedule()` loop, `scheduleMany()` and the raw
  * batched upsert (`kickoff.ts`); `BENCH_ONLY=kickoff` (`npm run bench:kickoff`) runs that part alone.
+ * Then a fan-out of 500 children against `scheduleMany()` of as many chains (`fanout.ts`);
+ * `BENCH_ONLY=fanout` (`npm run bench:fanout`) runs that part alone.
  *
  * `BENCH_QUICK=1` makes a short run (see `settings.ts` for single sizes). `BENCH_LEAK_STORE`
  * chooses the store of the memory check: `datastore` (the emulator, default), `memory` (the
@@ -31,6 +33,7 @@ import { measureSimultaneous } from './simultaneous';
 import { measureStampede } from './stampede';
 import { measureTelemetry } from './telemetry';
 import { kickoffJson, kickoffLines, measureKickoffs } from './kickoff';
+import { fanOutJson, fanOutLines, measureFanOut } from './fanout';
 import { measureThroughput } from './throughput';
 import { warmUp } from './warmup';
 
@@ -39,6 +42,7 @@ const RPC_SAMPLE = 20;
 async function main(): Promise<void> {
   const settings = readSettings();
   if (settings.only === 'kickoff') return kickoffsAlone(settings);
+  if (settings.only === 'fanout') return fanOutAlone(settings);
   const leakStores = leakStoreChoice(process.env.BENCH_LEAK_STORE);
   const datastore = legacyDatastore();
   const keys = new KeySource(datastore, `bench-${process.pid}-${Date.now().toString(36)}`);
@@ -71,7 +75,9 @@ async function main(): Promise<void> {
     const telemetry = await measureTelemetry(keys, settings.rounds, settings.warmup);
     progress(`kickoffs of ${settings.kickoffChains} new chains: the schedule() loop, scheduleMany() and the raw batched upsert, ${settings.kickoffRounds} rounds`);
     const kickoffs = await measureKickoffs(datastore, keys, settings.kickoffChains, settings.kickoffRounds);
-    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry, kickoffs };
+    progress(`a fan-out of ${settings.fanOutChildren} children against scheduleMany() of as many chains, run to the join`);
+    const fanOut = await measureFanOut(datastore, new KeySource(datastore, `${keys.namespace}-fan`), settings.fanOutChildren);
+    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry, kickoffs, fanOut };
   } finally {
     await server.close();
     await spy.close();
@@ -89,6 +95,17 @@ async function kickoffsAlone(settings: ReturnType<typeof readSettings>): Promise
   console.log(`datastore-locker kickoff benchmark on the legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})\n`);
   console.log(kickoffLines(report).join('\n'));
   console.log(JSON.stringify({ bench: 'datastore-locker kickoff', ...kickoffJson(report) }));
+}
+
+/** `BENCH_ONLY=fanout` (`npm run bench:fanout`): the fan-out part alone, its lines, then its JSON line. */
+async function fanOutAlone(settings: ReturnType<typeof readSettings>): Promise<void> {
+  const datastore = legacyDatastore();
+  const keys = new KeySource(datastore, `bench-${process.pid}-${Date.now().toString(36)}`);
+  process.stderr.write(`bench: a fan-out of ${settings.fanOutChildren} children against scheduleMany() of as many chains\n`);
+  const report = await measureFanOut(datastore, keys, settings.fanOutChildren);
+  console.log(`datastore-locker fan-out benchmark on the legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})\n`);
+  console.log(fanOutLines(report).join('\n'));
+  console.log(JSON.stringify({ bench: 'datastore-locker fan-out', ...fanOutJson(report) }));
 }
 
 /** RPCs each kind of operation sends, counted in an untimed pass. */

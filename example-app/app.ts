@@ -47,6 +47,8 @@ export function createApp(deps: AppDeps): Express {
   });
   app.post('/start/counter', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startCounter()));
   app.post('/start/order', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startOrder()));
+  // An order with line items: a fan-out of one chain per line, joined into one invoice.
+  app.post('/start/line-order', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startLineOrder()));
   // 1,000 counter chains with one locker.scheduleMany() call (`?count=` from 1 to 1,000).
   app.post('/start/counters', operatorsOnly, (req, res) => startMany(req, res, deps));
 

@@ -5,7 +5,9 @@
  *   once step {@link FORGED_STEP} has run, the app sends a forged duplicate of it through the
  *   queue (same `X-Lock-Key` and `X-Lock-Seq`, another task name), which the Locker drops;
  * - an order: charge the card, then email the receipt, then archive it, three steps of one chain
- *   on three handler paths. The first charge attempt of every order fails, to show a retry.
+ *   on three handler paths. The first charge attempt of every order fails, to show a retry;
+ * - an order with line items (`line-order.ts`): a fan-out of one child chain per line item, joined
+ *   into one invoice as the order's next step.
  *
  * Each step records its side effect in the store (`records.ts`), so the status page can show that
  * every step ran once.
@@ -15,6 +17,7 @@ import express, { type Router } from 'express';
 import type { Key } from '@google-cloud/datastore';
 import { Headers, keyPath, type Locker, type Properties, type Queue, type TaskContext } from '../src/index';
 import type { ChainRef, Records } from './records';
+import { mountLineOrder, startLineOrder } from './line-order';
 
 /** Steps of a counter chain. */
 export const COUNTER_STEPS = 10;
@@ -41,7 +44,7 @@ export interface ManyStarted {
 }
 
 /** What the app calls each kind of chain, in logs and on the status page. */
-export const CHAIN_LABELS: Readonly<Record<string, string>> = Object.freeze({ Counter: 'counter', Order: 'order' });
+export const CHAIN_LABELS: Readonly<Record<string, string>> = Object.freeze({ Counter: 'counter', Order: 'order', LineOrder: 'line-order', LineItem: 'line-item' });
 
 /** A counter chain's entity. */
 export class Counter {
@@ -89,6 +92,8 @@ export interface Chains {
   readonly router: Router;
   startCounter(): Promise<ChainRef>;
   startOrder(): Promise<ChainRef>;
+  /** Starts an order with line items: a fan-out of one chain per line, joined into its invoice. */
+  startLineOrder(): Promise<ChainRef>;
   /** Starts `count` new counter chains with one `locker.scheduleMany()` call. */
   startCounters(count: number): Promise<ManyStarted>;
 }
@@ -102,6 +107,7 @@ export function createChains(deps: ChainDeps): Chains {
   router.all(PATHS.charge, locker.handle<Order>((ctx) => chargeStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
   router.all(PATHS.email, locker.handle<Order>((ctx) => emailStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
   router.all(PATHS.archive, locker.handle<Order>((ctx) => archiveStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
+  mountLineOrder(router, deps);
 
   locker.on('completed', (e) => {
     if (e.key.kind === 'Counter' && e.seq === FORGED_STEP) void forgeDuplicate(deps, e.key, e.seq);
@@ -117,6 +123,7 @@ export function createChains(deps: ChainDeps): Chains {
     router,
     startCounter: () => start(deps, 'Counter', new Counter({ count: 0 }), PATHS.counter),
     startOrder: () => start(deps, 'Order', new Order({ item: 'datastore-locker T-shirt', amountCents: 2_500, email: 'customer@example.com' }), PATHS.charge),
+    startLineOrder: () => startLineOrder(deps),
     startCounters: (count) => startMany(deps, count),
   };
 }

@@ -13,10 +13,13 @@ export function renderIntro(): string {
 <p>Each chain below is a series of Cloud Tasks steps on one Datastore entity. The Locker holds a lease on the
 entity while a step runs, so each step runs once: the side-effect column counts the times each step's side
 effect ran. On purpose, a counter's step 6 is delivered a second time (the duplicate is dropped) and every
-order's first charge fails (the step is retried).</p>
+order's first charge fails (the step is retried). An order with line items fans out: each line item is a chain
+of its own, and once every one has settled the order's next step joins them into one invoice (open the order to
+see the fan-out's counts and the invoice).</p>
 <div class="start">
   <form method="post" action="/start/counter"><button type="submit">Start a counter chain</button></form>
   <form method="post" action="/start/order"><button type="submit">Start an order chain</button></form>
+  <form method="post" action="/start/line-order"><button type="submit">Start an order with line items (fan-out)</button></form>
   <form method="post" action="/start/counters"><button type="submit">Start 1,000 counter chains at once</button></form>
 </div>
 <p class="help">The same data as JSON: <a href="/status.json">/status.json</a>. <code>POST /sweep</code> re-delivers

@@ -8,7 +8,7 @@ import { type AnswerReason, type InspectState, type Locker, type StatusColumn, t
 import type { Records, StepRecord } from './records';
 
 /** The kinds of the example's chain entities. */
-export const CHAIN_KINDS = ['Counter', 'Order'] as const;
+export const CHAIN_KINDS = ['Counter', 'Order', 'LineOrder', 'LineItem'] as const;
 
 /** A chain's state: the library's view of its current step (`running` is a scheduled step whose lease is held). */
 export type ChainState = InspectState;

@@ -24,6 +24,7 @@ const TINY = {
   BENCH_SIMULTANEOUS_ROUNDS: '2',
   BENCH_KICKOFF_CHAINS: '50',
   BENCH_KICKOFF_ROUNDS: '1',
+  BENCH_FANOUT_CHILDREN: '30',
 };
 
 function runBench(): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -102,6 +103,20 @@ describe('npm run bench', () => {
     assert.equal(typeof result.kickoffTargetsMet, 'boolean');
     assert.equal(result.kickoffLoopRpcsPer1000, 2_000, 'a kickoff through schedule() is a lookup and a commit');
     assert.equal(result.kickoffBulkRpcsPer1000, 80, '50 chains in one batch: one lookup and three commits (ledger records, entities, kickoff records)');
+
+    // A fan-out against scheduleMany() of as many chains, run to its join, with RPCs and writes counted.
+    assert.ok(table.includes('Fan-out of 30 children'), 'the table shows the fan-out part');
+    assert.equal(result.fanOutChildren, 30);
+    for (const name of ['fanOutChildrenPerSec', 'fanOutBulkPerSec', 'fanOutToBulk', 'fanOutPlainRpcsPerChain', 'fanOutRpcsPerChild', 'fanOutMaxWritesPerEntitySecond', 'fanOutParentWrites', 'fanOutHeaderWrites']) {
+      const value = result[name];
+      assert.ok(typeof value === 'number' && Number.isFinite(value) && value > 0, `${name} is a positive number, got ${String(value)}`);
+    }
+    assert.ok(typeof result.fanOutSettleToJoinMs === 'number' && Number.isFinite(result.fanOutSettleToJoinMs), `fanOutSettleToJoinMs is a number, got ${String(result.fanOutSettleToJoinMs)}`);
+    assert.equal(typeof result.fanOutExtraRpcsPerChild, 'number');
+    assert.equal(typeof result.fanOutHottestEntity, 'string');
+    assert.equal(result.fanOutJoinSawAll, true, 'the join saw every child succeeded');
+    assert.equal(typeof result.fanOutTargetMet, 'boolean');
+    assert.ok((result.fanOutRpcsPerChild as number) > (result.fanOutPlainRpcsPerChain as number), 'a child costs more than a plain chain (its record, the seal, the check)');
 
     const leaks = result.leaks as Array<Record<string, unknown>>;
     assert.deepEqual(leaks.map((l) => l.store), ['legacy Datastore emulator', 'in-memory store']);
