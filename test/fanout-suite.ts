@@ -8,7 +8,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
+import express from 'express';
+import request from 'supertest';
 import { fanRig, type ChildMode, type FanRig, type JoinRun } from './support/fan-rig';
+import { MemoryLogger } from './support/task-app';
+import { Locker } from '../src/locker';
 import { keyPath } from '../src/store/key-codec';
 import { StepState } from '../src/types';
 import { TransitionError } from '../src/errors/errors';
@@ -240,6 +244,31 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       assert.match(view.failures[0]!.error ?? '', /fails for good/);
       assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join while a child is pending');
       await assert.rejects(rig.locker.schedule(parent, {}, '/parent'), /busy|scheduled/, 'a kickoff on the waiting parent reports it busy');
+    });
+
+    it('the status page shows a waiting parent\'s fan-out: counts per state, the oldest pending child, sample failures with `redact` applied', async () => {
+      const parent = parentKey();
+      const children = lines(`st${counter}`, 3, (i) => (i === 0 ? 'hang' : i === 1 ? 'fail' : 'ok'));
+      await rig.start(parent, children);
+      await allEnded(rig, children.slice(1).map((c) => rig.key('Line', c.name)));
+      await rig.settle();
+      // An operator's Locker on the same store, redacting the children's `name` (which their error texts quote).
+      const operator = new Locker({ store: rig.store, authenticate: false, logger: new MemoryLogger(), redact: ['name'] });
+      const app = express();
+      app.use('/ops', operator.statusRouter({ authenticate: () => ({ ok: true }), kinds: ['Order'] }));
+      const res = await request(app).get(`/ops/step?key=${encodeURIComponent(rig.locker.encodeKey(parent))}`);
+      assert.equal(res.status, 200);
+      assert.match(res.text, /data-fanout-state="sealed"/);
+      for (const [state, n] of [['pending', 1], ['succeeded', 1], ['failed', 1], ['cancelled', 0], ['timedOut', 0], ['total', 3]] as const) {
+        assert.match(res.text, new RegExp(`<span data-count="${state}">${n}</span>`), `${state} count`);
+      }
+      assert.match(res.text, new RegExp(`Oldest pending</th><td><code>[^<]*${rig.key('Line', children[0]!.name).name!}[^<]*</code>, started <span class="age" data-age="oldest-pending">`));
+      const failure = /<li data-state="failed">([\s\S]*?)<\/li>/.exec(res.text)?.[1] ?? '';
+      assert.match(failure, /: child \[redacted\] fails for good/i, 'the failure\'s error is shown, scrubbed');
+      assert.doesNotMatch(failure.split('</code>')[1] ?? '', new RegExp(children[1]!.name), 'the child\'s redacted property is not in its error text');
+      const plain = await request(express().use('/ops', rig.locker.statusRouter({ authenticate: () => ({ ok: true }), kinds: ['Order'] }))).get(`/ops/step?key=${encodeURIComponent(rig.locker.encodeKey(parent))}`);
+      assert.match(/<li data-state="failed">([\s\S]*?)<\/li>/.exec(plain.text)?.[1] ?? '', new RegExp(`child ${children[1]!.name} fails for good`), 'without redact, the error is shown as it is');
+      await rig.locker.cancelFanOut(parent); // leaves nothing pending for later tests
     });
 
     it('cancelFanOut() while sealed, without the join: pending children and the parent are cancelled, no join runs', async () => {
