@@ -333,23 +333,31 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
 
     it('cancelFanOut() while the parent is still writing: the seal is fenced off, no join runs; asking for the join is refused', async () => {
       const parent = parentKey();
-      const children = lines(`cw${counter}`, 3, 'hang');
+      const children = lines(`cw${counter}`, 150, 'hang');
       let reached!: () => void;
-      const atSeal = new Promise<void>((resolve) => { reached = resolve; });
+      const atPage = new Promise<void>((resolve) => { reached = resolve; });
       let release!: () => void;
       const released = new Promise<void>((resolve) => { release = resolve; });
-      await rig.start(parent, children, { gate: () => { reached(); return released; } });
-      await atSeal;
+      // The first page (100 children) is started; the second page's write waits (it reads nothing the cancel writes).
+      let pages = 0;
+      const holdSecond = (): void => rig.store.hold('LockerFanOutPage', async () => {
+        if (++pages === 1) { holdSecond(); return; }
+        reached();
+        await released;
+      });
+      holdSecond();
+      await rig.start(parent, children);
+      await atPage;
       await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), /never sealed/);
       const result = await rig.locker.cancelFanOut(parent);
       release();
       assert.equal(result.was, 'writing');
-      assert.equal(result.children, 3);
+      assert.equal(result.children, 100, 'the children of the pages written so far are cancelled');
       await rig.settle();
       const header = await rig.store.get(headerKey(result.fanout, rig.namespace));
       assert.equal(header?.state, 'cancelled', 'the seal did not overwrite the cancel');
       assert.equal((await rig.store.get(parent))?.lock_state, StepState.cancelled, 'the parent\'s fanning-out step is cancelled');
-      for (const c of children) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, StepState.cancelled);
+      for (const c of children.slice(0, 100)) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, StepState.cancelled);
       assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join ran');
     });
 
