@@ -51,6 +51,14 @@ export interface RetryFanOutOptions {
 /** Every option name of {@link RetryFanOutOptions}. */
 export const RETRY_FAN_OUT_OPTION_NAMES: OptionNames<RetryFanOutOptions> = { seq: true };
 
+/** A failed child `retryFanOutChildren()` could not retry. */
+export interface SkippedChild {
+  /** The child's entity. */
+  key: Key;
+  /** Why it was not retried. */
+  error: string;
+}
+
 /** What an operator's action on a fan-out did. */
 export interface FanOutActionResult {
   /** The fan-out's id. */
@@ -60,16 +68,14 @@ export interface FanOutActionResult {
   /** Children acted on: cancelled (`cancelFanOut`) or retried (`retryFanOutChildren`). */
   children: number;
   /** Failed children that could not be retried (no failed chain of their own: busy, deleted, never started), with why. */
-  skipped?: Array<{ key: Key; error: string }>;
+  skipped?: SkippedChild[];
   /** Whether the join was committed by this call (`cancelFanOut` with `join`). */
   joined?: boolean;
 }
 
-/** The parts the actions use. */
-type OperatorParts = FanParts;
 
 /** The fan-out of the parent whose lock is `lock`: the one it waits on (at the join step), else the one its step is writing. */
-async function findHeader(parts: OperatorParts, tx: StoreTransaction, key: Key, lock: Lock): Promise<Header | undefined> {
+async function findHeader(parts: FanParts, tx: StoreTransaction, key: Key, lock: Lock): Promise<Header | undefined> {
   if (lock.chain === undefined) return undefined;
   for (const seq of [lock.seq - 1, lock.seq]) {
     if (seq < 1) continue;
@@ -82,7 +88,7 @@ async function findHeader(parts: OperatorParts, tx: StoreTransaction, key: Key, 
 }
 
 /** Cancels the fan-out the parent `key` waits on (or is writing); see the file's comment. */
-export async function cancelFanOut(parts: OperatorParts, key: Key, options: CancelFanOutOptions = {}): Promise<FanOutActionResult> {
+export async function cancelFanOut(parts: FanParts, key: Key, options: CancelFanOutOptions = {}): Promise<FanOutActionResult> {
   rejectUnknownOptions('locker.cancelFanOut()', options, CANCEL_FAN_OUT_OPTION_NAMES);
   const join = options.join === true;
   const now = new Date(parts.config.clock());
@@ -125,7 +131,7 @@ export async function cancelFanOut(parts: OperatorParts, key: Key, options: Canc
  * The children of a fan-out; one never sealed (its page count is not known yet) by its page records
  * in turn, until the first absent one.
  */
-async function childrenSoFar(parts: OperatorParts, header: Header): Promise<ChildRecord[]> {
+async function childrenSoFar(parts: FanParts, header: Header): Promise<ChildRecord[]> {
   if (header.pages > 0) return allChildren(parts, header);
   let pages = 0;
   while (readPage(await parts.config.store.get(pageKey(header.id, pages, header.parent.namespace))).length > 0) pages++;
@@ -133,7 +139,7 @@ async function childrenSoFar(parts: OperatorParts, header: Header): Promise<Chil
 }
 
 /** Commits the join of a fan-out cancelled with `join`, on its children as they are now. */
-export async function finishCancelledJoin(parts: OperatorParts, header: Header): Promise<string> {
+export async function finishCancelledJoin(parts: FanParts, header: Header): Promise<string> {
   return commitJoin(parts, header, await allChildren(parts, header), new Date(parts.config.clock()), true);
 }
 
@@ -141,7 +147,7 @@ export async function finishCancelledJoin(parts: OperatorParts, header: Header):
  * Cancels the chain of each pending child (only while it is still that child's chain) and settles
  * its record: `cancelled`, or how its chain ended if it ended first. Returns how many it settled.
  */
-export async function cancelChildren(parts: OperatorParts, header: Header): Promise<number> {
+export async function cancelChildren(parts: FanParts, header: Header): Promise<number> {
   const ns = header.parent.namespace;
   let settled = 0;
   for (const child of (await childrenSoFar(parts, header)).filter((c) => c.state === 'pending')) {
@@ -158,7 +164,7 @@ export async function cancelChildren(parts: OperatorParts, header: Header): Prom
 }
 
 /** Retries the failed children of the fan-out the parent `key` waits on, before its join; see the file's comment. */
-export async function retryFanOutChildren(parts: OperatorParts, key: Key, options: RetryFanOutOptions = {}): Promise<FanOutActionResult> {
+export async function retryFanOutChildren(parts: FanParts, key: Key, options: RetryFanOutOptions = {}): Promise<FanOutActionResult> {
   rejectUnknownOptions('locker.retryFanOutChildren()', options, RETRY_FAN_OUT_OPTION_NAMES);
   const props = await parts.config.store.get(key);
   const lock = current(key, props === undefined ? undefined : readLock(props), options);
