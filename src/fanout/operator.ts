@@ -115,7 +115,7 @@ export async function cancelFanOut(parts: FanParts, key: Key, options: CancelFan
     if (parentCancelled) await cancelInTx(parts, tx, key, props!, lock, now);
     const { due: _due, ...rest } = header;
     const next: Header = { ...rest, state: 'cancelled', cancelJoin: join };
-    if (join) next.due = now; // the sweep finishes the join if this call dies before it
+    if (join) next.due = new Date(now.getTime() + parts.config.stallAfter); // the sweep finishes the join if this call dies before it (not sooner: it would race the call)
     tx.put(hKey, headerProperties(next, encode), UNINDEXED);
     return { header: next, was: header.state, parentCancelled: parentCancelled ? lock.seq : undefined };
   });
