@@ -20,6 +20,7 @@ export { SCHEDULE_MANY_DEFAULTS, type KickoffItem, type KickoffProgress, type Ki
 export type { ChildCounts, ChildState, FanIn, FanInChild, FanInPage, FanOutChild, FanOutOptions, FanOutOutcome, FanOutPolicy, FanOutStarted } from './fanout/types';
 export type { FailedChild, FanOutView, PendingChild } from './fanout/view';
 export type { FanOutState } from './fanout/records';
+export type { CancelFanOutOptions, FanOutActionResult, RetryFanOutOptions, SkippedChild } from './fanout/operator';
 
 // Events, for logs and counters.
 export type { LockerEvents, StepEvent } from './events';

@@ -24,6 +24,7 @@ import { emitIsolated } from './telemetry/emit';
 import { Inspector } from './ops/inspect/inspector';
 import { cancelChain, resendStep, retryStep, type ActionOptions, type ActionResult } from './ops/actions';
 import { statusRouter } from './ops/status/router';
+import { cancelFanOut, retryFanOutChildren, type CancelFanOutOptions, type FanOutActionResult, type RetryFanOutOptions } from './fanout/operator';
 import type { StatusRouterOptions } from './ops/status/options';
 import { buildParts, type Parts } from './parts';
 import type { Json } from './types';
@@ -137,6 +138,27 @@ export class Locker extends EventEmitter<LockerEvents> {
    */
   cancel(key: Key, options?: ActionOptions): Promise<ActionResult> {
     return cancelChain(this.parts, key, options);
+  }
+
+  /**
+   * Cancels the fan-out the parent `key` waits on, or is still writing (an operator's action): its
+   * pending children's chains are cancelled and their records settled `cancelled`. Without `join`
+   * the parent's chain is cancelled too; with `join`, the join runs once, told the outcome
+   * `cancelled` (refused while the fan-out is still being written). Throws `TransitionError` (409)
+   * once the join started, or when there is no fan-out. See docs/guides/fan-out.md, "Operators".
+   */
+  cancelFanOut(key: Key, options?: CancelFanOutOptions): Promise<FanOutActionResult> {
+    return cancelFanOut(this.parts, key, options);
+  }
+
+  /**
+   * Retries the children that failed for good of the fan-out the parent `key` waits on, before its
+   * join runs (an operator's action): each is revived like `retry()` and counts as pending again.
+   * Children with no failed chain of their own (busy, deleted) are skipped and listed. Throws
+   * `TransitionError` (409) unless the fan-out is sealed and waiting.
+   */
+  retryFanOutChildren(key: Key, options?: RetryFanOutOptions): Promise<FanOutActionResult> {
+    return retryFanOutChildren(this.parts, key, options);
   }
 
   /**

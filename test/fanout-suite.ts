@@ -8,9 +8,15 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
+import express from 'express';
+import request from 'supertest';
 import { fanRig, type ChildMode, type FanRig, type JoinRun } from './support/fan-rig';
+import { MemoryLogger } from './support/task-app';
+import { Locker } from '../src/locker';
 import { keyPath } from '../src/store/key-codec';
 import { StepState } from '../src/types';
+import { TransitionError } from '../src/errors/errors';
+import { headerKey } from '../src/fanout/records';
 import type { StoreUnderTest } from './handle-suite';
 
 let counter = 0;
@@ -238,6 +244,165 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       assert.match(view.failures[0]!.error ?? '', /fails for good/);
       assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join while a child is pending');
       await assert.rejects(rig.locker.schedule(parent, {}, '/parent'), /busy|scheduled/, 'a kickoff on the waiting parent reports it busy');
+    });
+
+    it('the status page shows a waiting parent\'s fan-out: counts per state, the oldest pending child, sample failures with `redact` applied', async () => {
+      const parent = parentKey();
+      const children = lines(`st${counter}`, 3, (i) => (i === 0 ? 'hang' : i === 1 ? 'fail' : 'ok'));
+      await rig.start(parent, children);
+      await allEnded(rig, children.slice(1).map((c) => rig.key('Line', c.name)));
+      await rig.settle();
+      // An operator's Locker on the same store, redacting the children's `name` (which their error texts quote).
+      const operator = new Locker({ store: rig.store, authenticate: false, logger: new MemoryLogger(), redact: ['name'] });
+      const app = express();
+      app.use('/ops', operator.statusRouter({ authenticate: () => ({ ok: true }), kinds: ['Order'] }));
+      const res = await request(app).get(`/ops/step?key=${encodeURIComponent(rig.locker.encodeKey(parent))}`);
+      assert.equal(res.status, 200);
+      assert.match(res.text, /data-fanout-state="sealed"/);
+      for (const [state, n] of [['pending', 1], ['succeeded', 1], ['failed', 1], ['cancelled', 0], ['timedOut', 0], ['total', 3]] as const) {
+        assert.match(res.text, new RegExp(`<span data-count="${state}">${n}</span>`), `${state} count`);
+      }
+      assert.match(res.text, new RegExp(`Oldest pending</th><td><code>[^<]*${rig.key('Line', children[0]!.name).name!}[^<]*</code>, started <span class="age" data-age="oldest-pending">`));
+      const failure = /<li data-state="failed">([\s\S]*?)<\/li>/.exec(res.text)?.[1] ?? '';
+      assert.match(failure, /: child \[redacted\] fails for good/i, 'the failure\'s error is shown, scrubbed');
+      assert.doesNotMatch(failure.split('</code>')[1] ?? '', new RegExp(children[1]!.name), 'the child\'s redacted property is not in its error text');
+      const plain = await request(express().use('/ops', rig.locker.statusRouter({ authenticate: () => ({ ok: true }), kinds: ['Order'] }))).get(`/ops/step?key=${encodeURIComponent(rig.locker.encodeKey(parent))}`);
+      assert.match(/<li data-state="failed">([\s\S]*?)<\/li>/.exec(plain.text)?.[1] ?? '', new RegExp(`child ${children[1]!.name} fails for good`), 'without redact, the error is shown as it is');
+      await rig.locker.cancelFanOut(parent); // leaves nothing pending for later tests
+    });
+
+    it('cancelFanOut() while sealed, without the join: pending children and the parent are cancelled, no join runs', async () => {
+      const parent = parentKey();
+      const children = lines(`cx${counter}`, 3, (i) => (i < 2 ? 'hang' : 'ok'));
+      await rig.start(parent, children);
+      await allEnded(rig, [rig.key('Line', children[2]!.name)]);
+      await rig.settle();
+      assert.equal((await rig.locker.inspect().step(parent))?.fanOut?.state, 'sealed');
+      const result = await rig.locker.cancelFanOut(parent);
+      assert.equal(result.was, 'sealed');
+      assert.equal(result.children, 2, 'both pending children cancelled');
+      assert.equal(result.joined, undefined);
+      for (const c of children.slice(0, 2)) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, StepState.cancelled, `${c.name}'s chain cancelled`);
+      assert.equal((await rig.store.get(parent))?.lock_state, StepState.cancelled, 'the parent\'s chain is cancelled at its join step');
+      await rig.settle();
+      const view = (await rig.locker.inspect().step(parent))?.fanOut;
+      assert.equal(view?.state, 'cancelled');
+      assert.deepEqual([view?.counts.cancelled, view?.counts.succeeded, view?.counts.pending], [2, 1, 0]);
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join ran');
+      await assert.rejects(rig.locker.cancelFanOut(parent), TransitionError, 'a second cancel is refused');
+      await assert.rejects(rig.locker.cancelFanOut(rig.key('Order', `none${counter}`)), TransitionError, 'no entity, no fan-out');
+    });
+
+    it('cancelFanOut({ join: true }) while sealed: the join runs once, told `cancelled`, with the cancelled children counted', async () => {
+      const parent = parentKey();
+      const children = lines(`cj${counter}`, 4, (i) => (i < 2 ? 'hang' : i === 2 ? 'fail' : 'ok'));
+      await rig.start(parent, children);
+      await allEnded(rig, children.slice(2).map((c) => rig.key('Line', c.name)));
+      await rig.settle();
+      const result = await rig.locker.cancelFanOut(parent, { join: true });
+      assert.equal(result.was, 'sealed');
+      assert.equal(result.children, 2);
+      assert.equal(result.joined, true);
+      const run = await rig.joined(parent);
+      await rig.settle();
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1, 'the join ran once');
+      assert.equal(run.outcome, 'cancelled');
+      assert.deepEqual([run.counts.cancelled, run.counts.failed, run.counts.succeeded, run.counts.pending], [2, 1, 1, 0]);
+      assert.equal(run.children.filter((c) => c.state === 'cancelled').length, 2);
+      const lock = await rig.store.get(parent);
+      assert.deepEqual([lock?.lock_state, lock?.lock_seq], [StepState.complete, 3], 'the parent completed with its join');
+      await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), TransitionError, 'once joined, a cancel is refused');
+      await assert.rejects(rig.locker.cancelFanOut(parent, { ink: true } as never), /ink/, 'an unknown option is refused');
+    });
+
+    it('cancelFanOut({ join: true }) whose join commit is lost: the sweep commits it, and the join runs once', async () => {
+      const parent = parentKey();
+      const children = lines(`cl${counter}`, 2, (i) => (i === 0 ? 'hang' : 'ok'));
+      await rig.start(parent, children);
+      await allEnded(rig, [rig.key('Line', children[1]!.name)]);
+      await rig.settle();
+      rig.store.inject({ at: 'LockerFanOut:joining' });
+      await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), /injected/);
+      rig.store.fired.length = 0;
+      const run = await rig.joined(parent);
+      await rig.settle();
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1, 'the join ran once');
+      assert.equal(run.outcome, 'cancelled');
+      assert.deepEqual([run.counts.cancelled, run.counts.succeeded], [1, 1]);
+    });
+
+    it('cancelFanOut() while the parent is still writing: the seal is fenced off, no join runs; asking for the join is refused', async () => {
+      const parent = parentKey();
+      const children = lines(`cw${counter}`, 150, 'hang');
+      let reached!: () => void;
+      const atPage = new Promise<void>((resolve) => { reached = resolve; });
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => { release = resolve; });
+      // The first page (100 children) is started; the second page's write waits (it reads nothing the cancel writes).
+      let pages = 0;
+      const holdSecond = (): void => rig.store.hold('LockerFanOutPage', async () => {
+        if (++pages === 1) { holdSecond(); return; }
+        reached();
+        await released;
+      });
+      holdSecond();
+      await rig.start(parent, children);
+      await atPage;
+      await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), /never sealed/);
+      const result = await rig.locker.cancelFanOut(parent);
+      release();
+      assert.equal(result.was, 'writing');
+      assert.equal(result.children, 100, 'the children of the pages written so far are cancelled');
+      await rig.settle();
+      const header = await rig.store.get(headerKey(result.fanout, rig.namespace));
+      assert.equal(header?.state, 'cancelled', 'the seal did not overwrite the cancel');
+      assert.equal((await rig.store.get(parent))?.lock_state, StepState.cancelled, 'the parent\'s fanning-out step is cancelled');
+      for (const c of children.slice(0, 100)) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, StepState.cancelled);
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join ran');
+    });
+
+    it('retryFanOutChildren(): failed children are retried before the join; a child with no chain of its own is skipped; the join sees them succeed', async () => {
+      const parent = parentKey();
+      const children = lines(`rt${counter}`, 4, (i) => (i === 0 ? 'hang' : i === 1 ? 'failOnce' : 'ok'));
+      const busy = rig.key('Line', children[3]!.name);
+      await rig.store.transaction(async (tx) => {
+        tx.put(busy, { lock_ts: new Date(), lock_req: '', lock_seq: 4, lock_try: 0, lock_state: StepState.scheduled, lock_chain: 'another', lock_task: 'another-4' }, []);
+      });
+      await rig.start(parent, children);
+      await allEnded(rig, children.slice(1, 3).map((c) => rig.key('Line', c.name)));
+      await rig.settle();
+      const before = (await rig.locker.inspect().step(parent))?.fanOut;
+      assert.deepEqual([before?.counts.failed, before?.counts.pending], [2, 1], 'the failed child and the busy one');
+      const result = await rig.locker.retryFanOutChildren(parent);
+      assert.equal(result.children, 1, 'the child that failed for good was retried');
+      assert.equal(result.skipped?.length, 1);
+      assert.equal(result.skipped?.[0]?.key.name, busy.name);
+      await allEnded(rig, [rig.key('Line', children[1]!.name)]);
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join while a child is pending');
+      await rig.locker.cancel(rig.key('Line', children[0]!.name)); // the last pending child ends; the sweep settles it
+      const run = await rig.joined(parent);
+      await rig.settle();
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1, 'the join ran once');
+      assert.deepEqual([run.counts.succeeded, run.counts.failed, run.counts.cancelled], [2, 1, 1]);
+      assert.equal(run.children.find((c) => c.key.name === rig.key('Line', children[1]!.name).name)?.state, 'succeeded', 'the retried child counts as succeeded');
+      assert.equal(rig.childRuns.get(`${keyPath(rig.key('Line', children[1]!.name))}#1`), 2, 'the retried child ran twice');
+      await assert.rejects(rig.locker.retryFanOutChildren(parent), TransitionError, 'once joined, a retry is refused');
+    });
+
+    it('a child whose entity is deleted under it: the sweep settles it failed and the join runs once', async () => {
+      const parent = parentKey();
+      const children = lines(`gone${counter}`, 3, (i) => (i === 0 ? 'hang' : 'ok'));
+      await rig.start(parent, children);
+      await allEnded(rig, children.slice(1).map((c) => rig.key('Line', c.name)));
+      const gone = rig.key('Line', children[0]!.name);
+      await rig.store.transaction(async (tx) => { tx.delete(gone); });
+      const run = await rig.joined(parent);
+      await rig.settle();
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1, 'the join ran once');
+      const seen = run.children.find((c) => c.key.name === gone.name);
+      assert.equal(seen?.state, 'failed');
+      assert.match(seen?.error ?? '', /entity was deleted/);
+      assert.deepEqual([run.counts.failed, run.counts.succeeded], [1, 2]);
     });
 
     if (options.big) {

@@ -62,7 +62,9 @@ async function timeOut(parts: FanParts, namespace: string | undefined, pending: 
 /**
  * The join's commit: `sealed` -> `joining` with the outcome and counts, and the parent's ledger
  * record for the join step, in one transaction; then the join's task is sent. A parent no longer
- * waiting at the join step (cancelled by an operator) gets no record.
+ * waiting at the join step (cancelled by an operator) gets no record. With `cancelled`, the
+ * operator's cancel that asked for the join commits it from `cancelled`, with the outcome
+ * `cancelled` (`cancelFanOut()`).
  */
 export async function commitJoin(parts: FanParts, header: Header, children: readonly ChildRecord[], now: Date, cancelled = false): Promise<CheckResult> {
   const counts = countStates(children);
@@ -71,7 +73,10 @@ export async function commitJoin(parts: FanParts, header: Header, children: read
   const encode = (k: Parameters<typeof parts.dispatcher.encodeKey>[0]): string => parts.dispatcher.encodeKey(k);
   const record = await parts.locks.transaction(header.parent, async (tx) => {
     const current = readHeader(header.id, await tx.get(headerKey(header.id, header.parent.namespace)), decodeKey);
-    if (!current || current.state !== 'sealed') return 'not-sealed' as const;
+    // A cancel that asked for the join commits it from `cancelled`, once; otherwise only a sealed fan-out
+    // joins, and only on the children read after it was last reopened (a retried child reopens it).
+    const from = cancelled ? current?.state === 'cancelled' && current.cancelJoin === true : current?.state === 'sealed' && (current.reopened ?? 0) === (header.reopened ?? 0);
+    if (!current || !from) return 'not-sealed' as const;
     const parent = await tx.get(header.parent);
     const lock = parent ? readLock(parent) : undefined;
     const { due: _due, ...rest } = current;

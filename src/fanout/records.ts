@@ -5,7 +5,8 @@
  * children (a child's chain id names its record, in its own namespace).
  *
  * - The header (`LockerFanOut`, one per fan-out): `writing` while children are added, `sealed` once
- *   all were, `joining` once the join step was committed, `cancelled` by an operator.
+ *   all were, `joining` once the join step was committed, `cancelled` by an operator (`cancelFanOut()`;
+ *   with the join asked for, `joining` again once it is committed, with the outcome `cancelled`).
  * - A child record (`LockerFanOutChild`, one per child): `pending` until its chain ended, then
  *   `succeeded`, `failed`, `cancelled` or `timedOut`. Its indexed `open` names the fan-out while it
  *   is pending: the completion check asks for one such key.
@@ -83,6 +84,8 @@ export interface Header {
   joinedAt?: Date;
   /** Whether a cancel asked for the join to run. */
   cancelJoin?: boolean;
+  /** Times an operator reopened the fan-out by retrying failed children: a join decided on children read before is refused. */
+  reopened?: number;
 }
 
 /** A child record, as read. */
@@ -133,7 +136,7 @@ export function pageKey(fanout: string, n: number, namespace: string | undefined
 
 /** Properties of records that are never queried (only `open`, `fanout` and `due` are). */
 export const UNINDEXED = ['state', 'parent', 'chain', 'seq', 'joinTask', 'path', 'body', 'policy', 'deadline', 'pages', 'total', 'createdAt',
-  'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids'] as const;
+  'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids'] as const;
 
 /** The header's stored properties. */
 export function headerProperties(h: Header, encode: (key: Key) => string): Properties {
@@ -148,6 +151,7 @@ export function headerProperties(h: Header, encode: (key: Key) => string): Prope
   if (h.counts) p.counts = JSON.stringify(h.counts);
   if (h.joinedAt) p.joinedAt = h.joinedAt;
   if (h.cancelJoin !== undefined) p.cancelJoin = h.cancelJoin;
+  if (h.reopened !== undefined) p.reopened = h.reopened;
   return p;
 }
 
@@ -166,6 +170,7 @@ export function readHeader(id: string, p: Properties | undefined, decode: (encod
   if (typeof p.counts === 'string') h.counts = JSON.parse(p.counts) as ChildCounts;
   if (p.joinedAt instanceof Date) h.joinedAt = p.joinedAt;
   if (typeof p.cancelJoin === 'boolean') h.cancelJoin = p.cancelJoin;
+  if (typeof p.reopened === 'number') h.reopened = p.reopened;
   return h;
 }
 

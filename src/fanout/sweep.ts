@@ -4,10 +4,12 @@
  * without settling (the process died between the two, the entity was deleted, an operator
  * cancelled the child's chain) are settled from their entity; then the completion check runs
  * (which also times out pending children once the deadline passed). A fan-out still waiting is
- * looked at again `stallAfter` later.
+ * looked at again `stallAfter` later. A fan-out an operator cancelled asking for the join, whose
+ * call died before the join was committed, has its children cancelled and its join committed here.
  */
 import { decodeKey, keyPath } from '../store/key-codec';
 import { checkJoin } from './join-trigger';
+import { cancelChildren, finishCancelledJoin } from './operator';
 import { allChildren, getChildren, type FanParts } from './read-children';
 import { CHILD_KIND, HEADER_KIND, headerKey, headerProperties, readHeader, UNINDEXED, type ChildRecord, type Header } from './records';
 import { childEnd, settleRecord } from './settle';
@@ -37,6 +39,10 @@ export async function sweepFanOuts(parts: FanParts, limit: number): Promise<FanO
       if (header.state === 'sealed') {
         result.repaired += await repair(parts, header);
         if (await checkJoin(parts, id, key.namespace) === 'joined') result.joined++;
+      } else if (header.state === 'cancelled' && header.cancelJoin === true) {
+        // An operator's cancel asked for the join and died before committing it: finish it.
+        await cancelChildren(parts, header);
+        if (await finishCancelledJoin(parts, header) === 'joined') result.joined++;
       }
       await postpone(parts, id, key.namespace);
     } catch (error) {
@@ -66,7 +72,7 @@ async function repair(parts: FanParts, header: Header): Promise<number> {
   return repaired;
 }
 
-/** Moves a fan-out's `due` on (`stallAfter`, or its deadline if sooner); removes it once it is no longer sealed. */
+/** Moves a fan-out's `due` on (`stallAfter`, or its deadline if sooner); removes it once it is no longer sealed (or cancelled with its join still to commit). */
 async function postpone(parts: FanParts, id: string, namespace: string | undefined): Promise<void> {
   const now = parts.config.clock();
   await parts.locks.transact(async (tx) => {
@@ -74,7 +80,7 @@ async function postpone(parts: FanParts, id: string, namespace: string | undefin
     if (!header) return;
     const { due: _due, ...rest } = header;
     const next: Header = rest;
-    if (header.state === 'sealed') {
+    if (header.state === 'sealed' || (header.state === 'cancelled' && header.cancelJoin === true)) {
       const at = now + parts.config.stallAfter;
       next.due = new Date(header.deadline && header.deadline.getTime() > now ? Math.min(at, header.deadline.getTime()) : at);
     }

@@ -13,10 +13,10 @@ import { readLock, type Lock } from '../rules/lock-fields';
 import { nextSend } from '../rules/ledger-record';
 import { alerted, cancel, resend, retry } from '../rules/transitions';
 import { endStepAlerts, NO_ALERTS, overwriteAlertGrace } from '../alert/overwrite-alert';
-import type { LedgerRecord, StoreTransaction } from '../types';
+import type { LedgerRecord, Properties, StoreTransaction } from '../types';
 
 /** The parts an operator's action uses. */
-type ActionParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher'>;
+export type ActionParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher'>;
 
 /** What an action may be told about the step the operator saw. */
 export interface ActionOptions {
@@ -44,21 +44,28 @@ export async function cancelChain(parts: ActionParts, key: Key, options: ActionO
   const seq = await parts.locks.transaction(key, async (tx) => {
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options);
-    parts.locks.put(tx, key, props!, cancel(lock, { now }));
-    if (lock.task !== undefined) {
-      // The step is no longer live: its record goes in the same commit, unless alerts claimed on the
-      // lock are still unsent: then the sweep needs it to find them, so it stays, due within the grace.
-      const owed = endStepAlerts(parts, { lock: alerted(lock, { alerts: [] }) }, lock, NO_ALERTS, now).lock.alerts.length > 0;
-      const record = owed ? await tx.getLedger(key, lock.task) : undefined;
-      const soon = now.getTime() + overwriteAlertGrace(parts);
-      if (record) tx.putLedger({ ...record, due: new Date(Math.min(record.due.getTime(), soon)) });
-      else tx.deleteLedger(key, lock.task);
-    }
+    await cancelInTx(parts, tx, key, props!, lock, now);
     return lock.seq;
   });
   parts.emit('cancelled', { key, seq, attempt: '' });
   parts.config.logger.warn('chain cancelled by an operator', { key: keyPath(key), namespace: key.namespace, seq });
   return { seq };
+}
+
+/**
+ * Writes the cancel of `lock` (read from `props`) in `tx`: the lock `cancelled`, and the step's
+ * ledger record removed, unless alerts claimed on the lock are still unsent: then the sweep needs
+ * it to find them, so it stays, due within the grace. Throws `TransitionError` unless a step is
+ * scheduled or running.
+ */
+export async function cancelInTx(parts: ActionParts, tx: StoreTransaction, key: Key, props: Properties, lock: Lock, now: Date): Promise<void> {
+  parts.locks.put(tx, key, props, cancel(lock, { now }));
+  if (lock.task === undefined) return;
+  const owed = endStepAlerts(parts, { lock: alerted(lock, { alerts: [] }) }, lock, NO_ALERTS, now).lock.alerts.length > 0;
+  const record = owed ? await tx.getLedger(key, lock.task) : undefined;
+  const soon = now.getTime() + overwriteAlertGrace(parts);
+  if (record) tx.putLedger({ ...record, due: new Date(Math.min(record.due.getTime(), soon)) });
+  else tx.deleteLedger(key, lock.task);
 }
 
 /** The lock to act on: the entity must exist and, when `options.seq` is given, be at that step. */
@@ -113,7 +120,7 @@ export async function resendStep(parts: ActionParts, key: Key, options: ActionOp
 }
 
 /** The ledger record of the lock's current step: its path and payload, which a new task needs. */
-async function ledgerOf(tx: StoreTransaction, key: Key, lock: Lock): Promise<LedgerRecord> {
+export async function ledgerOf(tx: StoreTransaction, key: Key, lock: Lock): Promise<LedgerRecord> {
   const found = lock.task === undefined ? undefined : await tx.getLedger(key, lock.task);
   if (!found || found.seq !== lock.seq) {
     throw new TransitionError(`${keyPath(key)} step ${lock.seq} has no ledger record (the task's path and payload), so no new task can be made for it; kick off a new chain instead`);

@@ -20,8 +20,8 @@ import { lossyQueue, type Loss, type LossyQueue } from './lossy-queue';
 import { SeamStore } from './seam-store';
 import { keys, MemoryLogger } from './task-app';
 
-/** What a child does: complete with a result, fail for good, stay pending (a step far ahead), run two steps, fan out itself, or fail once then succeed. */
-export type ChildMode = 'ok' | 'fail' | 'hang' | 'two' | 'nest' | 'flaky';
+/** What a child does: complete with a result, fail for good, stay pending (a step far ahead), run two steps, fan out itself, fail once then succeed, or fail for good once (then succeed when an operator retries it). */
+export type ChildMode = 'ok' | 'fail' | 'hang' | 'two' | 'nest' | 'flaky' | 'failOnce';
 
 /** One join run that finished (the join step's handler returned). */
 export interface JoinRun {
@@ -104,6 +104,10 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
     if (mode === 'flaky' && !failedOnce.has(step)) {
       failedOnce.add(step);
       throw new Error('flaky child fails its first attempt');
+    }
+    if (mode === 'failOnce' && !failedOnce.has(step)) {
+      failedOnce.add(step);
+      throw new PermanentError(`child ${ctx.payload.name} fails for good, once`);
     }
     if (mode === 'hang') {
       await ctx.schedule('/child', { mode: 'ok', name: ctx.payload.name ?? '' }, { delayMs: 24 * 3600_000 });

@@ -132,7 +132,7 @@ export class Inspector {
     };
     if (lock.err) detail.error = splitError(scrub(lock.err, secrets));
     const fanOut = await viewFanOut(this.parts, key, lock.chain, lock.seq - 1);
-    if (fanOut) detail.fanOut = fanOut;
+    if (fanOut) detail.fanOut = await this.scrubFanOut(fanOut, secrets);
     if (read.record && read.record.seq === lock.seq && keyIdentity(read.record.key) === keyIdentity(key)) {
       detail.ledger = viewLedger(read.record, clock.now);
       detail.startedAt = read.record.createdAt;
@@ -140,6 +140,21 @@ export class Inspector {
     }
     return detail;
   }
+  /**
+   * A fan-out's sample failures with the Locker's `redact` applied: each error text scrubbed of the
+   * parent's secrets and of its own child entity's (read by key: at most five).
+   */
+  private async scrubFanOut(view: FanOutView, parentSecrets: readonly string[]): Promise<FanOutView> {
+    const redaction = this.parts.config.redact;
+    if (!redaction) return view;
+    const failures = await Promise.all(view.failures.map(async (f) => {
+      if (f.error === undefined) return f;
+      const child = await this.parts.config.store.get(f.key);
+      return { ...f, error: scrub(f.error, [...parentSecrets, ...(child ? secretsOf(child, redaction) : [])]) };
+    }));
+    return { ...view, failures };
+  }
+
 
   /** @internal The clock and durations states are computed with (a cursor keeps its page's `now`). */
   clock(now = this.parts.config.clock()): ViewClock {

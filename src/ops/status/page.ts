@@ -9,6 +9,8 @@ import { INSPECT_STATES, type InspectState, type StepSummary } from '../inspect/
 import { formatAge } from './age';
 import type { LedgerView } from '../inspect/ledger-view';
 import type { ActionName, DetailView, ListView, Section, StepRow } from './view-model';
+import type { FanOutView } from '../../fanout/view';
+import { keyPath } from '../../store/key-codec';
 
 /** What every page needs besides its view. */
 export interface PageContext {
@@ -76,9 +78,44 @@ ${rows.map(([label, value]) => `<tr><th>${label}</th><td>${value}</td></tr>`).jo
 </table>
 <div class="actions">${actionForms(s, view.actions, ctx, true)}</div>
 ${error}
+${s.fanOut ? fanOutHtml(s.fanOut, view.now) : ''}
 <h2>Properties</h2>
 <pre class="props">${escapeHtml(JSON.stringify(s.properties, jsonSafe, 2))}</pre>`;
   return layout(`${s.keyPath} · ${ctx.title}`, ctx, body, `${ctx.base}/step.json?key=${encodeURIComponent(s.encodedKey)}`);
+}
+
+/** What each fan-out state means, on the detail page. */
+const FAN_OUT_HELP: Record<FanOutView['state'], string> = {
+  writing: 'children are still being added; no join until it is sealed',
+  sealed: 'every child was added; the join runs once the last one settled',
+  joining: 'the join was started as the parent\'s next step',
+  cancelled: 'an operator cancelled the fan-out',
+};
+
+/** A parent's fan-out on its detail page: state, counts per state, the oldest pending child, sample failures (errors already redacted). */
+function fanOutHtml(f: FanOutView, now: number): string {
+  const c = f.counts;
+  const counts = (['pending', 'succeeded', 'failed', 'cancelled', 'timedOut'] as const)
+    .map((state) => `<span data-count="${state}">${c[state]}</span> ${state}`).join(' · ');
+  const rows: Array<[string, string]> = [
+    ['State', `${escapeHtml(f.state)}${f.outcome !== undefined ? `, outcome ${code(f.outcome)}` : ''}<div class="help">${escapeHtml(FAN_OUT_HELP[f.state])}</div>`],
+    ['Children', `${counts} of <span data-count="total">${c.total}</span>`],
+  ];
+  if (f.oldestPending) {
+    const age = Math.max(0, now - f.oldestPending.startedAt.getTime());
+    rows.push(['Oldest pending', `${code(keyPath(f.oldestPending.key))}, started <span class="age" data-age="oldest-pending">${formatAge(age)}</span> ago`]);
+  }
+  if (f.sealedAt) rows.push(['Sealed', `<time datetime="${f.sealedAt.toISOString()}">${f.sealedAt.toISOString()}</time>`]);
+  if (f.deadline) rows.push(['Deadline', `<time datetime="${f.deadline.toISOString()}">${f.deadline.toISOString()}</time>`]);
+  const failures = f.failures.length === 0 ? '' : `
+<h3>Failures (up to five)</h3>
+<ul class="fanout-failures">
+${f.failures.map((x) => `<li data-state="${escapeHtml(x.state)}">${code(keyPath(x.key))} ${escapeHtml(x.state)}${x.error !== undefined ? `: ${escapeHtml(x.error)}` : ''}</li>`).join('\n')}
+</ul>`;
+  return `<h2>Fan-out</h2>
+<table class="detail fanout" data-fanout="${escapeHtml(f.id)}" data-fanout-state="${escapeHtml(f.state)}">
+${rows.map(([label, value]) => `<tr><th>${label}</th><td>${value}</td></tr>`).join('\n')}
+</table>${failures}`;
 }
 
 /** The ledger record's rows of the detail table (docs/design.md, section 5); one row saying there is none otherwise. */
