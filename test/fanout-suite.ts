@@ -149,9 +149,8 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       }
     });
 
-    for (const point of ['LockerFanOut:writing', 'LockerFanOutPage', 'replaceMany', 'LockerFanOut:sealed', 'findKeys']) {
+    for (const point of ['LockerFanOut:writing', 'LockerFanOutPage', 'replaceMany', 'LockerFanOut:sealed', 'LockerFanOutDone']) {
       for (const applied of [false, true]) {
-        if (point === 'findKeys' && applied) continue;
         it(`the parent fails at ${point}${applied ? ' after it applied' : ''}: the retry resumes, no child starts twice, the join runs once`, async () => {
           const parent = parentKey();
           const children = lines(`crash${counter}`, 150);

@@ -12,7 +12,8 @@
  *   join started) is refused: cancel the parent's chain instead.
  * - `retryFanOutChildren()`: while `sealed`, each child that failed for good is retried like
  *   `locker.retry()` and its record reopened `pending`, in one transaction with the header, whose
- *   `reopened` count it raises, so a join decided on children read before cannot commit.
+ *   `reopened` count it raises, so a join decided on children read before cannot commit, and with
+ *   its page's done mark, which it deletes (the completion check reads that page again).
  */
 import type { Key } from '@google-cloud/datastore';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
@@ -27,7 +28,7 @@ import { StepState, type LedgerRecord, type StoreTransaction } from '../types';
 import { commitJoin } from './join-trigger';
 import { allChildren, type FanParts } from './read-children';
 import {
-  childKey, childProperties, fanOutId, headerKey, headerProperties, pageKey, readChild, readHeader, readPage, UNINDEXED, type ChildRecord, type FanOutState, type Header,
+  childKey, childProperties, doneKey, fanOutId, headerKey, headerProperties, pageKey, readChild, readHeader, readPage, UNINDEXED, type ChildRecord, type FanOutState, type Header,
 } from './records';
 import { childEnd, settleRecord } from './settle';
 
@@ -193,6 +194,7 @@ export async function retryFanOutChildren(parts: FanParts, key: Key, options: Re
         tx.putLedger(claimed);
         const { error: _error, settledAt: _settledAt, ...reopened } = child;
         tx.put(childKey(failed.id, ns), childProperties({ ...reopened, state: 'pending' }, encode), UNINDEXED);
+        if (child.page !== undefined) tx.delete(doneKey(header.id, child.page, ns)); // its page is no longer done
         tx.put(headerKey(header.id, ns), headerProperties({ ...h, reopened: (h.reopened ?? 0) + 1 }, encode), UNINDEXED);
         return claimed;
       });

@@ -12,6 +12,10 @@
  *   is pending: the completion check asks for one such key.
  * - A page record (`LockerFanOutPage`, one per page of up to 100 children): the ids of the page's
  *   children, so every child can be read by key (strongly consistent) without a query.
+ * - A page's done mark (`LockerFanOutDone`, at most one per page): written once, after the seal, by
+ *   the completion check that read every child of the page settled (by key); an operator's retry
+ *   of a child deletes its page's mark. The check reads the marks, not every child
+ *   (`join-trigger.ts`).
  */
 import { createHash } from 'node:crypto';
 import { Key } from '@google-cloud/datastore';
@@ -25,6 +29,8 @@ export const HEADER_KIND = 'LockerFanOut';
 export const CHILD_KIND = 'LockerFanOutChild';
 /** The kind of a page record. */
 export const PAGE_KIND = 'LockerFanOutPage';
+/** The kind of a page's done mark. */
+export const DONE_KIND = 'LockerFanOutDone';
 /** Children per page record (and per batch of kickoffs). */
 export const PAGE_SIZE = 100;
 
@@ -94,6 +100,8 @@ export interface ChildRecord {
   fanout: string;
   key: Key;
   state: ChildState;
+  /** The page record that listed it first (the page its settle checks). */
+  page?: number;
   error?: string;
   /** The small result the child set, as JSON text. */
   result?: string;
@@ -134,9 +142,15 @@ export function pageKey(fanout: string, n: number, namespace: string | undefined
   return new Key(namespace ? { namespace, path } : { path });
 }
 
+/** Page `n`'s done mark's key. */
+export function doneKey(fanout: string, n: number, namespace: string | undefined): Key {
+  const path = [DONE_KIND, `${fanout}-p${n}`];
+  return new Key(namespace ? { namespace, path } : { path });
+}
+
 /** Properties of records that are never queried (only `open`, `fanout` and `due` are). */
 export const UNINDEXED = ['state', 'parent', 'chain', 'seq', 'joinTask', 'path', 'body', 'policy', 'deadline', 'pages', 'total', 'createdAt',
-  'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids'] as const;
+  'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids', 'page', 'at'] as const;
 
 /** The header's stored properties. */
 export function headerProperties(h: Header, encode: (key: Key) => string): Properties {
@@ -178,6 +192,7 @@ export function readHeader(id: string, p: Properties | undefined, decode: (encod
 export function childProperties(c: ChildRecord, encode: (key: Key) => string): Properties {
   const p: Properties = { fanout: c.fanout, key: encode(c.key), state: c.state, startedAt: c.startedAt };
   if (c.state === 'pending') p.open = c.fanout;
+  if (c.page !== undefined) p.page = c.page;
   if (c.error !== undefined) p.error = c.error;
   if (c.result !== undefined) p.result = c.result;
   if (c.settledAt) p.settledAt = c.settledAt;
@@ -190,6 +205,7 @@ export function readChild(id: string, p: Properties | undefined, decode: (encode
   const c: ChildRecord = {
     id, fanout: p.fanout, key: decode(p.key), state: p.state as ChildState, startedAt: p.startedAt instanceof Date ? p.startedAt : new Date(0),
   };
+  if (typeof p.page === 'number' && Number.isSafeInteger(p.page)) c.page = p.page;
   if (typeof p.error === 'string') c.error = p.error;
   if (typeof p.result === 'string') c.result = p.result;
   if (p.settledAt instanceof Date) c.settledAt = p.settledAt;

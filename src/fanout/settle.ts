@@ -26,28 +26,35 @@ export function childEnd(props: Properties | undefined, chain: string): { state:
 
 /**
  * Settles the child whose chain is `chain` on `key` if its chain ended, then runs the completion
- * check. Resolves to whether the record was settled by this call.
+ * check, starting from the child's own page. Resolves to whether the record was settled by this call.
  */
 export async function settleChild(parts: FanParts, key: Key, chain: string): Promise<boolean> {
   const fanout = fanOutOfChain(chain);
   if (!fanout) return false;
   const end = childEnd(await parts.config.store.get(key), chain);
   if (!end) return false;
-  const settled = await settleRecord(parts, chain, key.namespace, end.state, end.error);
-  await checkJoin(parts, fanout, key.namespace);
+  const { settled, page } = await settle(parts, chain, key.namespace, end.state, end.error);
+  await checkJoin(parts, fanout, key.namespace, page === undefined ? undefined : { page, child: chain });
   return settled;
 }
 
 /** Moves child record `id` from `pending` to `state` (nothing when it already settled). */
 export async function settleRecord(parts: FanParts, id: string, namespace: string | undefined, state: ChildState, error?: string): Promise<boolean> {
+  return (await settle(parts, id, namespace, state, error)).settled;
+}
+
+/** {@link settleRecord}, also saying which page listed the child (undefined when it has no record). */
+async function settle(parts: FanParts, id: string, namespace: string | undefined, state: ChildState, error?: string): Promise<{ settled: boolean; page?: number }> {
   const now = new Date(parts.config.clock());
   return parts.locks.transact(async (tx) => {
     const child = readChild(id, await tx.get(childKey(id, namespace)), decodeKey);
-    if (!child || child.state !== 'pending') return false;
+    if (!child) return { settled: false };
+    const page = child.page === undefined ? {} : { page: child.page };
+    if (child.state !== 'pending') return { settled: false, ...page };
     const next = { ...child, state, settledAt: now };
     if (error !== undefined) next.error = error;
     tx.put(childKey(id, namespace), childProperties(next, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
-    return true;
+    return { settled: true, ...page };
   });
 }
 

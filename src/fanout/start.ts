@@ -140,7 +140,7 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   await Promise.all(chunks.map((chunk) => parts.locks.transact(async (tx) => {
     const records = await Promise.all(chunk.map((c) => tx.get(childKey(c.id, ns))));
     chunk.forEach((c, i) => {
-      if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', startedAt: now }, encode), UNINDEXED);
+      if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now }, encode), UNINDEXED);
     });
   })));
   await startChildren(parts, page, result);

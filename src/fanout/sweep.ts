@@ -1,8 +1,8 @@
 /**
  * The fan-out part of `sweep()` (docs/design.md, section 18): sealed fan-outs whose `due` passed
- * (one keys-only query on the header's `due`). For each, children still pending whose chain ended
- * without settling (the process died between the two, the entity was deleted, an operator
- * cancelled the child's chain) are settled from their entity; then the completion check runs
+ * (one keys-only query on the header's `due`). For each, children still pending (read by key from
+ * the pages not marked done) whose chain ended without settling (the process died between the two,
+ * the entity was deleted, an operator cancelled the child's chain) are settled from their entity; then the completion check runs
  * (which also times out pending children once the deadline passed). A fan-out still waiting is
  * looked at again `stallAfter` later. A fan-out an operator cancelled asking for the join, whose
  * call died before the join was committed, has its children cancelled and its join committed here.
@@ -10,8 +10,8 @@
 import { decodeKey, keyPath } from '../store/key-codec';
 import { checkJoin } from './join-trigger';
 import { cancelChildren, finishCancelledJoin } from './operator';
-import { allChildren, getChildren, type FanParts } from './read-children';
-import { CHILD_KIND, HEADER_KIND, headerKey, headerProperties, readHeader, UNINDEXED, type ChildRecord, type Header } from './records';
+import { getMany, pendingChildren, type FanParts } from './read-children';
+import { HEADER_KIND, headerKey, headerProperties, readHeader, UNINDEXED, type Header } from './records';
 import { childEnd, settleRecord } from './settle';
 
 /** What the fan-out sweep did. */
@@ -55,15 +55,13 @@ export async function sweepFanOuts(parts: FanParts, limit: number): Promise<FanO
 
 /** Settles the pending children whose chain ended; returns how many. */
 async function repair(parts: FanParts, header: Header): Promise<number> {
-  const { store } = parts.config;
-  // The pending ones, by the query; then all by key when it finds none (the index may lag).
+  // The pending ones, by key, from the pages not marked done.
   const ns = header.parent.namespace;
-  const found = await store.findKeys!({ kind: CHILD_KIND, namespace: ns ?? '', property: 'open', equals: header.id, limit: 1000 });
-  let pending: ChildRecord[] = (await getChildren(parts, found.map((k) => k.name!), ns)).filter((c): c is ChildRecord => c?.state === 'pending');
-  if (pending.length === 0) pending = (await allChildren(parts, header)).filter((c) => c.state === 'pending');
+  const pending = await pendingChildren(parts, header);
+  const entities = await getMany(parts, pending.map((c) => c.key));
   let repaired = 0;
-  for (const child of pending) {
-    const end = childEnd(await store.get(child.key), child.id);
+  for (const [i, child] of pending.entries()) {
+    const end = childEnd(entities[i], child.id);
     if (end && await settleRecord(parts, child.id, ns, end.state, end.error)) {
       repaired++;
       parts.config.logger.warn('fan-out child settled by the sweep', { fanout: header.id, key: keyPath(child.key), state: end.state });
