@@ -8,8 +8,8 @@
  *   all were, `joining` once the join step was committed, `cancelled` by an operator (`cancelFanOut()`;
  *   with the join asked for, `joining` again once it is committed, with the outcome `cancelled`).
  * - A child record (`LockerFanOutChild`, one per child): `pending` until its chain ended, then
- *   `succeeded`, `failed`, `cancelled` or `timedOut`. Its indexed `open` names the fan-out while it
- *   is pending: the completion check asks for one such key.
+ *   `succeeded`, `failed`, `cancelled` or `timedOut`, and the page that listed it first. It is
+ *   read by key only (no query asks for it).
  * - A page record (`LockerFanOutPage`, one per page of up to 100 children): the ids of the page's
  *   children, so every child can be read by key (strongly consistent) without a query.
  * - A page's done mark (`LockerFanOutDone`, at most one per page): written once, after the seal, by
@@ -148,7 +148,7 @@ export function doneKey(fanout: string, n: number, namespace: string | undefined
   return new Key(namespace ? { namespace, path } : { path });
 }
 
-/** Properties of records that are never queried (only `open`, `fanout` and `due` are). */
+/** Properties of records that are never queried (only the header's `due` is; `fanout` stays indexed for an operator's console). */
 export const UNINDEXED = ['state', 'parent', 'chain', 'seq', 'joinTask', 'path', 'body', 'policy', 'deadline', 'pages', 'total', 'createdAt',
   'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids', 'page', 'at'] as const;
 
@@ -188,10 +188,9 @@ export function readHeader(id: string, p: Properties | undefined, decode: (encod
   return h;
 }
 
-/** A child record's stored properties: `open` (indexed) only while it is pending. */
+/** A child record's stored properties. */
 export function childProperties(c: ChildRecord, encode: (key: Key) => string): Properties {
   const p: Properties = { fanout: c.fanout, key: encode(c.key), state: c.state, startedAt: c.startedAt };
-  if (c.state === 'pending') p.open = c.fanout;
   if (c.page !== undefined) p.page = c.page;
   if (c.error !== undefined) p.error = c.error;
   if (c.result !== undefined) p.result = c.result;
