@@ -62,12 +62,7 @@ export interface FanRig {
 
 let rigs = 0;
 
-/**
- * `stallAfter` (3 s unless given): a fan-out of thousands of children queues them for minutes in
- * the local dispatcher; with 3 s the sweep re-sends every queued child as stalled, again and again,
- * and the queue grows with the re-sends (10,000 children did not join in 10 minutes that way).
- */
-export async function fanRig(inner: Store, namespace: string | undefined, loss?: { kind: Loss; every: number }, options: { stallAfter?: number } = {}): Promise<FanRig> {
+export async function fanRig(inner: Store, namespace: string | undefined, loss?: { kind: Loss; every: number }): Promise<FanRig> {
   const app = express();
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
@@ -76,7 +71,7 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   const local = new LocalQueue({ baseUrl: `http://127.0.0.1:${port}`, logger, minBackoffMs: 20, maxBackoffMs: 200 });
   const queue = lossyQueue(local, loss?.kind ?? 'drop', loss?.every ?? Number.MAX_SAFE_INTEGER);
   const store = new SeamStore(inner);
-  const locker = new Locker({ store, queue, logger, leaseDuration: 3_000, stallAfter: options.stallAfter ?? 3_000, maxRetries: 3 });
+  const locker = new Locker({ store, queue, logger, leaseDuration: 3_000, stallAfter: 3_000, maxRetries: 3 });
   const rig = ++rigs;
   const joins: JoinRun[] = [];
   const joinAttempts: string[] = [];
