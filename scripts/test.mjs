@@ -1,5 +1,5 @@
 // The body of `npm test`: starts both Datastore emulators, then runs every test/**/*.test.ts with
-// node's test runner, two files at a time (TEST_CONCURRENCY=1 runs them one by one), and exits with
+// node's test runner, one file at a time (TEST_CONCURRENCY=2 runs two side by side), and exits with
 // the runner's code. Each file works in a Datastore project of its own on the shared emulators
 // (test/support/own-project.mjs), so files side by side never see each other's data. Arguments
 // filter the files by substring: `node scripts/test.mjs store` runs only the files whose path
@@ -30,7 +30,7 @@ async function main() {
     console.error(`no test files match ${filters.map((f) => JSON.stringify(f)).join(', ')}`);
     return 1;
   }
-  const concurrency = Number(process.env.TEST_CONCURRENCY ?? 2);
+  const concurrency = Number(process.env.TEST_CONCURRENCY ?? 1);
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     console.error(`TEST_CONCURRENCY must be a whole number of files at a time, 1 or more; got ${JSON.stringify(process.env.TEST_CONCURRENCY)}`);
     return 1;
