@@ -99,7 +99,7 @@ async function openHeader(parts: FanParts, a: Arrival, lease: Lease, join: NextS
     const planned = scheduledStep(a.key, lock, lock.chain, join, now);
     const header: Header = {
       id, state: 'writing', parent: a.key, chain: lock.chain, seq: a.seq, joinTask: planned.record.id, path: join.path, body: join.body,
-      policy, pages: 0, total: 0, createdAt: now,
+      policy, pages: 0, total: 0, createdAt: now, due: new Date(now.getTime() + parts.config.stallAfter), // the sweep looks if it is never sealed (abandon.ts)
     };
     tx.put(headerKey(id, a.key.namespace), headerProperties(header, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
     return header;
