@@ -531,6 +531,7 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       assert.equal((await rig.store.get(headerKey(id, rig.namespace)))?.state, 'writing', 'a parked parent keeps its fan-out');
       assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join before the seal');
       await assert.rejects(rig.locker.retryFanOutChildren(parent), TransitionError, 'no child retry while writing');
+      rig.stopFailing(parent);
       await rig.locker.retry(parent);
       await assertJoinedOnce(rig, parent, children);
       assertChildrenRanOnce(rig, children);

@@ -159,12 +159,15 @@ export async function cancelChildren(parts: FanParts, header: Header, why = 'the
     const cancelled = await parts.locks.transaction(child.key, async (tx) => {
       const props = await tx.get(child.key);
       const lock = props ? readLock(props) : undefined;
-      if (!props || !lock || lock.chain !== child.id || lock.state !== StepState.scheduled) return undefined;
+      // Not its chain (yet): a child whose kickoff is still to come (an attempt adding children raced
+      // the cancel) settles `cancelled` too; its chain, if it starts, runs on its own and changes nothing.
+      if (props && lock?.chain !== child.id) return { nested: undefined };
+      if (!props || !lock || lock.state !== StepState.scheduled) return undefined;
       await cancelInTx(parts, tx, child.key, props, lock, now);
       return { nested: await cancelNestedInTx(parts, tx, child.key, lock, now) };
     });
     if (cancelled?.nested) await cancelChildren(parts, cancelled.nested, 'the fan-out of its parent\'s parent was cancelled');
-    // Cancelled here: settled with why; else as its chain ended (or cancelled, if it is still live under another hand).
+    // Cancelled here: settled with why; else as its chain ended (or its entity went).
     const end = cancelled ? undefined : childEnd(await parts.config.store.get(child.key), child.id);
     if (await settleRecord(parts, child.id, ns, end?.state ?? 'cancelled', end?.error ?? why)) settled++;
   }

@@ -42,6 +42,7 @@ export async function sweepFanOuts(parts: FanParts, limit: number): Promise<FanO
     const id = key.name!;
     try {
       result.looked++;
+      let settled = 0;
       const header = readHeader(id, await store.get(key), decodeKey);
       if (!header) continue;
       if (header.state === 'sealed') {
@@ -51,14 +52,14 @@ export async function sweepFanOuts(parts: FanParts, limit: number): Promise<FanO
         const abandoned = await abandonIfOrphaned(parts, id, header);
         if (abandoned) {
           result.abandoned++;
-          await cancelChildren(parts, abandoned, `the fan-out was abandoned: ${abandoned.reason ?? ''}`);
+          settled = 1 + await cancelChildren(parts, abandoned, `the fan-out was abandoned: ${abandoned.reason ?? ''}`);
         }
       } else if (header.state === 'cancelled') {
         // A cancel not finished (the call died part-way): cancel what is still pending, and commit the join if it asked for one.
-        await cancelChildren(parts, header, header.reason === undefined ? undefined : `the fan-out was abandoned: ${header.reason}`);
+        settled = await cancelChildren(parts, header, header.reason === undefined ? undefined : `the fan-out was abandoned: ${header.reason}`);
         if (header.cancelJoin === true && await finishCancelledJoin(parts, header) === 'joined') result.joined++;
       }
-      await postpone(parts, id, key.namespace);
+      await postpone(parts, id, key.namespace, settled);
     } catch (error) {
       logger.warn('fan-out not swept; the next sweep tries again', { fanout: id, error: String(error) });
     }
@@ -86,15 +87,20 @@ async function repair(parts: FanParts, header: Header): Promise<number> {
   return repaired;
 }
 
-/** Moves a fan-out's `due` on (`stallAfter`, or its deadline if sooner); removes it once it is no longer writing or sealed (or cancelled with its join still to commit). */
-async function postpone(parts: FanParts, id: string, namespace: string | undefined): Promise<void> {
+/**
+ * Moves a fan-out's `due` on (`stallAfter`, or its deadline if sooner); removes it once it is no
+ * longer writing or sealed, except a cancelled one whose join is still to commit or whose children
+ * this sweep still found pending (`settled` > 0: an attempt adding children may have raced the
+ * cancel, so the next sweep looks again).
+ */
+async function postpone(parts: FanParts, id: string, namespace: string | undefined, settled: number): Promise<void> {
   const now = parts.config.clock();
   await parts.locks.transact(async (tx) => {
     const header = readHeader(id, await tx.get(headerKey(id, namespace)), decodeKey);
     if (!header) return;
     const { due: _due, ...rest } = header;
     const next: Header = rest;
-    if (header.state === 'writing' || header.state === 'sealed' || (header.state === 'cancelled' && header.cancelJoin === true)) {
+    if (header.state === 'writing' || header.state === 'sealed' || (header.state === 'cancelled' && (header.cancelJoin === true || settled > 0))) {
       const at = now + parts.config.stallAfter;
       next.due = new Date(header.deadline && header.deadline.getTime() > now ? Math.min(at, header.deadline.getTime()) : at);
     }

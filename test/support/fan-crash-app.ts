@@ -77,11 +77,15 @@ const app = express();
 app.post('/parent', locker.handle(async (ctx) => {
   await ctx.fanOut(Array.from({ length: count }, (_, i) => ({ key: lineKey(i), path: '/child', payload: { i } })), { join: '/join' });
 }, (props) => props));
+// Each run is counted twice: every attempt that ran the handler (`FanCrash` records, not fenced: an
+// attempt whose lease was taken over may run again), and the finished run on the entity itself
+// (written with the step's fenced finish: exactly once).
 app.post('/child', locker.handle<Properties, { i: number }>(async (ctx) => {
   await bump(`child-${ctx.payload.i}`);
   await ctx.setResult({ i: ctx.payload.i });
+  ctx.entity.runs = Number(ctx.entity.runs ?? 0) + 1;
 }, (props) => props));
-app.post('/join', locker.handle(async (ctx) => {
+app.post('/join', locker.handle<Properties>(async (ctx) => {
   const fanIn = await ctx.fanIn();
   if (!fanIn) throw new Error('no fan-in');
   const seen: number[] = [];
@@ -93,8 +97,12 @@ app.post('/join', locker.handle(async (ctx) => {
   } while (cursor !== undefined);
   // Whether every child's chain had ended when the join ran, read from the child entities.
   const locks = await Promise.all(Array.from({ length: count }, (_, i) => store.get(lineKey(i))));
-  const ended = locks.every((p) => p?.lock_state === 'complete');
-  await bump('join', { outcome: fanIn.outcome, total: fanIn.counts.total, pending: fanIn.counts.pending, seen: new Set(seen).size, ended });
+  const notEnded = locks.map((p, i) => `${i}:${String(p?.lock_state)}:${String(p?.lock_seq)}`).filter((_, i) => locks[i]?.lock_state !== 'complete');
+  await bump('join');
+  Object.assign(ctx.entity, {
+    joinRuns: Number(ctx.entity.joinRuns ?? 0) + 1, outcome: fanIn.outcome, total: fanIn.counts.total, pending: fanIn.counts.pending,
+    seen: new Set(seen).size, notEnded: notEnded.join(' '),
+  });
 }, (props) => props));
 
 async function main(): Promise<void> {

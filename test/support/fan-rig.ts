@@ -58,8 +58,10 @@ export interface FanRig {
   key(kind: string, name: string): Key;
   /** Starts a parent whose first step fans out `children` (`name:mode`). */
   /** `gate`: the seal's commit waits for it (children may finish before the seal). */
-  /** `failFirstAfter`: the first attempt's child source throws a `PermanentError` after that many children (the step fails for good). */
+  /** `failFirstAfter`: the child source throws a `PermanentError` after that many children (the step fails for good), until `stopFailing()`. */
   start(parent: Key, children: Array<{ name: string; mode: ChildMode }>, options?: { policy?: FanOutPolicy; failJoinOnce?: boolean; gate?: () => Promise<void>; failFirstAfter?: number }): Promise<void>;
+  /** Makes the parent's child source give all its children from now on (see `failFirstAfter`). */
+  stopFailing(parent: Key): void;
   /** Resolves once `n` joins of `parent` finished (bounded: rejects after `limitMs` saying what is missing). */
   joined(parent: Key, limitMs?: number): Promise<JoinRun>;
   /** Waits for the local queue to go idle and two more sweeps. */
@@ -86,16 +88,16 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   const childRuns = new Map<string, number>();
   const fanOuts: string[] = [];
   const failedOnce = new Set<string>();
+  const stoppedFailing = new Set<string>();
   const key = (kind: string, name: string): Key => keys.key({ namespace, path: [kind, `r${rig}-${name}`] });
 
   type Payload = { many?: { prefix: string; n: number }; children?: Array<{ name: string; mode: ChildMode }>; policy?: FanOutPolicy; failJoinOnce?: boolean; failFirstAfter?: number; mode?: ChildMode; name?: string };
   const fan = async (ctx: TaskContext<Properties, Payload>, children: Array<{ name: string; mode: ChildMode }>, policy: FanOutPolicy | undefined, failAfter?: number) => {
     const parentName = keyPath(ctx.key);
-    const failNow = failAfter !== undefined && !failedOnce.has(`fan:${parentName}`);
+    const failNow = failAfter !== undefined && !stoppedFailing.has(parentName);
     async function* source() {
       for (const [i, c] of children.entries()) {
         if (failNow && i === failAfter) {
-          failedOnce.add(`fan:${parentName}`);
           throw new PermanentError(`the parent's child source fails for good after ${i} children`);
         }
         yield { key: key('Line', c.name), path: '/child', payload: { mode: c.mode, name: c.name } as Json, entity: { name: c.name } };
@@ -180,6 +182,9 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
         ...many, ...(options.policy && { policy: options.policy as Json }), failJoinOnce: options.failJoinOnce ?? false,
         ...(options.failFirstAfter !== undefined && { failFirstAfter: options.failFirstAfter }),
       } as unknown as Json);
+    },
+    stopFailing(parent) {
+      stoppedFailing.add(keyPath(parent));
     },
     async joined(parent, limitMs = 120_000) {
       const deadline = Date.now() + limitMs;
