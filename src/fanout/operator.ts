@@ -149,7 +149,7 @@ export async function finishCancelledJoin(parts: FanParts, header: Header): Prom
  * its record: `cancelled` (with `why`), or how its chain ended if it ended first. A child that fans
  * out itself (waiting at its own join, or still adding its children) has its own fan-out cancelled
  * with it, in the same transaction, and then its children in turn: a nested fan-out never outlives
- * the fan-out that started it. Returns how many of this fan-out's children it settled.
+ * the fan-out that started it. Returns how many of the children it found pending ended cancelled.
  */
 export async function cancelChildren(parts: FanParts, header: Header, why = 'the fan-out was cancelled by an operator'): Promise<number> {
   const ns = header.parent.namespace;
@@ -169,7 +169,9 @@ export async function cancelChildren(parts: FanParts, header: Header, why = 'the
     if (cancelled?.nested) await cancelChildren(parts, cancelled.nested, 'the fan-out of its parent\'s parent was cancelled');
     // Cancelled here: settled with why; else as its chain ended (or its entity went).
     const end = cancelled ? undefined : childEnd(await parts.config.store.get(child.key), child.id);
-    if (await settleRecord(parts, child.id, ns, end?.state ?? 'cancelled', end?.error ?? why)) settled++;
+    await settleRecord(parts, child.id, ns, end?.state ?? 'cancelled', end?.error ?? why);
+    // Counted when it ended cancelled, whoever settled it: the sweep finishing a cancel may race a long call.
+    if ((end?.state ?? 'cancelled') === 'cancelled') settled++;
   }
   return settled;
 }
