@@ -161,8 +161,8 @@ export async function cancelChildren(parts: FanParts, header: Header, why = 'the
       const lock = props ? readLock(props) : undefined;
       // Not its chain (yet): a child whose kickoff is still to come (an attempt adding children raced
       // the cancel) settles `cancelled` too; its chain, if it starts, runs on its own and changes nothing.
-      if (props && lock?.chain !== child.id) return { nested: undefined };
-      if (!props || !lock || lock.state !== StepState.scheduled) return undefined;
+      if (!props || !lock || lock.chain !== child.id) return { nested: undefined };
+      if (lock.state !== StepState.scheduled) return undefined;
       await cancelInTx(parts, tx, child.key, props, lock, now);
       return { nested: await cancelNestedInTx(parts, tx, child.key, lock, now) };
     });
