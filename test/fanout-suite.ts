@@ -376,13 +376,11 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       let release!: () => void;
       const released = new Promise<void>((resolve) => { release = resolve; });
       // The first page (100 children) is started; the second page's write waits (it reads nothing the cancel writes).
-      let pages = 0;
-      const holdSecond = (): void => rig.store.hold('LockerFanOutPage', async () => {
-        if (++pages === 1) { holdSecond(); return; }
+      // Matched by its key, not counted: a page transaction retried on contention runs its callback again.
+      rig.store.hold('LockerFanOutPage', async () => {
         reached();
         await released;
-      });
-      holdSecond();
+      }, { match: (k) => k.name!.endsWith('-p1') });
       await rig.start(parent, children);
       await atPage;
       await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), /never sealed/);
@@ -547,13 +545,10 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
           const atPage = new Promise<void>((resolve) => { reached = resolve; });
           let release!: () => void;
           const released = new Promise<void>((resolve) => { release = resolve; });
-          let pages = 0;
-          const holdSecond = (): void => rig.store.hold('LockerFanOutPage', async () => {
-            if (++pages === 1) { holdSecond(); return; }
+          rig.store.hold('LockerFanOutPage', async () => {
             reached();
             await released;
-          });
-          holdSecond();
+          }, { match: (k) => k.name!.endsWith('-p1') });
           await rig.start(parent, children);
           await atPage;
           id = fanOutId(parent, String((await rig.store.get(parent))?.lock_chain), 1);
