@@ -37,7 +37,7 @@ function stop(app: Run): Promise<unknown> {
   return app.exited;
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, app: Run, limitMs = 180_000): Promise<T> {
+async function until<T>(what: string, check: () => Promise<T | undefined>, app: Run, limitMs = 300_000): Promise<T> {
   const deadline = Date.now() + limitMs;
   for (;;) {
     const value = await check();
