@@ -6,7 +6,8 @@
  *
  * - The header (`LockerFanOut`, one per fan-out): `writing` while children are added, `sealed` once
  *   all were, `joining` once the join step was committed, `cancelled` by an operator (`cancelFanOut()`;
- *   with the join asked for, `joining` again once it is committed, with the outcome `cancelled`).
+ *   with the join asked for, `joining` again once it is committed, with the outcome `cancelled`) or
+ *   by the sweep when its parent abandoned it while `writing` (`abandon.ts`).
  * - A child record (`LockerFanOutChild`, one per child): `pending` until its chain ended, then
  *   `succeeded`, `failed`, `cancelled` or `timedOut`, and the page that listed it first. It is
  *   read by key only (no query asks for it).
@@ -82,7 +83,7 @@ export interface Header {
   total: number;
   createdAt: Date;
   sealedAt?: Date;
-  /** When the sweep next looks at a sealed fan-out (indexed; only while sealed). */
+  /** When the sweep next looks at the fan-out (indexed): while `writing` or `sealed`, and while a cancel is unfinished. */
   due?: Date;
   /** Once joining: the outcome and the counts the join was decided on. */
   outcome?: string;
@@ -90,6 +91,8 @@ export interface Header {
   joinedAt?: Date;
   /** Whether a cancel asked for the join to run. */
   cancelJoin?: boolean;
+  /** Why a fan-out the sweep cancelled was abandoned (its parent left it `writing` for good). */
+  reason?: string;
   /** Times an operator reopened the fan-out by retrying failed children: a join decided on children read before is refused. */
   reopened?: number;
 }
@@ -150,7 +153,7 @@ export function doneKey(fanout: string, n: number, namespace: string | undefined
 
 /** Properties of records that are never queried (only the header's `due` is; `fanout` stays indexed for an operator's console). */
 export const UNINDEXED = ['state', 'parent', 'chain', 'seq', 'joinTask', 'path', 'body', 'policy', 'deadline', 'pages', 'total', 'createdAt',
-  'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids', 'page', 'at'] as const;
+  'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reason', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids', 'page', 'at'] as const;
 
 /** The header's stored properties. */
 export function headerProperties(h: Header, encode: (key: Key) => string): Properties {
@@ -165,6 +168,7 @@ export function headerProperties(h: Header, encode: (key: Key) => string): Prope
   if (h.counts) p.counts = JSON.stringify(h.counts);
   if (h.joinedAt) p.joinedAt = h.joinedAt;
   if (h.cancelJoin !== undefined) p.cancelJoin = h.cancelJoin;
+  if (h.reason !== undefined) p.reason = h.reason;
   if (h.reopened !== undefined) p.reopened = h.reopened;
   return p;
 }
@@ -184,6 +188,7 @@ export function readHeader(id: string, p: Properties | undefined, decode: (encod
   if (typeof p.counts === 'string') h.counts = JSON.parse(p.counts) as ChildCounts;
   if (p.joinedAt instanceof Date) h.joinedAt = p.joinedAt;
   if (typeof p.cancelJoin === 'boolean') h.cancelJoin = p.cancelJoin;
+  if (typeof p.reason === 'string') h.reason = p.reason;
   if (typeof p.reopened === 'number') h.reopened = p.reopened;
   return h;
 }

@@ -59,8 +59,12 @@ async function settle(parts: FanParts, id: string, namespace: string | undefined
 }
 
 /**
- * After an attempt answered 200 on a child chain: settles the child if its chain ended. Never
- * throws: a failure is logged and left to the sweep.
+ * Once an attempt on a child chain came to a 200 answer, before that answer is sent: settles the
+ * child if its chain ended, and runs the completion check. Before, not after: on Cloud Run a
+ * container gets CPU only while it serves a request, and shutdown's drain waits only for requests,
+ * so work left after the answer could stall or be cut off, leaving the join to the sweep
+ * (`stallAfter` later). The answer waits for one small transaction and the check. Never throws: a
+ * failure is logged and left to the sweep, and the answer is still 200 (the step itself is done).
  */
 export async function settleAfterAnswer(parts: FanParts, key: Key, chain: string | undefined): Promise<void> {
   if (!fanOutOfChain(chain)) return;
