@@ -22,13 +22,14 @@ import { appendFileSync, createWriteStream } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
-import { Datastore } from '@google-cloud/datastore';
+import { Datastore, type Key } from '@google-cloud/datastore';
 import { DatastoreStore, Locker, PermanentError, type AlertEvent, type Logger, type Properties, type TaskContext } from '../src/index';
 import { AppendLog } from './append-log';
 import { DispatcherQueue } from './dispatcher-queue';
+import { CHILD_STEPS, fanOutPlans, type FanOutPlan } from './fan-out-plan';
 import {
-  alertsFile, CALM_HEADER, effectsFile, logFile, runsFile,
-  type AlertRecord, type EffectRecord, type OrchestratorMessage, type RunRecord, type WorkerConfig, type WorkerMessage,
+  alertsFile, CALM_HEADER, CHAIN_KIND, chainNames, effectsFile, logFile, runsFile,
+  type AlertRecord, type EffectRecord, type JoinSeen, type OrchestratorMessage, type RunRecord, type SeenChild, type WorkerConfig, type WorkerMessage,
 } from './protocol';
 import { chance } from './random';
 
@@ -49,8 +50,9 @@ async function main(): Promise<void> {
   const runs = await AppendLog.open(runsFile(config.dir, config.slot));
   const alerts = await AppendLog.open(alertsFile(config.dir, config.slot));
   const logger = fileLogger(logFile(config.dir, config.slot), config);
+  const datastore = new Datastore({ projectId: config.projectId, apiEndpoint: config.storeHost });
   const locker = new Locker({
-    store: new DatastoreStore(new Datastore({ projectId: config.projectId, apiEndpoint: config.storeHost })),
+    store: new DatastoreStore(datastore),
     queue: new DispatcherQueue(config.dispatcherUrl, config.secret),
     alerter: async (event: AlertEvent) => {
       if (config.alertMs > 0) await sleep(config.alertMs);
@@ -64,7 +66,15 @@ async function main(): Promise<void> {
     ...(config.alertTimeoutMs > 0 ? { alertTimeout: config.alertTimeoutMs } : {}),
   });
 
-  const step = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
+  const keyOf = (name: string): Key => datastore.key([CHAIN_KIND, name]);
+  const plans = fanOutPlans(chainNames(config.chains), config);
+  const fanOut = (ctx: TaskContext<Chain>, plan: FanOutPlan): Promise<unknown> => ctx.fanOut(
+    plan.children.map((c) => ({ key: keyOf(c.name), path: '/child', payload: { from: 0 }, entity: { done: 0 } })),
+    { join: plan.joinPath, policy: plan.policy },
+  );
+
+  /** Steps 1-4 of the file's comment (the faults, then the effect, then maybe a hang); `join`: what a join step saw. */
+  const effectOf = async (ctx: TaskContext<Chain>, progress: { effect: boolean }, join?: () => Promise<JoinSeen>): Promise<void> => {
     const name = String(ctx.key.name);
     const retry = ctx.task.retryCount ?? 0;
     const roll = (what: string): number => chance(config.seed, 'handler', what, name, ctx.seq, retry);
@@ -73,12 +83,54 @@ async function main(): Promise<void> {
     }
     if (!calm && roll('permanent') < config.permanentRate) throw new PermanentError(`chaos: step ${ctx.seq} fails for good`);
     if (!calm && roll('throw') < config.throwRate) throw new Error(`chaos: step ${ctx.seq} threw`);
-    const effect: EffectRecord = { key: name, seq: ctx.seq, attempt: ctx.attempt, retry, slot: config.slot, incarnation: config.incarnation, t: Date.now() };
+    const seen = join ? await join() : undefined;
+    const effect: EffectRecord = { key: name, seq: ctx.seq, attempt: ctx.attempt, retry, slot: config.slot, incarnation: config.incarnation, t: Date.now(), ...(seen ? { join: seen } : {}) };
     await effects.append(effect);
     progress.effect = true;
     if (!calm && roll('hang') < config.hangRate) blockEventLoop(config.hangMs);
     ctx.entity.done = ctx.seq;
-    if (ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
+  };
+
+  const step = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
+    await effectOf(ctx, progress);
+    const plan = plans.get(String(ctx.key.name));
+    if (plan?.fanAt === ctx.seq) await fanOut(ctx, plan);
+    else if (ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
+  };
+
+  /** A child chain's step: fails for good where planned, else its effect, then its next step, its own fan-out, or its result. */
+  const child = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
+    const name = String(ctx.key.name);
+    const planned = childPlans.get(name);
+    if (planned?.failsAt === ctx.seq) throw new PermanentError(`chaos: child ${name} fails for good at step ${ctx.seq} by design`);
+    await effectOf(ctx, progress);
+    if (planned?.nested?.fanAt === ctx.seq) await fanOut(ctx, planned.nested);
+    else if (ctx.seq < CHILD_STEPS) await ctx.schedule('/child', { from: ctx.seq });
+    else await ctx.setResult({ of: name });
+  };
+  const childPlans = new Map([...plans.values()].flatMap((p) => p.children.map((c) => [c.name, c] as const)));
+
+  /** A join: reads every child (all pages), records what it saw with its effect, then goes on (a top-level chain) or sets the child's result (a nested one). */
+  const joinStep = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
+    const name = String(ctx.key.name);
+    let counts: Record<string, number> = {};
+    await effectOf(ctx, progress, async () => {
+      const fanIn = await ctx.fanIn();
+      if (!fanIn) throw new Error(`chaos: ${name} step ${ctx.seq} is not a join`);
+      const children: SeenChild[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await fanIn.children(cursor === undefined ? {} : { cursor });
+        for (const c of page.children) {
+          children.push({ name: String(c.key.name), state: c.state, error: c.error !== undefined, ...(c.result !== undefined ? { result: c.result } : {}) });
+        }
+        cursor = page.cursor;
+      } while (cursor !== undefined);
+      counts = { ...fanIn.counts };
+      return { id: fanIn.id, outcome: fanIn.outcome, counts, children };
+    });
+    if (childPlans.has(name)) await ctx.setResult({ of: name, joined: counts.succeeded ?? -1 });
+    else if (ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
   };
 
   const app = express();
@@ -93,12 +145,13 @@ async function main(): Promise<void> {
     if (req.headers[CALM_HEADER] !== undefined) calm = true;
     next();
   };
-  app.post('/step', calmOnHeader, locker.handle<Chain>(async (ctx) => {
+  /** Steps 0 and 6 of the file's comment around `body`: the run's records, entered and left (and how). */
+  const recorded = (body: (ctx: TaskContext<Chain>, progress: { effect: boolean }) => Promise<void>): RequestHandler => locker.handle<Chain>(async (ctx) => {
     const run = { key: String(ctx.key.name), seq: ctx.seq, attempt: ctx.attempt, slot: config.slot, incarnation: config.incarnation };
     await runs.append({ what: 'entered', ...run, t: Date.now() } satisfies RunRecord);
     const progress = { effect: false };
     try {
-      await step(ctx, progress);
+      await body(ctx, progress);
     } catch (error) {
       const onSignal = ctx.signal.aborted && error === ctx.signal.reason;
       const outcome = onSignal && !progress.effect ? 'aborted' : error instanceof PermanentError ? 'failed' : 'threw';
@@ -109,7 +162,11 @@ async function main(): Promise<void> {
       throw error;
     }
     await runs.append({ what: 'left', ...run, outcome: 'returned', signalled: ctx.signal.aborted, t: Date.now() } satisfies RunRecord);
-  }, (props: Properties) => ({ done: typeof props.done === 'number' ? props.done : 0 })));
+  }, (props: Properties) => ({ done: typeof props.done === 'number' ? props.done : 0 }));
+  app.post('/step', calmOnHeader, recorded(step));
+  app.post('/join', calmOnHeader, recorded(joinStep));
+  app.post('/child', calmOnHeader, recorded(child));
+  app.post('/child-join', calmOnHeader, recorded(joinStep));
   // Cloud Scheduler here calls every sweepEveryMs (shorter than any real schedule): the route's interval is kept below it.
   app.post('/sweep', locker.sweepHandler({ minIntervalMs: Math.floor(config.sweepEveryMs / 2) }));
   if (!config.freezeIdle) locker.startSweeping(config.sweepEveryMs);
