@@ -1,7 +1,7 @@
 /**
  * One chaos worker: a separate Node process with an Express app and its own Locker on
  * DatastoreStore, reaching the emulator through the fault proxy and creating tasks on the chaos
- * dispatcher. Its one handler, `/step`, is a chain step with a side effect the oracle checks:
+ * dispatcher. Its handler `/step` is a chain step with a side effect the oracle checks:
  *
  *   0. record that it entered (key, seq, attempt) in this worker's runs file, flushed to disk;
  *   1. maybe work a while (`slowRate`: about `slowMs`), stopping on `ctx.signal` or not (half each);
@@ -10,6 +10,14 @@
  *   4. maybe hang (`hangRate`): block the event loop for `hangMs`, past the lease;
  *   5. schedule the next step, or return after the last one (the chain is complete);
  *   6. record that it left, and how (returned, threw, failed, aborted), before it settles.
+ *
+ * Fan-out chains (chaos/fan-out-plan.ts, drawn from the seed) fan out at one step instead of 5:
+ * `ctx.fanOut()` to their children, with the join at `/join`. A child (`/child`) is a chain of two
+ * such steps that fails for good where planned (before anything else), and sets its result at its
+ * last step, or fans out itself at its first (nested; its join at `/child-join`). A join's step
+ * reads every child through `ctx.fanIn()` (all pages) just before its effect, and records what it
+ * saw with the effect; then the chain goes on with `/step`, or the nested child sets its result.
+ * Every handler writes the same run records and suffers the same faults.
  *
  * Faults are decided from the seed, the step and the delivery's retry count; a request with the
  * calm header turns them off for good. Alerts go to a file of their own, each recorded `alertMs`
