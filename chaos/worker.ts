@@ -13,10 +13,11 @@
  *
  * Fan-out chains (chaos/fan-out-plan.ts, drawn from the seed) fan out at one step instead of 5:
  * `ctx.fanOut()` to their children, with the join at `/join`. A child (`/child`) is a chain of two
- * such steps that fails for good where planned (before anything else), and sets its result at its
- * last step, or fans out itself at its first (nested; its join at `/child-join`). A join's step
- * reads every child through `ctx.fanIn()` (all pages) just before its effect, and records what it
- * saw with the effect; then the chain goes on with `/step`, or the nested child sets its result.
+ * such steps that fails for good where planned (before anything else), and sets its result just
+ * before its last effect, or fans out itself at its first (nested; its join at `/child-join`). A
+ * join's step reads every child through `ctx.fanIn()` (all pages) just before its effect (a nested
+ * child's join sets the child's result there too), and records what it saw with the effect; then
+ * a top-level chain goes on with `/step`.
  * Every handler writes the same run records and suffers the same faults.
  *
  * Faults are decided from the seed, the step and the delivery's retry count; a request with the
@@ -81,8 +82,13 @@ async function main(): Promise<void> {
     { join: plan.joinPath, policy: plan.policy },
   );
 
-  /** Steps 1-4 of the file's comment (the faults, then the effect, then maybe a hang); `join`: what a join step saw. */
-  const effectOf = async (ctx: TaskContext<Chain>, progress: { effect: boolean }, join?: () => Promise<JoinSeen>): Promise<void> => {
+  /**
+   * Steps 1-4 of the file's comment (the faults, then the effect, then maybe a hang). `before` runs
+   * between the faults and the effect: a join's read of its children, a child's result. Anything
+   * that can fail on a store fault comes before the effect, as the faults do: a handler that throws
+   * after its effect is run again, and the oracle would rightly count that run.
+   */
+  const effectOf = async (ctx: TaskContext<Chain>, progress: { effect: boolean }, before?: () => Promise<JoinSeen | undefined>): Promise<void> => {
     const name = String(ctx.key.name);
     const retry = ctx.task.retryCount ?? 0;
     const roll = (what: string): number => chance(config.seed, 'handler', what, name, ctx.seq, retry);
@@ -91,7 +97,7 @@ async function main(): Promise<void> {
     }
     if (!calm && roll('permanent') < config.permanentRate) throw new PermanentError(`chaos: step ${ctx.seq} fails for good`);
     if (!calm && roll('throw') < config.throwRate) throw new Error(`chaos: step ${ctx.seq} threw`);
-    const seen = join ? await join() : undefined;
+    const seen = before ? await before() : undefined;
     const effect: EffectRecord = { key: name, seq: ctx.seq, attempt: ctx.attempt, retry, slot: config.slot, incarnation: config.incarnation, t: Date.now(), ...(seen ? { join: seen } : {}) };
     await effects.append(effect);
     progress.effect = true;
@@ -106,22 +112,25 @@ async function main(): Promise<void> {
     else if (ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
   };
 
-  /** A child chain's step: fails for good where planned, else its effect, then its next step, its own fan-out, or its result. */
+  const childPlans = new Map([...plans.values()].flatMap((p) => p.children.map((c) => [c.name, c] as const)));
+
+  /** A child chain's step: fails for good where planned, else its effect (its result set just before, at its last step), then its next step or its own fan-out. */
   const child = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
     const name = String(ctx.key.name);
     const planned = childPlans.get(name);
     if (planned?.failsAt === ctx.seq) throw new PermanentError(`chaos: child ${name} fails for good at step ${ctx.seq} by design`);
-    await effectOf(ctx, progress);
+    const last = ctx.seq >= CHILD_STEPS && planned?.nested?.fanAt !== ctx.seq;
+    await effectOf(ctx, progress, last ? async () => {
+      await ctx.setResult({ of: name });
+      return undefined;
+    } : undefined);
     if (planned?.nested?.fanAt === ctx.seq) await fanOut(ctx, planned.nested);
-    else if (ctx.seq < CHILD_STEPS) await ctx.schedule('/child', { from: ctx.seq });
-    else await ctx.setResult({ of: name });
+    else if (!last) await ctx.schedule('/child', { from: ctx.seq });
   };
-  const childPlans = new Map([...plans.values()].flatMap((p) => p.children.map((c) => [c.name, c] as const)));
 
-  /** A join: reads every child (all pages), records what it saw with its effect, then goes on (a top-level chain) or sets the child's result (a nested one). */
+  /** A join: reads every child (all pages) and, for a nested child, sets its result from them; records what it saw with its effect; then a top-level chain goes on. */
   const joinStep = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
     const name = String(ctx.key.name);
-    let counts: Record<string, number> = {};
     await effectOf(ctx, progress, async () => {
       const fanIn = await ctx.fanIn();
       if (!fanIn) throw new Error(`chaos: ${name} step ${ctx.seq} is not a join`);
@@ -134,11 +143,10 @@ async function main(): Promise<void> {
         }
         cursor = page.cursor;
       } while (cursor !== undefined);
-      counts = { ...fanIn.counts };
-      return { id: fanIn.id, outcome: fanIn.outcome, counts, children };
+      if (childPlans.has(name)) await ctx.setResult({ of: name, joined: fanIn.counts.succeeded });
+      return { id: fanIn.id, outcome: fanIn.outcome, counts: { ...fanIn.counts }, children };
     });
-    if (childPlans.has(name)) await ctx.setResult({ of: name, joined: counts.succeeded ?? -1 });
-    else if (ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
+    if (!childPlans.has(name) && ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
   };
 
   const app = express();
