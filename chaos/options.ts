@@ -91,6 +91,12 @@ export interface ChaosOptions {
   sigterm: boolean;
   /** With `sigterm`: how long a worker may drain after SIGTERM before it is SIGKILLed (Cloud Run: 10 s). */
   graceMs: number;
+  /** Share of the chains that fan out at one of their steps (see chaos/fan-out-plan.ts). */
+  fanOutShare: number;
+  /** Children of each fan-out (the first of about a third of them nests a fan-out of its own). */
+  fanOutChildren: number;
+  /** Share of the children that fail for good by design (at one of their steps, whatever the faults). */
+  fanOutChildFailRate: number;
 }
 
 /** The switches among the options (on or off), told apart from the numbers when flags are parsed. */
@@ -136,6 +142,9 @@ export const CHAOS_DEFAULTS: Readonly<Omit<ChaosOptions, 'seed' | 'hangMs'>> = O
   scaleInAfterMs: 10_000,
   sigterm: false,
   graceMs: 10_000,
+  fanOutShare: 0.1,
+  fanOutChildren: 3,
+  fanOutChildFailRate: 0.25,
 });
 
 /** One line per flag, for `--help`. */
@@ -180,6 +189,9 @@ export const CHAOS_HELP: Readonly<Record<keyof ChaosOptions, string>> = Object.f
   scaleInAfterMs: 'with --freeze-idle: a worker idle this long is stopped and a fresh one started; 0 for never',
   sigterm: 'on: every stop of a worker is SIGTERM, --grace-ms, then SIGKILL (the worker drains with locker.shutdown())',
   graceMs: 'with --sigterm: the time between SIGTERM and SIGKILL',
+  fanOutShare: 'share of the chains that fan out at one of their steps (children, a policy, a join; some nested)',
+  fanOutChildren: 'children of each fan-out',
+  fanOutChildFailRate: 'share of the children that fail for good by design',
 });
 
 /** Fills the defaults and checks every value; throws with a sentence saying what is wrong. */
@@ -194,7 +206,7 @@ export function chaosOptions(given: Partial<ChaosOptions> = {}): ChaosOptions {
       continue;
     }
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`--${kebab(name)} must be a number ≥ 0; got ${String(value)}`);
-    if (name.endsWith('Rate') && value > 1) throw new Error(`--${kebab(name)} is a probability: at most 1; got ${value}`);
+    if ((name.endsWith('Rate') || name === 'fanOutShare') && value > 1) throw new Error(`--${kebab(name)} is a probability: at most 1; got ${value}`);
   }
   for (const name of ['chains', 'steps', 'workers', 'burst', 'leaseMs', 'maxRetries', 'maxAttempts', 'concurrency', 'sweepEveryMs', 'stallAfterMs'] as const) {
     if (options[name] < 1) throw new Error(`--${kebab(name)} must be at least 1`);

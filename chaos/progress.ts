@@ -39,7 +39,8 @@ export class Progress {
   private readonly effects: Tail[];
   private readonly alerts: Tail[];
 
-  constructor(dir: string, workers: number, private readonly steps: number) {
+  /** `names`: the run's chains (children of fan-outs, whose records are in the same files, are not counted). */
+  constructor(dir: string, workers: number, private readonly steps: number, private readonly names: ReadonlySet<string>) {
     this.effects = Array.from({ length: workers }, (_, slot) => new Tail(effectsFile(dir, slot)));
     this.alerts = Array.from({ length: workers }, (_, slot) => new Tail(alertsFile(dir, slot)));
   }
@@ -51,7 +52,7 @@ export class Progress {
         const e = parse<EffectRecord>(line);
         if (!e) continue;
         this.records++;
-        if (e.seq === this.steps) this.ended.add(e.key);
+        if (e.seq === this.steps && this.names.has(e.key)) this.ended.add(e.key);
       }
     }
     for (const tail of this.alerts) {
@@ -59,7 +60,7 @@ export class Progress {
         const a = parse<AlertRecord>(line);
         if (!a) continue;
         this.records++;
-        if (a.reason === 'failure') this.ended.add(a.key);
+        if (a.reason === 'failure' && this.names.has(a.key)) this.ended.add(a.key);
       }
     }
     return this.ended.size;

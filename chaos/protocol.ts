@@ -41,6 +41,11 @@ export interface WorkerConfig {
   dir: string;
   /** Handler faults off from the start (a worker restarted after the faults stopped). */
   calm: boolean;
+  /** The fan-outs' plan is drawn from these (chaos/fan-out-plan.ts), with the chains' names. */
+  chains: number;
+  fanOutShare: number;
+  fanOutChildren: number;
+  fanOutChildFailRate: number;
 }
 
 /** Worker → orchestrator. */
@@ -62,6 +67,33 @@ export interface EffectRecord {
   incarnation: number;
   /** Real time (no skew), epoch ms. */
   t: number;
+  /** A join step's effect: what `ctx.fanIn()` showed it. */
+  join?: JoinSeen;
+}
+
+/** What a join saw of its fan-out, every page of children read. */
+export interface JoinSeen {
+  id: string;
+  outcome: string;
+  /** `fanIn.counts`: children per state, and the total. */
+  counts: Record<string, number>;
+  children: SeenChild[];
+}
+
+/** One child as the join read it. */
+export interface SeenChild {
+  /** The child entity's key name. */
+  name: string;
+  state: string;
+  /** Its result (JSON), if it set one. */
+  result?: unknown;
+  /** Whether an error text came with it. */
+  error: boolean;
+}
+
+/** The key names of a run's chains (the top-level ones: c00000, c00001, ...). */
+export function chainNames(chains: number): string[] {
+  return Array.from({ length: chains }, (_, i) => `c${String(i).padStart(5, '0')}`);
 }
 
 /**

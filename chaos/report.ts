@@ -48,6 +48,27 @@ export interface ChaosSummary {
   drainStartedAfterTerm: number;
   /** Requests sent to a worker after its SIGTERM, by answer (0: none); a stopping worker should answer 503, or none once closed. */
   drainAnswersAfterTerm: Record<string, number>;
+  /** Fan-outs: planned (nested included), judged (their parent got past the fanning step), and nested among those. */
+  fanOuts: number;
+  fanOutsJudged: number;
+  fanOutsNested: number;
+  /** Children of judged fan-outs: succeeded, failed for good. */
+  fanOutChildren: number;
+  fanOutChildrenSucceeded: number;
+  fanOutChildrenFailed: number;
+  /** Fan-outs joined; join runs in all; joins run again with an overwrite alert naming each extra run. */
+  joins: number;
+  joinRuns: number;
+  joinsRunAgainAlerted: number;
+  /** The join invariants (each 0): extra runs no alert explains, joins lost, started before a child settled, shown other than the children's ends. */
+  joinsDuplicatedUnalerted: number;
+  joinsLost: number;
+  joinsEarly: number;
+  joinsMisinformed: number;
+  /** The outcomes the joins were told, by outcome (every run). */
+  joinOutcomes: Record<string, number>;
+  /** The longest time from the last child's end to its join's start. */
+  joinAfterLastChildMaxMs: number;
   violations: number;
   stepP50Ms: number;
   stepP99Ms: number;
@@ -58,6 +79,7 @@ export interface ChaosSummary {
 
 export function summary(r: ChaosResult): ChaosSummary {
   const sorted = [...r.dispatcher.latenciesMs].sort((a, b) => a - b);
+  const f = r.verdict.fanOut;
   return {
     emulator: r.options.emulator,
     deliveries: r.dispatcher.deliveries,
@@ -91,6 +113,21 @@ export function summary(r: ChaosResult): ChaosSummary {
     drainRanTwice: r.drain.ranTwice,
     drainStartedAfterTerm: r.drain.startedAfterTerm,
     drainAnswersAfterTerm: r.fleet.answersWhileStopping,
+    fanOuts: f.planned,
+    fanOutsJudged: f.judged,
+    fanOutsNested: f.nested,
+    fanOutChildren: f.children,
+    fanOutChildrenSucceeded: f.childrenSucceeded,
+    fanOutChildrenFailed: f.childrenFailed,
+    joins: f.joined,
+    joinRuns: f.joinRuns,
+    joinsRunAgainAlerted: f.joinsRunAgainAlerted,
+    joinsDuplicatedUnalerted: f.joinsDuplicatedUnalerted,
+    joinsLost: f.joinsLost,
+    joinsEarly: f.joinsEarly,
+    joinsMisinformed: f.joinsMisinformed,
+    joinOutcomes: f.outcomes,
+    joinAfterLastChildMaxMs: f.joinAfterLastChildMaxMs,
     violations: r.verdict.violations.length,
     stepP50Ms: percentile(sorted, 0.5),
     stepP99Ms: percentile(sorted, 0.99),
@@ -118,6 +155,12 @@ export function table(r: ChaosResult): string {
     ['effects duplicated unalerted (steps: no alert / too few alerts)', `${s.effectsDuplicatedUnalerted} (${r.verdict.duplicatedWithoutAlert} / ${r.verdict.duplicatedBeyondAlerts})`],
     ['overwrite alerts / failure alerts (distinct ids; repeats received)', `${s.overwritesAlerted} / ${r.verdict.failuresAlerted} (${r.verdict.alertsRepeated})`],
     ['lost alerts: overwrites no alert named (of those seen) / failures', `${s.overwriteAlertsLost} (of ${s.overwritesEvident}) / ${s.failureAlertsLost}`],
+    ['fan-outs planned / judged (nested) / abandoned before sealed', `${s.fanOuts} / ${s.fanOutsJudged} (${s.fanOutsNested}) / ${r.verdict.fanOut.abandoned}; ${o.fanOutChildren} children each, ${o.fanOutChildFailRate * 100} % failing by design`],
+    ['fan-out children: succeeded / failed / lost', `${s.fanOutChildrenSucceeded} / ${s.fanOutChildrenFailed} / ${r.verdict.fanOut.childrenLost} of ${s.fanOutChildren}`],
+    ['joins run / join runs / run again, alerted / failed for good', `${s.joins} / ${s.joinRuns} / ${s.joinsRunAgainAlerted} / ${r.verdict.fanOut.joinsFailed}`],
+    ['joins: run twice unalerted / lost / early / misinformed', `${s.joinsDuplicatedUnalerted} / ${s.joinsLost} / ${s.joinsEarly} / ${s.joinsMisinformed}`],
+    ['join outcomes (every run)', answers(s.joinOutcomes) || 'none'],
+    ['longest from last child\'s end to join start', `${s.joinAfterLastChildMaxMs} ms`],
     ['deliveries (duplicates)', `${s.deliveries} (${s.duplicatesDelivered})`],
     ['answers', answers(d.statuses)],
     ['tasks created / already existed / create faults', `${d.creates} / ${d.alreadyExists} / ${d.createFaults}`],

@@ -14,12 +14,13 @@ import { readLines } from './append-log';
 import { Dispatcher, type TaskEvent } from './dispatcher';
 import { DispatcherQueue } from './dispatcher-queue';
 import { drainFigures, type DrainFigures } from './drain';
+import { fanOutPlans } from './fan-out-plan';
 import { FaultSchedule, type FaultEvent } from './faults';
 import { Fleet, type FleetStats, type TermEvent, type UnexpectedDeath } from './fleet';
 import type { ChaosOptions } from './options';
 import { judge, type FinalState, type Verdict } from './oracle';
 import {
-  alertsFile, CHAIN_KIND, effectsFile, logFile, runsFile, type AlertRecord, type EffectRecord, type RunRecord, type WorkerConfig,
+  alertsFile, CHAIN_KIND, chainNames, effectsFile, logFile, runsFile, type AlertRecord, type EffectRecord, type RunRecord, type WorkerConfig,
 } from './protocol';
 import { Progress } from './progress';
 import { Rng } from './random';
@@ -67,7 +68,7 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
   const dir = mkdtempSync(join(tmpdir(), `chaos-${options.seed}-`));
   const secret = randomBytes(16).toString('hex');
   const datastore = new Datastore({ projectId: PROJECT_ID, apiEndpoint: emulatorHost });
-  const names = Array.from({ length: options.chains }, (_, i) => `c${String(i).padStart(5, '0')}`);
+  const names = chainNames(options.chains);
 
   const proxy = new StoreProxy(emulatorHost);
   const storeHost = await proxy.start();
@@ -91,7 +92,7 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
     faults.start(burstsMs + 10_000);
     const phaseStart = Date.now();
     await kickOff(datastore, dispatcherUrl, secret, options, names);
-    const seen = new Progress(dir, options.workers, options.steps);
+    const seen = new Progress(dir, options.workers, options.steps, new Set(names));
     const moved = (): number => (seen.update(), seen.records);
     const done = (): boolean => seen.update() === names.length;
     await faultPhase(options, moved, done, () => progress(
@@ -121,8 +122,9 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
   const effects = readAll<EffectRecord>(dir, options.workers, effectsFile);
   const alerts = readAll<AlertRecord>(dir, options.workers, alertsFile);
   const runs = readAll<RunRecord>(dir, options.workers, runsFile);
-  const finals = await readFinals(datastore, names);
-  const verdict = judge(names, options.steps, effects, alerts, { runs, finals });
+  const fanOuts = fanOutPlans(names, options);
+  const finals = await readFinals(datastore, [...names, ...[...fanOuts.values()].flatMap((p) => p.children.map((c) => c.name))]);
+  const verdict = judge(names, options.steps, effects, alerts, { runs, finals, fanOuts });
   for (const death of fleet.deaths) {
     verdict.violations.push({ rule: 'worker-died', detail: `worker ${death.slot} (incarnation ${death.incarnation}) exited with code ${death.code} signal ${death.signal}: ${death.stderr.slice(-500)}` });
   }

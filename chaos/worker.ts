@@ -1,7 +1,7 @@
 /**
  * One chaos worker: a separate Node process with an Express app and its own Locker on
  * DatastoreStore, reaching the emulator through the fault proxy and creating tasks on the chaos
- * dispatcher. Its one handler, `/step`, is a chain step with a side effect the oracle checks:
+ * dispatcher. Its handler `/step` is a chain step with a side effect the oracle checks:
  *
  *   0. record that it entered (key, seq, attempt) in this worker's runs file, flushed to disk;
  *   1. maybe work a while (`slowRate`: about `slowMs`), stopping on `ctx.signal` or not (half each);
@@ -10,6 +10,15 @@
  *   4. maybe hang (`hangRate`): block the event loop for `hangMs`, past the lease;
  *   5. schedule the next step, or return after the last one (the chain is complete);
  *   6. record that it left, and how (returned, threw, failed, aborted), before it settles.
+ *
+ * Fan-out chains (chaos/fan-out-plan.ts, drawn from the seed) fan out at one step instead of 5:
+ * `ctx.fanOut()` to their children, with the join at `/join`. A child (`/child`) is a chain of two
+ * such steps that fails for good where planned (before anything else), and sets its result just
+ * before its last effect, or fans out itself at its first (nested; its join at `/child-join`). A
+ * join's step reads every child through `ctx.fanIn()` (all pages) just before its effect (a nested
+ * child's join sets the child's result there too), and records what it saw with the effect; then
+ * a top-level chain goes on with `/step`.
+ * Every handler writes the same run records and suffers the same faults.
  *
  * Faults are decided from the seed, the step and the delivery's retry count; a request with the
  * calm header turns them off for good. Alerts go to a file of their own, each recorded `alertMs`
@@ -22,13 +31,14 @@ import { appendFileSync, createWriteStream } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
-import { Datastore } from '@google-cloud/datastore';
+import { Datastore, type Key } from '@google-cloud/datastore';
 import { DatastoreStore, Locker, PermanentError, type AlertEvent, type Logger, type Properties, type TaskContext } from '../src/index';
 import { AppendLog } from './append-log';
 import { DispatcherQueue } from './dispatcher-queue';
+import { CHILD_STEPS, fanOutPlans, type FanOutPlan } from './fan-out-plan';
 import {
-  alertsFile, CALM_HEADER, effectsFile, logFile, runsFile,
-  type AlertRecord, type EffectRecord, type OrchestratorMessage, type RunRecord, type WorkerConfig, type WorkerMessage,
+  alertsFile, CALM_HEADER, CHAIN_KIND, chainNames, effectsFile, logFile, runsFile,
+  type AlertRecord, type EffectRecord, type JoinSeen, type OrchestratorMessage, type RunRecord, type SeenChild, type WorkerConfig, type WorkerMessage,
 } from './protocol';
 import { chance } from './random';
 
@@ -49,8 +59,9 @@ async function main(): Promise<void> {
   const runs = await AppendLog.open(runsFile(config.dir, config.slot));
   const alerts = await AppendLog.open(alertsFile(config.dir, config.slot));
   const logger = fileLogger(logFile(config.dir, config.slot), config);
+  const datastore = new Datastore({ projectId: config.projectId, apiEndpoint: config.storeHost });
   const locker = new Locker({
-    store: new DatastoreStore(new Datastore({ projectId: config.projectId, apiEndpoint: config.storeHost })),
+    store: new DatastoreStore(datastore),
     queue: new DispatcherQueue(config.dispatcherUrl, config.secret),
     alerter: async (event: AlertEvent) => {
       if (config.alertMs > 0) await sleep(config.alertMs);
@@ -64,7 +75,20 @@ async function main(): Promise<void> {
     ...(config.alertTimeoutMs > 0 ? { alertTimeout: config.alertTimeoutMs } : {}),
   });
 
-  const step = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
+  const keyOf = (name: string): Key => datastore.key([CHAIN_KIND, name]);
+  const plans = fanOutPlans(chainNames(config.chains), config);
+  const fanOut = (ctx: TaskContext<Chain>, plan: FanOutPlan): Promise<unknown> => ctx.fanOut(
+    plan.children.map((c) => ({ key: keyOf(c.name), path: '/child', payload: { from: 0 }, entity: { done: 0 } })),
+    { join: plan.joinPath, policy: plan.policy },
+  );
+
+  /**
+   * Steps 1-4 of the file's comment (the faults, then the effect, then maybe a hang). `before` runs
+   * between the faults and the effect: a join's read of its children, a child's result. Anything
+   * that can fail on a store fault comes before the effect, as the faults do: a handler that throws
+   * after its effect is run again, and the oracle would rightly count that run.
+   */
+  const effectOf = async (ctx: TaskContext<Chain>, progress: { effect: boolean }, before?: () => Promise<JoinSeen | undefined>): Promise<void> => {
     const name = String(ctx.key.name);
     const retry = ctx.task.retryCount ?? 0;
     const roll = (what: string): number => chance(config.seed, 'handler', what, name, ctx.seq, retry);
@@ -73,12 +97,56 @@ async function main(): Promise<void> {
     }
     if (!calm && roll('permanent') < config.permanentRate) throw new PermanentError(`chaos: step ${ctx.seq} fails for good`);
     if (!calm && roll('throw') < config.throwRate) throw new Error(`chaos: step ${ctx.seq} threw`);
-    const effect: EffectRecord = { key: name, seq: ctx.seq, attempt: ctx.attempt, retry, slot: config.slot, incarnation: config.incarnation, t: Date.now() };
+    const seen = before ? await before() : undefined;
+    const effect: EffectRecord = { key: name, seq: ctx.seq, attempt: ctx.attempt, retry, slot: config.slot, incarnation: config.incarnation, t: Date.now(), ...(seen ? { join: seen } : {}) };
     await effects.append(effect);
     progress.effect = true;
     if (!calm && roll('hang') < config.hangRate) blockEventLoop(config.hangMs);
     ctx.entity.done = ctx.seq;
-    if (ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
+  };
+
+  const step = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
+    await effectOf(ctx, progress);
+    const plan = plans.get(String(ctx.key.name));
+    if (plan?.fanAt === ctx.seq) await fanOut(ctx, plan);
+    else if (ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
+  };
+
+  const childPlans = new Map([...plans.values()].flatMap((p) => p.children.map((c) => [c.name, c] as const)));
+
+  /** A child chain's step: fails for good where planned, else its effect (its result set just before, at its last step), then its next step or its own fan-out. */
+  const child = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
+    const name = String(ctx.key.name);
+    const planned = childPlans.get(name);
+    if (planned?.failsAt === ctx.seq) throw new PermanentError(`chaos: child ${name} fails for good at step ${ctx.seq} by design`);
+    const last = ctx.seq >= CHILD_STEPS && planned?.nested?.fanAt !== ctx.seq;
+    await effectOf(ctx, progress, last ? async () => {
+      await ctx.setResult({ of: name });
+      return undefined;
+    } : undefined);
+    if (planned?.nested?.fanAt === ctx.seq) await fanOut(ctx, planned.nested);
+    else if (!last) await ctx.schedule('/child', { from: ctx.seq });
+  };
+
+  /** A join: reads every child (all pages) and, for a nested child, sets its result from them; records what it saw with its effect; then a top-level chain goes on. */
+  const joinStep = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
+    const name = String(ctx.key.name);
+    await effectOf(ctx, progress, async () => {
+      const fanIn = await ctx.fanIn();
+      if (!fanIn) throw new Error(`chaos: ${name} step ${ctx.seq} is not a join`);
+      const children: SeenChild[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await fanIn.children(cursor === undefined ? {} : { cursor });
+        for (const c of page.children) {
+          children.push({ name: String(c.key.name), state: c.state, error: c.error !== undefined, ...(c.result !== undefined ? { result: c.result } : {}) });
+        }
+        cursor = page.cursor;
+      } while (cursor !== undefined);
+      if (childPlans.has(name)) await ctx.setResult({ of: name, joined: fanIn.counts.succeeded });
+      return { id: fanIn.id, outcome: fanIn.outcome, counts: { ...fanIn.counts }, children };
+    });
+    if (!childPlans.has(name) && ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
   };
 
   const app = express();
@@ -93,12 +161,13 @@ async function main(): Promise<void> {
     if (req.headers[CALM_HEADER] !== undefined) calm = true;
     next();
   };
-  app.post('/step', calmOnHeader, locker.handle<Chain>(async (ctx) => {
+  /** Steps 0 and 6 of the file's comment around `body`: the run's records, entered and left (and how). */
+  const recorded = (body: (ctx: TaskContext<Chain>, progress: { effect: boolean }) => Promise<void>): RequestHandler => locker.handle<Chain>(async (ctx) => {
     const run = { key: String(ctx.key.name), seq: ctx.seq, attempt: ctx.attempt, slot: config.slot, incarnation: config.incarnation };
     await runs.append({ what: 'entered', ...run, t: Date.now() } satisfies RunRecord);
     const progress = { effect: false };
     try {
-      await step(ctx, progress);
+      await body(ctx, progress);
     } catch (error) {
       const onSignal = ctx.signal.aborted && error === ctx.signal.reason;
       const outcome = onSignal && !progress.effect ? 'aborted' : error instanceof PermanentError ? 'failed' : 'threw';
@@ -109,7 +178,11 @@ async function main(): Promise<void> {
       throw error;
     }
     await runs.append({ what: 'left', ...run, outcome: 'returned', signalled: ctx.signal.aborted, t: Date.now() } satisfies RunRecord);
-  }, (props: Properties) => ({ done: typeof props.done === 'number' ? props.done : 0 })));
+  }, (props: Properties) => ({ done: typeof props.done === 'number' ? props.done : 0 }));
+  app.post('/step', calmOnHeader, recorded(step));
+  app.post('/join', calmOnHeader, recorded(joinStep));
+  app.post('/child', calmOnHeader, recorded(child));
+  app.post('/child-join', calmOnHeader, recorded(joinStep));
   // Cloud Scheduler here calls every sweepEveryMs (shorter than any real schedule): the route's interval is kept below it.
   app.post('/sweep', locker.sweepHandler({ minIntervalMs: Math.floor(config.sweepEveryMs / 2) }));
   if (!config.freezeIdle) locker.startSweeping(config.sweepEveryMs);

@@ -2,11 +2,13 @@
  * `npm run chaos` in small: the same harness, the same faults and the same invariants, on 30
  * chains of 4 steps with a fixed seed, with the workers run as Cloud Run runs them (frozen when
  * idle and scaled in; SIGTERM, a grace, then SIGKILL), in a child process that starts its own
- * Datastore emulator (so no other test's data is swept). The figures the run prints are checked:
+ * Datastore emulator (so no other test's data is swept). A share of the chains fan out (children
+ * failing by design, every policy, one nested fan-out). The figures the run prints are checked:
  * every chain is accounted for, each kind of fault and each platform event really happened, no
  * worker died unless stopped, and every invariant of the oracle holds: no step ran again unless an
  * overwrite alert names the attempt that lost it, no step was lost, no overwrite or failure went
- * unalerted, and the run exits 0.
+ * unalerted, every join ran once, after its children settled, and saw each child's end, and the
+ * run exits 0.
  */
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -27,6 +29,8 @@ const FLAGS = {
   // (with drains, the run would otherwise take longer than it did without the modes).
   'freeze-idle': 'on', 'scale-in-after-ms': 3_000, sigterm: 'on', 'slow-rate': 0.05, 'slow-ms': 3_000,
   'alert-timeout-ms': 1_300, 'alert-settle-ms': 6_000, 'sweep-every-ms': 2_500,
+  // Fan-out: with this seed, 9 fan-outs of 3 children (one nested), under each policy, some children failing by design.
+  'fan-out-share': 0.3, 'fan-out-children': 3,
 };
 
 interface Run {
@@ -64,7 +68,9 @@ describe('npm run chaos (a short seeded run)', { timeout: 480_000 }, () => {
       'deliveries', 'chains', 'steps', 'duplicatesDelivered', 'effectsDuplicatedUnalerted', 'overwritesAlerted', 'lostSteps', 'chainsComplete', 'chainsFailed',
       'workerKills', 'storeFaults', 'tasksLost', 'overwritesEvident', 'overwriteAlertsLost', 'failureAlertsLost', 'alertsLost', 'freezes', 'thaws', 'scaleIns',
       'sigterms', 'sigkillsAfterGrace', 'drainInFlight', 'drainFinished', 'drainHandedBackSilently', 'drainHandedBackAlerted', 'drainCutByKill', 'drainRanTwice',
-      'drainStartedAfterTerm', 'stepP50Ms', 'stepP99Ms', 'recoveryMaxMs', 'wallMs', 'seed',
+      'drainStartedAfterTerm', 'fanOuts', 'fanOutsJudged', 'fanOutsNested', 'fanOutChildren', 'fanOutChildrenSucceeded', 'fanOutChildrenFailed', 'joins',
+      'joinRuns', 'joinsRunAgainAlerted', 'joinsDuplicatedUnalerted', 'joinsLost', 'joinsEarly', 'joinsMisinformed', 'joinAfterLastChildMaxMs',
+      'stepP50Ms', 'stepP99Ms', 'recoveryMaxMs', 'wallMs', 'seed',
     ] as const) {
       assert.equal(typeof s[name], 'number', `${name} is a number`);
     }
@@ -118,6 +124,25 @@ describe('npm run chaos (a short seeded run)', { timeout: 480_000 }, () => {
   it('no alert is lost: every overwrite the handlers\' records show, and every failure stored, reached the alerter', () => {
     assert.ok(run.summary.overwritesEvident > 0, 'the run records showed overwrites');
     assert.equal(run.summary.alertsLost, 0, run.stdout.slice(-4000));
+  });
+
+  it('ran fan-outs: nested, with children that failed for good, and every judged one joined (or its join failed for good)', () => {
+    const s = run.summary;
+    assert.ok(s.fanOutsJudged > 0 && s.fanOutsJudged <= s.fanOuts, `fan-outs judged (${s.fanOutsJudged} of ${s.fanOuts})`);
+    assert.ok(s.fanOutsNested > 0, 'a nested fan-out was judged');
+    assert.ok(s.fanOutChildrenFailed > 0, 'children failed for good');
+    assert.ok(s.fanOutChildrenSucceeded > 0, 'children succeeded');
+    assert.ok(s.joins > 0 && s.joinRuns >= s.joins, `joins ran (${s.joins}, in ${s.joinRuns} runs)`);
+    assert.ok(Object.keys(s.joinOutcomes).length >= 2, `the joins were told more than one outcome (${JSON.stringify(s.joinOutcomes)})`);
+    assert.match(run.stdout, /fan-outs planned \/ judged/, 'the table shows the fan-out figures');
+  });
+
+  it('every join ran once, after every child settled, and saw every child\'s end', () => {
+    const s = run.summary;
+    assert.equal(s.joinsDuplicatedUnalerted, 0, run.stdout.slice(-4000));
+    assert.equal(s.joinsLost, 0, run.stdout.slice(-4000));
+    assert.equal(s.joinsEarly, 0, run.stdout.slice(-4000));
+    assert.equal(s.joinsMisinformed, 0, run.stdout.slice(-4000));
   });
 
   it('every invariant holds (exit code 0)', () => {

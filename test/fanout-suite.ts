@@ -188,6 +188,20 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
     }
 
     for (const applied of [false, true]) {
+      it(`a store fault answers the children's kickoff batch with errors${applied ? ' after it applied' : ''}: no child is failed for it, each runs once, the join runs once`, async () => {
+        const parent = parentKey();
+        const children = lines(`kickfault${counter}`, 3);
+        rig.store.inject({ at: 'replaceMany:outcome', applied });
+        await rig.start(parent, children);
+        const run = await assertJoinedOnce(rig, parent, children);
+        assert.equal(run.outcome, 'succeeded', 'a store fault is not a refusal: every child ran and succeeded');
+        assertChildrenRanOnce(rig, children);
+        assert.equal(rig.store.fired.length, 1, 'the fault fired');
+        rig.store.fired.length = 0;
+      });
+    }
+
+    for (const applied of [false, true]) {
       it(`a child fails ${applied ? 'after settling, before its completion check' : 'while settling'}: the sweep settles it or checks, the join runs once`, async () => {
         const parent = parentKey();
         const children = lines(`settle${counter}`, 3);

@@ -8,7 +8,8 @@
  *    does not count), then the children's kickoffs in one
  *    batch, each chain id derived from the fan-out and the child's key. A retried attempt finds
  *    the chains it started (the kickoff recognises its own chain) and never starts a child twice.
- *    A child whose entity is busy with another chain, or that the store refuses, settles `failed`
+ *    A child whose entity is busy with another chain, or whose write the store refuses (not a store
+ *    fault that may pass: that child is read and tried again, then the step retried), settles `failed`
  *    at once.
  * 3. The seal, fenced on the parent's lease, in one transaction: the header `sealed`, the parent's
  *    step finished and its join step scheduled with no ledger record yet (so no task runs it, and a
@@ -18,7 +19,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from '../chain/next-step';
-import { ConfigError, StoreUnavailableError, TransitionError } from '../errors/errors';
+import { ConfigError, ContentionError, StoreUnavailableError, TransitionError } from '../errors/errors';
 import type { Arrival } from '../http/arrival';
 import { planKickoff } from '../rules/kickoff-plan';
 import { scheduledStep, type NextStep } from '../rules/ledger-record';
@@ -155,6 +156,8 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
 async function startChildren(parts: FanParts, page: readonly Checked[], result: FanOutStarted): Promise<void> {
   const { store } = parts.config;
   const toSend: LedgerRecord[] = [];
+  /** Kickoffs whose batch answered a store fault: they may have landed. */
+  const unsure = new Map<string, LedgerRecord>();
   let open = page.slice();
   for (let round = 0; round < ROUNDS && open.length > 0; round++) {
     const now = new Date(parts.config.clock());
@@ -169,7 +172,15 @@ async function startChildren(parts: FanParts, page: readonly Checked[], result: 
     for (const [i, c] of open.entries()) {
       const read = reads[i]!;
       const plan = planKickoff(c.child.key, read.properties, c.child.entity, c.id, c.step, now);
-      if (plan.kind === 'own') continue; // an earlier attempt started it
+      if (plan.kind === 'own') {
+        // An earlier attempt started it, or this one did in a batch that answered a store fault: send its task then.
+        const landed = unsure.get(c.id);
+        if (landed) {
+          result.started++;
+          toSend.push(landed);
+        }
+        continue;
+      }
       if (plan.kind === 'busy') {
         await refuse(parts, c, `the child's entity is busy with another chain (step ${plan.seq} ${plan.running ? 'running' : 'scheduled'})`, result);
         continue;
@@ -181,7 +192,13 @@ async function startChildren(parts: FanParts, page: readonly Checked[], result: 
     const next: Checked[] = [];
     for (const [i, outcome] of outcomes.entries()) {
       const c = writing[i]!;
+      // A store fault (unavailable, a deadline: the write may have landed) is no refusal: the child
+      // is read again next round (finding its own chain if it landed), and the step is retried after.
       if (outcome.outcome === 'conflict') next.push(c);
+      else if (outcome.outcome === 'error' && transient(outcome.error)) {
+        unsure.set(c.id, writes[i]!.record);
+        next.push(c);
+      }
       else if (outcome.outcome === 'error') await refuse(parts, c, `the store refused the child's kickoff: ${outcome.error.message}`, result);
       else {
         result.started++;
@@ -192,7 +209,7 @@ async function startChildren(parts: FanParts, page: readonly Checked[], result: 
     }
     open = next;
   }
-  if (open.length > 0) throw new StoreUnavailableError(`${open.length} children's entities kept changing under fanOut(); the step is retried`);
+  if (open.length > 0) throw new StoreUnavailableError(`${open.length} children's kickoffs kept meeting a changed entity or a store fault under fanOut(); the step is retried`);
   await Promise.all(toSend.map(async (record) => {
     parts.emit('scheduled', { key: record.key, seq: record.seq, attempt: '', task: record.task, path: record.path });
     await parts.dispatcher.send(record);
@@ -216,6 +233,11 @@ async function startOne(parts: FanParts, c: Checked, now: Date, result: FanOutSt
     result.started++;
     toSend.push(plan.record);
   }
+}
+
+/** A store fault that may pass (unavailable, a deadline, contention), as opposed to a refusal of the write itself. */
+function transient(error: Error): boolean {
+  return error instanceof StoreUnavailableError || error instanceof ContentionError;
 }
 
 async function refuse(parts: FanParts, c: Checked, why: string, result: FanOutStarted): Promise<void> {

@@ -43,7 +43,7 @@ export interface FanOutStarted {
   total: number;
   /** Children whose chain this call started (the rest were started by an earlier attempt, or settled at once). */
   started: number;
-  /** Children settled at once as failed: their entity was busy with another chain, or the store refused it. */
+  /** Children settled at once as failed: their entity was busy with another chain, or the store refused the write for good (a store fault that may pass is retried, never counted here). */
   refused: number;
   /** The join's step: the parent's next sequence number. */
   joinSeq: number;

@@ -12,7 +12,12 @@ import { keyString } from '../../src/store/keys';
 
 /** One fault at a named point. */
 export interface SeamFault {
-  /** The point: a transaction writing a record of this name (`LockerFanOut:sealed`), or `replaceMany`, `findKeys`. */
+  /**
+   * The point: a transaction writing a record of this name (`LockerFanOut:sealed`), or `replaceMany`,
+   * `findKeys`; or `replaceMany:outcome`: the batch answers an error outcome for every write instead
+   * of rejecting, as DatastoreStore answers a commit that failed on a store fault (UNAVAILABLE, a
+   * deadline), applied or not.
+   */
   at: string;
   /** Fail after the write applied (the answer is lost) instead of before. */
   applied?: boolean;
@@ -115,10 +120,22 @@ export class SeamStore implements Store {
   }
   async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
     this.hit(['replaceMany'], false);
+    const before = this.outcomeFault(writes, false);
+    if (before) return before;
     const out = await this.inner.replaceMany!(writes);
     out.forEach((o, i) => { if (o.outcome === 'written') this.count(writes[i]!.read.key); });
     this.hit(['replaceMany'], true);
-    return out;
+    return this.outcomeFault(writes, true) ?? out;
+  }
+
+  /** `replaceMany:outcome`: an error outcome per write, when a fault is due. */
+  private outcomeFault(writes: readonly ConditionalWrite[], applied: boolean): ConditionalOutcome[] | undefined {
+    try {
+      this.hit(['replaceMany:outcome'], applied);
+      return undefined;
+    } catch (error) {
+      return writes.map(() => ({ outcome: 'error', error: error as Error }));
+    }
   }
   init(): Promise<void> { return this.inner.init?.() ?? Promise.resolve(); }
   shutdown(): Promise<void> { return this.inner.shutdown?.() ?? Promise.resolve(); }
