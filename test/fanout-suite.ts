@@ -16,7 +16,7 @@ import { Locker } from '../src/locker';
 import { keyPath } from '../src/store/key-codec';
 import { StepState } from '../src/types';
 import { TransitionError } from '../src/errors/errors';
-import { childKey, fanOutId, headerKey, pageKey } from '../src/fanout/records';
+import { childChain, childKey, fanOutId, headerKey, pageKey } from '../src/fanout/records';
 import type { StoreUnderTest } from './handle-suite';
 
 let counter = 0;
@@ -51,12 +51,17 @@ async function assertJoinedOnce(rig: FanRig, parent: Key, expected: Array<{ name
   return run;
 }
 
-/** Every child step ran once (a child whose first attempt failed ran twice: `flaky`). */
+/**
+ * Every child step ran once (a child whose first attempt failed ran twice: `flaky`); a run more
+ * only with an overwritten lease, which is alerted (a lease that lapsed on a loaded machine).
+ */
 function assertChildrenRanOnce(rig: FanRig, expected: Array<{ name: string; mode: ChildMode }>): void {
   for (const e of expected) {
     const step = `${keyPath(rig.key('Line', e.name))}#1`;
     const runs = rig.childRuns.get(step) ?? 0;
-    assert.equal(runs, e.mode === 'flaky' ? 2 : 1, `${step} ran ${runs} times`);
+    const once = e.mode === 'flaky' ? 2 : 1;
+    const alerted = rig.overwrites.get(step) ?? 0;
+    assert.ok(runs >= once && runs <= once + alerted, `${step} ran ${runs} times (${alerted} overwrite alerts)`);
   }
 }
 
@@ -388,8 +393,12 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       const atPage = new Promise<void>((resolve) => { reached = resolve; });
       let release!: () => void;
       const released = new Promise<void>((resolve) => { release = resolve; });
-      // The first page (100 children) is started; the second page's write waits (it reads nothing the cancel writes).
-      // Matched by its key, not counted: a page transaction retried on contention runs its callback again.
+      // The first page (100 children) is started; the second page's transaction waits before its
+      // commit. It has read the header (a page commits before a cancel or not at all): on a store
+      // with locking reads (the Firestore emulator) the cancel waits for it, so it is released
+      // while the cancel is under way; each of the second page's child records commits before the
+      // cancel (and is cancelled by it) or sees it and is not written. Matched by its key, not counted: a page transaction retried on
+      // contention runs its callback again.
       rig.store.hold('LockerFanOutPage', async () => {
         reached();
         await released;
@@ -397,10 +406,16 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       await rig.start(parent, children);
       await atPage;
       await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), /never sealed/);
-      const result = await rig.locker.cancelFanOut(parent);
+      const cancelling = rig.locker.cancelFanOut(parent);
+      await new Promise((resolve) => setTimeout(resolve, 100));
       release();
+      const result = await cancelling;
       assert.equal(result.was, 'writing');
-      assert.equal(result.children, 100, 'the children of the pages written so far are cancelled');
+      const recorded = (await Promise.all(children.map((c) => rig.store.get(childKey(childChain(result.fanout, rig.key('Line', c.name)), rig.namespace))))).filter((r) => r !== undefined);
+      // The first page, and whichever of the second page's child records committed before the cancel.
+      assert.ok(recorded.length >= 100 && recorded.length <= 150, `the first page and part of the second recorded (${recorded.length})`);
+      assert.ok(recorded.every((r) => r.state === 'cancelled'), 'every child recorded is cancelled');
+      assert.equal(result.children, recorded.length, 'the children of the pages recorded before the cancel are cancelled');
       await rig.settle();
       const header = await rig.store.get(headerKey(result.fanout, rig.namespace));
       assert.equal(header?.state, 'cancelled', 'the seal did not overwrite the cancel');
@@ -566,8 +581,12 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
           await atPage;
           id = fanOutId(parent, String((await rig.store.get(parent))?.lock_chain), 1);
           await assert.rejects(rig.locker.retryFanOutChildren(parent), /writing/, 'no child retry while writing');
-          await rig.locker.cancel(parent);
+          // The held page transaction has read the header: on a store with locking reads the cancel
+          // waits for it, so it is released while the cancel is under way.
+          const cancelling = rig.locker.cancel(parent);
+          await new Promise((resolve) => setTimeout(resolve, 100));
           release();
+          await cancelling;
         } else {
           await rig.start(parent, children, { failFirstAfter: 120 });
           await until('the parent failed for good', async () => (await rig.store.get(parent))?.lock_state === StepState.failed);

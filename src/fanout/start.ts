@@ -28,7 +28,7 @@ import { keyString } from '../store/keys';
 import type { Lease } from '../step/lease';
 import type { BatchLockWrite } from '../store/lock-writer';
 import { entityProperties } from '../step/handler-types';
-import type { LedgerRecord } from '../types';
+import type { LedgerRecord, StoreTransaction } from '../types';
 import { checkJoin } from './join-trigger';
 import { checkPolicy } from './policy';
 import type { FanParts } from './read-children';
@@ -132,18 +132,23 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   const encode = (k: Key): string => parts.dispatcher.encodeKey(k);
   const ns = header.parent.namespace;
   // Cancelled meanwhile (an operator, or the sweep for a parent that left it): no more children.
-  // Read outside the transaction (a locking read would hold up the cancel); one that races this
-  // read is finished by the sweep, which cancels children until it finds none pending.
-  const current = readHeader(header.id, await parts.config.store.get(headerKey(header.id, ns)), decodeKey);
-  if (current?.state === 'cancelled') throw new TransitionError(`fanOut(): fan-out ${header.id} was cancelled while its children were being added`);
+  // The page record and every child record are written in transactions that read the header, so
+  // each commits either before the cancel (and the cancel's sweep, reading by key, finds it) or
+  // after it, seeing `cancelled` and writing nothing: no pending record appears behind a cancel.
+  const stopIfCancelled = async (tx: StoreTransaction): Promise<void> => {
+    const current = readHeader(header.id, await tx.get(headerKey(header.id, ns)), decodeKey);
+    if (current?.state === 'cancelled') throw new TransitionError(`fanOut(): fan-out ${header.id} was cancelled while its children were being added`);
+  };
   await parts.locks.transact(async (tx) => {
+    await stopIfCancelled(tx);
     const ids = [...new Set([...readPage(await tx.get(pageKey(header.id, n, ns))), ...page.map((c) => c.id)])];
     tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids }, UNINDEXED);
   });
-  // Child records in transactions of GROUPS (legacy Datastore takes 25 entity groups per transaction); one already there is kept.
+  // Child records in transactions of GROUPS (legacy Datastore takes 25 entity groups per transaction, the header is one); one already there is kept.
   const chunks: Checked[][] = [];
   for (let start = 0; start < page.length; start += GROUPS) chunks.push(page.slice(start, start + GROUPS));
   await Promise.all(chunks.map((chunk) => parts.locks.transact(async (tx) => {
+    await stopIfCancelled(tx);
     const records = await Promise.all(chunk.map((c) => tx.get(childKey(c.id, ns))));
     chunk.forEach((c, i) => {
       if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now }, encode), UNINDEXED);

@@ -51,6 +51,12 @@ export interface FanRig {
   joinAttempts: string[];
   /** Runs of each child step, by `keyPath#seq`. */
   childRuns: Map<string, number>;
+  /**
+   * Leases overwritten (the `overwritten` event, which comes with an overwrite alert), by
+   * `keyPath#seq`: a run beyond a step's one is allowed only with one of these (a lease that lapsed
+   * on a loaded machine), as the library promises.
+   */
+  overwrites: Map<string, number>;
   /** Fan-out calls that returned, by parent. */
   fanOuts: string[];
   /** Tasks the local queue got a 2xx answer for, in order. */
@@ -86,6 +92,11 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   const joins: JoinRun[] = [];
   const joinAttempts: string[] = [];
   const childRuns = new Map<string, number>();
+  const overwrites = new Map<string, number>();
+  locker.on('overwritten', (e) => {
+    const step = `${keyPath(e.key)}#${e.seq}`;
+    overwrites.set(step, (overwrites.get(step) ?? 0) + 1);
+  });
   const fanOuts: string[] = [];
   const failedOnce = new Set<string>();
   const stoppedFailing = new Set<string>();
@@ -172,7 +183,7 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
 
   locker.startSweeping(150);
   return {
-    locker, store, queue, local, logger, namespace, joins, joinAttempts, childRuns, fanOuts, delivered, key,
+    locker, store, queue, local, logger, namespace, joins, joinAttempts, childRuns, overwrites, fanOuts, delivered, key,
     async start(parent, children, options = {}) {
       if (options.gate) store.hold('LockerFanOut:sealed', options.gate);
       // Many plain children travel as a count: a task's payload is at most 96 KiB.
