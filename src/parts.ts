@@ -12,7 +12,8 @@ import { ConfigErrorLog } from './errors/faults';
 import type { LockerEvents } from './events';
 import { Drain } from './step/drain';
 import { SeenSteps } from './step/seen-steps';
-import { LockWriter } from './store/lock-writer';
+import { Locks } from './store/locks';
+import { StoreReads } from './store/reads';
 import { emitTo, type Emit } from './telemetry/emit';
 import { loadOtelApi } from './telemetry/otel-api';
 import { Telemetry } from './telemetry/telemetry';
@@ -31,8 +32,10 @@ export interface Parts {
   readonly drain: Drain;
   /** The events port: reports to the Locker's listeners, isolated. */
   readonly emit: Emit;
-  /** The one part that writes locks. */
-  readonly locks: LockWriter;
+  /** The one part that reads and writes locks. */
+  readonly locks: Locks;
+  /** The store's reads of records that are not a lock's (see `store/reads.ts`). */
+  readonly reads: StoreReads;
   /** Sends alerts within `alertTimeout`, and keeps the sends in flight. */
   readonly alerts: AlertSender;
   /** Turns a ledger record into its task. */
@@ -44,7 +47,7 @@ export interface Parts {
 /** Builds the parts of a Locker whose events go to `emitter`; `ready` resolves once the store's project id is known, or could not be. */
 export function buildParts(config: Config, ready: Promise<void>, emitter: EventEmitter<LockerEvents>): Parts {
   const seen = new SeenSteps(config.duplicateCache);
-  const locks = new LockWriter(config, seen);
+  const locks = new Locks(config, seen);
   return {
     config,
     configErrors: new ConfigErrorLog(),
@@ -53,6 +56,7 @@ export function buildParts(config: Config, ready: Promise<void>, emitter: EventE
     drain: new Drain(),
     emit: emitTo(emitter, config.logger),
     locks,
+    reads: new StoreReads(config.store),
     alerts: new AlertSender(config, locks),
     dispatcher: new Dispatcher(config, ready),
     ledger: new Ledger(config, (fn) => locks.transact(fn)),

@@ -20,7 +20,7 @@ export class Ledger {
   /** The removals of finished steps' records, grouped into commits. */
   private readonly removals: LedgerRemovals;
 
-  constructor(settings: Pick<Config, 'store' | 'logger'>, private readonly transact: Transact, timers?: Timers) {
+  constructor(private readonly settings: Pick<Config, 'store' | 'logger'>, private readonly transact: Transact, timers?: Timers) {
     this.removals = new LedgerRemovals(settings, timers);
   }
 
@@ -51,6 +51,11 @@ export class Ledger {
    */
   retire(key: Key, id: string | undefined): void {
     if (id !== undefined) this.removals.add(key, id);
+  }
+
+  /** Removes the ledger record `id` of `key` now, in a commit of its own (the sweep's clearing of a record no longer needed). */
+  remove(key: Key, id: string): Promise<void> {
+    return this.settings.store.deleteLedger(key, id);
   }
 
   /** Sends the removals still waiting for their group, and resolves once every removal settled. */

@@ -90,11 +90,10 @@ export async function kickoff(
   const now = new Date(parts.config.clock());
   const chain = newChainId();
   const own = entityProperties(entity);
-  const record = await parts.locks.transaction(key, async (tx) => {
-    const props = (await tx.get(key)) ?? {};
+  const record = await parts.locks.update(key, (tx, found) => {
     try {
       // An earlier chain's overwrite alerts still unsent stay on the lock until someone sends them.
-      return commitNextStep(parts, tx, key, props, readLock(props), { chain, step, how: 'kickoff', own, sent: NO_ALERTS }, now).record;
+      return commitNextStep(parts, tx, key, found?.props ?? {}, found?.lock ?? readLock({}), { chain, step, how: 'kickoff', own, sent: NO_ALERTS }, now).record;
     } catch (error) {
       if (error instanceof ChainBusyError) throw new ChainBusyError(`${keyPath(key)}: ${error.message}`);
       throw error;

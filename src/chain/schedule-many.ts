@@ -25,7 +25,7 @@ import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from './next-step';
 import type { NextStep } from '../rules/ledger-record';
-import type { BatchLockWrite } from '../store/lock-writer';
+import type { BatchLockWrite } from '../store/locks';
 import {
   SCHEDULE_MANY_DEFAULTS, SCHEDULE_MANY_OPTION_NAMES,
   type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult,
@@ -124,8 +124,7 @@ function check(parts: KickoffParts, items: readonly KickoffItem[], kickoffId: st
 
 /** Reads, decides and writes one batch (again for the entities that changed meanwhile); returns the steps to send. */
 async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<ToSend[]> {
-  const { store } = parts.config;
-  if (!store.readMany || !store.replaceMany) return eachTransaction(parts, batch, run);
+  if (!parts.locks.batches) return eachTransaction(parts, batch, run);
   const toSend: ToSend[] = [];
   let open = batch;
   for (let round = 0; round < ROUNDS && open.length > 0; round++) {
@@ -133,7 +132,7 @@ async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<T
     let records: VersionedRead[];
     try {
       // Each entity with the kickoff's record of its chain, in one lookup (2 × 125 keys).
-      const all = await store.readMany([...open.map((p) => p.item.key), ...open.map((p) => kickoffRecordKey(p.item.key, p.chain))]);
+      const all = await parts.locks.readMany([...open.map((p) => p.item.key), ...open.map((p) => kickoffRecordKey(p.item.key, p.chain))]);
       reads = all.slice(0, open.length);
       records = all.slice(open.length);
     } catch (error) {

@@ -24,13 +24,12 @@ export type CheckResult = 'pending' | 'not-sealed' | 'joined' | 'lost';
 
 /** Runs the completion check of fan-out `id`; commits the join when every child settled (or its deadline passed). */
 export async function checkJoin(parts: FanParts, id: string, namespace: string | undefined): Promise<CheckResult> {
-  const { store } = parts.config;
-  const header = readHeader(id, await store.get(headerKey(id, namespace)), decodeKey);
+  const header = readHeader(id, await parts.reads.get(headerKey(id, namespace)), decodeKey);
   if (!header || header.state !== 'sealed') return 'not-sealed';
   const now = new Date(parts.config.clock());
   const pastDeadline = header.deadline !== undefined && header.deadline.getTime() <= now.getTime();
-  if (!pastDeadline && store.findKeys) {
-    const found = await store.findKeys({ kind: CHILD_KIND, namespace: namespace ?? '', property: 'open', equals: id, limit: 1 });
+  if (!pastDeadline && parts.reads.findsKeys) {
+    const found = await parts.reads.findKeys({ kind: CHILD_KIND, namespace: namespace ?? '', property: 'open', equals: id, limit: 1 });
     if (found.length > 0) {
       const [child] = await getChildren(parts, [found[0]!.name!], namespace);
       // The index may lag a settle (legacy Datastore): a child found settled proves nothing; read them all.

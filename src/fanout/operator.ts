@@ -134,7 +134,7 @@ export async function cancelFanOut(parts: FanParts, key: Key, options: CancelFan
 async function childrenSoFar(parts: FanParts, header: Header): Promise<ChildRecord[]> {
   if (header.pages > 0) return allChildren(parts, header);
   let pages = 0;
-  while (readPage(await parts.config.store.get(pageKey(header.id, pages, header.parent.namespace))).length > 0) pages++;
+  while (readPage(await parts.reads.get(pageKey(header.id, pages, header.parent.namespace))).length > 0) pages++;
   return allChildren(parts, { ...header, pages });
 }
 
@@ -157,7 +157,7 @@ export async function cancelChildren(parts: FanParts, header: Header): Promise<n
       const lock = props ? readLock(props) : undefined;
       if (props && lock && lock.chain === child.id && (lock.state === StepState.scheduled)) await cancelInTx(parts, tx, child.key, props, lock, now);
     });
-    const end = childEnd(await parts.config.store.get(child.key), child.id);
+    const end = childEnd(await parts.reads.get(child.key), child.id);
     if (await settleRecord(parts, child.id, ns, end?.state ?? 'cancelled', end?.error ?? 'the fan-out was cancelled by an operator')) settled++;
   }
   return settled;
@@ -166,7 +166,7 @@ export async function cancelChildren(parts: FanParts, header: Header): Promise<n
 /** Retries the failed children of the fan-out the parent `key` waits on, before its join; see the file's comment. */
 export async function retryFanOutChildren(parts: FanParts, key: Key, options: RetryFanOutOptions = {}): Promise<FanOutActionResult> {
   rejectUnknownOptions('locker.retryFanOutChildren()', options, RETRY_FAN_OUT_OPTION_NAMES);
-  const props = await parts.config.store.get(key);
+  const props = await parts.reads.get(key);
   const lock = current(key, props === undefined ? undefined : readLock(props), options);
   const header = await parts.locks.transact((tx) => findHeader(parts, tx, key, lock));
   if (!header) throw new TransitionError(`${keyPath(key)} step ${lock.seq} has no fan-out`);

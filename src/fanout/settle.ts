@@ -31,7 +31,7 @@ export function childEnd(props: Properties | undefined, chain: string): { state:
 export async function settleChild(parts: FanParts, key: Key, chain: string): Promise<boolean> {
   const fanout = fanOutOfChain(chain);
   if (!fanout) return false;
-  const end = childEnd(await parts.config.store.get(key), chain);
+  const end = childEnd(await parts.reads.get(key), chain);
   if (!end) return false;
   const settled = await settleRecord(parts, chain, key.namespace, end.state, end.error);
   await checkJoin(parts, fanout, key.namespace);

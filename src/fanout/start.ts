@@ -25,7 +25,7 @@ import { scheduledStep, type NextStep } from '../rules/ledger-record';
 import { checkDeliverable, decodeKey, keyPath } from '../store/key-codec';
 import { keyString } from '../store/keys';
 import type { Lease } from '../step/lease';
-import type { BatchLockWrite } from '../store/lock-writer';
+import type { BatchLockWrite } from '../store/locks';
 import { entityProperties } from '../step/handler-types';
 import type { LedgerRecord } from '../types';
 import { checkJoin } from './join-trigger';
@@ -78,7 +78,7 @@ export async function fanOut(
   }
   if (page.length > 0 || n === 0) await writePage(parts, header, n++, page, result);
   // Pages an earlier attempt wrote past this one's last (its source gave more children) are kept.
-  while (readPage(await parts.config.store.get(pageKey(header.id, n, a.key.namespace))).length > 0) n++;
+  while (readPage(await parts.reads.get(pageKey(header.id, n, a.key.namespace))).length > 0) n++;
   await seal({ ...header, pages: n, total: result.total });
   try {
     await checkJoin(parts, header.id, a.key.namespace); // every child may have settled before the seal
@@ -148,17 +148,16 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
 
 /** Starts the chains of a page's children (one lookup and one batch write a round); returns nothing, counts in `result`. */
 async function startChildren(parts: FanParts, page: readonly Checked[], result: FanOutStarted): Promise<void> {
-  const { store } = parts.config;
   const toSend: LedgerRecord[] = [];
   let open = page.slice();
   for (let round = 0; round < ROUNDS && open.length > 0; round++) {
     const now = new Date(parts.config.clock());
-    if (!store.readMany || !store.replaceMany) {
+    if (!parts.locks.batches) {
       for (const c of open) await startOne(parts, c, now, result, toSend);
       open = [];
       break;
     }
-    const reads = await store.readMany(open.map((c) => c.child.key));
+    const reads = await parts.locks.readMany(open.map((c) => c.child.key));
     const writes: BatchLockWrite[] = [];
     const writing: Checked[] = [];
     for (const [i, c] of open.entries()) {

@@ -26,15 +26,15 @@ export interface FanOutSweep {
 
 /** Sweeps the due fan-outs, at most `limit`. */
 export async function sweepFanOuts(parts: FanParts, limit: number): Promise<FanOutSweep> {
-  const { store, clock, logger } = parts.config;
+  const { clock, logger } = parts.config;
   const result: FanOutSweep = { looked: 0, repaired: 0, joined: 0 };
-  if (!store.findKeys) return result;
-  const keys = await store.findKeys({ kind: HEADER_KIND, property: 'due', atOrBefore: new Date(clock()), limit: Math.min(limit, 1000) });
+  if (!parts.reads.findsKeys) return result;
+  const keys = await parts.reads.findKeys({ kind: HEADER_KIND, property: 'due', atOrBefore: new Date(clock()), limit: Math.min(limit, 1000) });
   for (const key of keys) {
     const id = key.name!;
     try {
       result.looked++;
-      const header = readHeader(id, await store.get(key), decodeKey);
+      const header = readHeader(id, await parts.reads.get(key), decodeKey);
       if (!header) continue;
       if (header.state === 'sealed') {
         result.repaired += await repair(parts, header);
@@ -55,15 +55,14 @@ export async function sweepFanOuts(parts: FanParts, limit: number): Promise<FanO
 
 /** Settles the pending children whose chain ended; returns how many. */
 async function repair(parts: FanParts, header: Header): Promise<number> {
-  const { store } = parts.config;
   // The pending ones, by the query; then all by key when it finds none (the index may lag).
   const ns = header.parent.namespace;
-  const found = await store.findKeys!({ kind: CHILD_KIND, namespace: ns ?? '', property: 'open', equals: header.id, limit: 1000 });
+  const found = await parts.reads.findKeys({ kind: CHILD_KIND, namespace: ns ?? '', property: 'open', equals: header.id, limit: 1000 });
   let pending: ChildRecord[] = (await getChildren(parts, found.map((k) => k.name!), ns)).filter((c): c is ChildRecord => c?.state === 'pending');
   if (pending.length === 0) pending = (await allChildren(parts, header)).filter((c) => c.state === 'pending');
   let repaired = 0;
   for (const child of pending) {
-    const end = childEnd(await store.get(child.key), child.id);
+    const end = childEnd(await parts.reads.get(child.key), child.id);
     if (end && await settleRecord(parts, child.id, ns, end.state, end.error)) {
       repaired++;
       parts.config.logger.warn('fan-out child settled by the sweep', { fanout: header.id, key: keyPath(child.key), state: end.state });

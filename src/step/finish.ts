@@ -23,7 +23,7 @@ import { sealedBy, sealInTx } from '../fanout/seal';
 import { setChildResult } from '../fanout/settle';
 
 /** The parts a handler's finishing writes use. */
-export type StepParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger' | 'telemetry'>;
+export type StepParts = Pick<Parts, 'config' | 'locks' | 'reads' | 'emit' | 'dispatcher' | 'ledger' | 'telemetry'>;
 
 /**
  * What the attempt learns from the handler's own `schedule()`/`complete()`: whether the step was

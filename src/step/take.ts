@@ -10,10 +10,9 @@ import { answers, type Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
 import type { Parts } from '../parts';
 import { decide, type Decision } from '../rules/decision';
-import { ContentionError } from '../errors/errors';
 import { keyPath } from '../store/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
-import { withContentionRetry } from '../store/retry';
+import type { LockRead, SwapStep } from '../store/locks';
 import { Attr } from '../telemetry/telemetry';
 import { expire, overwrite, take as takeLease } from '../rules/transitions';
 import { AlertReason, type LedgerRecord, type Properties, type Snapshot } from '../types';
@@ -25,34 +24,29 @@ import { taskName } from '../rules/ledger-record';
  * the entity is read again and decided again (bounded, with backoff).
  */
 export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot; props: Properties }> {
-  const { store, leaseDuration } = parts.config;
+  const { leaseDuration } = parts.config;
   const now = new Date(parts.config.clock());
   const known = a.resent ? undefined : parts.seen.recall(a.key, a.seq, a.chain, now.getTime());
   if (known) return { answer: answerFor(parts, a, known) };
   const first = await readStep(parts, a);
   if ('answer' in first) return first;
-  let snapshot = first.snapshot;
-  let readAt = now.getTime();
-  const taken = await withContentionRetry(async () => {
-    const lock = snapshot && readLock(snapshot.properties);
-    const decision = arrivalDecision(parts, a, lock);
-    if (!snapshot || !lock || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
+  let reads = 0;
+  const taken = await parts.locks.swap(a.key, `attempt ${a.attempt} took its lease`, first.read, (current): SwapStep<Taken> => {
+    const readAt = reads++ === 0 ? now.getTime() : parts.config.clock();
+    const decision = arrivalDecision(parts, a, current?.lock);
+    if (!current || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
       // What was read is remembered for the next copies of this task; a write remembers what it wrote instead.
-      parts.seen.observe(a.key, snapshot?.properties, readAt, leaseDuration);
-      return { decision, snapshot: undefined, alerts: undefined, lock: undefined };
+      parts.seen.observe(a.key, current?.snapshot.properties, readAt, leaseDuration);
+      return { done: { decision } };
     }
-    const next = takeover(parts, a, decision, lock, now);
-    const written = await parts.locks.replace(a.key, snapshot, next.lock);
-    if (written) return { decision, snapshot: written, read: snapshot, alerts: next.alerts, lock: next.lock };
-    snapshot = await store.read(a.key);
-    readAt = parts.config.clock();
-    throw new ContentionError(`${keyPath(a.key)} changed while attempt ${a.attempt} took its lease`);
-  }, parts.config.contention);
+    const next = takeover(parts, a, decision, current.lock, now);
+    return { write: next.lock, then: (written, read) => ({ decision, written, read, alerts: next.alerts, lock: next.lock }) };
+  });
 
   const d = taken.decision;
-  if (!taken.snapshot || !taken.read || !taken.lock) return { answer: answerFor(parts, a, d) };
+  if (!('written' in taken)) return { answer: answerFor(parts, a, d) };
   if (d.action === 'overwrite' || d.action === 'expire') {
-    await reportTakeover(parts, a, d, taken.read.properties, taken.lock, taken.alerts !== undefined, now);
+    await reportTakeover(parts, a, d, taken.read.snapshot.properties, taken.lock, taken.alerts !== undefined, now);
     if (d.action === 'expire') {
       // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
       return { answer: answers.expired(a.seq) };
@@ -60,11 +54,14 @@ export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer }
   } else {
     parts.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
     // Overwrite alerts an earlier holder left unmarked: this attempt sends them too (none in the usual case: no work at all).
-    if (taken.lock.alerts.length > 0) startAlerts(parts, a, unsentOverwriteAlerts(parts, a.key, taken.lock, taken.read.properties, a.task, now));
+    if (taken.lock.alerts.length > 0) startAlerts(parts, a, unsentOverwriteAlerts(parts, a.key, taken.lock, taken.read.snapshot.properties, a.task, now));
   }
   parts.telemetry.count('take', a.key);
-  return { snapshot: taken.snapshot, props: taken.read.properties };
+  return { snapshot: taken.written, props: taken.read.snapshot.properties };
 }
+
+/** What the take's compare-and-swap came to: a decision with nothing written, or the lease taken. */
+type Taken = { decision: Decision } | { decision: Decision; written: Snapshot; read: LockRead; alerts: string[] | undefined; lock: Lock };
 
 /**
  * The first read of an arrival: the entity, and (where the store reads both at once) the ledger
@@ -76,23 +73,22 @@ export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer }
  * second read, on a path only hand-made requests take). Only the Go library's locks (no chain, no
  * record) take tasks unchecked.
  */
-async function readStep(parts: Parts, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot | undefined }> {
-  const { store } = parts.config;
-  if (!store.readWithLedger) return { snapshot: await store.read(a.key) };
+async function readStep(parts: Parts, a: Arrival): Promise<{ answer: Answer } | { read: LockRead | undefined }> {
+  if (!parts.locks.readsWithRecord) return { read: await parts.locks.read(a.key) };
   if (a.chain !== undefined) {
-    const { snapshot, record } = await store.readWithLedger(a.key, taskName(a.key, a.chain, a.seq));
-    return checked(parts, a, snapshot, record, a.chain);
+    const { snapshot, record } = await parts.locks.readWithRecord(a.key, taskName(a.key, a.chain, a.seq));
+    return checked(parts, a, snapshot && { snapshot, lock: readLock(snapshot.properties) }, record, a.chain);
   }
-  const snapshot = await store.read(a.key);
-  const lock = snapshot && readLock(snapshot.properties);
-  if (!lock?.chain || !lock.task || lock.seq !== a.seq) return { snapshot };
-  const { record } = await store.readWithLedger(a.key, lock.task);
-  return checked(parts, a, snapshot, record, lock.chain);
+  const read = await parts.locks.read(a.key);
+  const lock = read?.lock;
+  if (!lock?.chain || !lock.task || lock.seq !== a.seq) return { read };
+  const { record } = await parts.locks.readWithRecord(a.key, lock.task);
+  return checked(parts, a, read, record, lock.chain);
 }
 
-function checked(parts: Parts, a: Arrival, snapshot: Snapshot | undefined, record: LedgerRecord | undefined, chain: string): { answer: Answer } | { snapshot: Snapshot | undefined } {
+function checked(parts: Parts, a: Arrival, read: LockRead | undefined, record: LedgerRecord | undefined, chain: string): { answer: Answer } | { read: LockRead | undefined } {
   const mismatch = record && record.seq === a.seq && record.chain === chain ? stepMismatch(record, a) : undefined;
-  if (!mismatch) return { snapshot };
+  if (!mismatch) return { read };
   parts.config.logger.warn('task request refused: it does not match its step', {
     key: keyPath(a.key), seq: a.seq, path: a.request.path, stepPath: record!.path, mismatch,
   });
