@@ -48,13 +48,14 @@ export interface Parts {
 export function buildParts(config: Config, ready: Promise<void>, emitter: EventEmitter<LockerEvents>): Parts {
   const seen = new SeenSteps(config.duplicateCache);
   const locks = new Locks(config, seen);
+  const telemetry = new Telemetry(config.telemetry ? loadOtelApi() : undefined);
   return {
     config,
     configErrors: new ConfigErrorLog(),
     seen,
-    telemetry: new Telemetry(config.telemetry ? loadOtelApi() : undefined),
+    telemetry,
     drain: new Drain(),
-    emit: emitTo(emitter, config.logger),
+    emit: emitTo(emitter, config.logger, telemetry),
     locks,
     reads: new StoreReads(config.store),
     alerts: new AlertSender(config, locks),

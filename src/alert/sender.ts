@@ -3,8 +3,7 @@
  * failed send is logged), marks on the stored entity the claims the alerter took, and keeps the
  * sends in flight, so `shutdown()` waits for them. Claiming an alert is part of the write that
  * records the event; marking it sent is the `alerted` transition (`rules/transitions.ts`), written
- * through the lock writer. Re-sending what was never marked is the sweep's (`failure-alert.ts`,
- * `overwrite-alert.ts`).
+ * through the lock part. Re-sending what was never marked is `resend.ts`'s.
  */
 import { redactProperties, scrub } from './redact';
 import type { Key } from '@google-cloud/datastore';

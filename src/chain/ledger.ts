@@ -8,6 +8,7 @@
 import type { Key } from '@google-cloud/datastore';
 import type { Config } from '../config/options';
 import { nextSend } from '../rules/ledger-record';
+import { keyPath } from '../store/key-codec';
 import type { LedgerRecord, StoreTransaction } from '../types';
 import type { Timers } from '../config/timers';
 import { LedgerRemovals } from './ledger-removals';
@@ -51,6 +52,24 @@ export class Ledger {
    */
   retire(key: Key, id: string | undefined): void {
     if (id !== undefined) this.removals.add(key, id);
+  }
+
+  /**
+   * Keeps the ledger record `id` of a chain that finished with alerts still unmarked (its finishing
+   * write kept them), due by `soon` at the latest, so that the sweep sends them; never throws.
+   */
+  async keepForAlerts(key: Key, id: string | undefined, soon: Date): Promise<void> {
+    if (id === undefined) return;
+    try {
+      await this.transact(async (tx) => {
+        const record = await tx.getLedger(key, id);
+        if (record && record.due.getTime() > soon.getTime()) tx.putLedger({ ...record, due: soon });
+      });
+    } catch (error) {
+      this.settings.logger.warn('ledger record of a step with unsent alerts not brought forward; the sweep sends them when it comes due', {
+        key: keyPath(key), task: id, error: error instanceof Error ? error.message : String(error),
+      });
+    }
   }
 
   /** Removes the ledger record `id` of `key` now, in a commit of its own (the sweep's clearing of a record no longer needed). */

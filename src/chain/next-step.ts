@@ -5,7 +5,7 @@
  * (`sendNextStep`, through the dispatcher); the sweep re-delivers what stalls (`sweep.ts`).
  */
 import type { Key } from '@google-cloud/datastore';
-import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
+import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import { rejectUnknownOptions } from '../config/option-names';
 import { ChainBusyError, ConfigError } from '../errors/errors';
 import type { Parts } from '../parts';
@@ -62,7 +62,7 @@ export function commitNextStep(
   parts: Pick<Parts, 'config' | 'locks'>, tx: StoreTransaction, key: Key, props: Properties, from: Lock,
   next: { chain: string; step: NextStep; how: 'schedule' | 'kickoff'; own: Properties; sent: readonly string[] }, now: Date,
 ): { lock: Lock; record: LedgerRecord } {
-  const planned = endStepAlerts(parts, scheduledStep(key, from, next.chain, next.step, now, next.how), from, next.sent, now);
+  const planned = endStepAlerts(parts.config, scheduledStep(key, from, next.chain, next.step, now, next.how), from, next.sent, now);
   parts.locks.put(tx, key, props, planned.lock, next.own);
   if (from.task !== undefined) tx.deleteLedger(key, from.task); // the step it follows moved on: its record goes in the same commit
   tx.putLedger(planned.record);

@@ -20,7 +20,7 @@ import type { Parts } from '../parts';
 import { ConfigError, StoreUnavailableError } from '../errors/errors';
 import { checkDeliverable, keyPath } from '../store/key-codec';
 import { planKickoff, kickoffChainId, kickoffRecord, kickoffRecordKey, type Carry, type KickoffPlan } from '../rules/kickoff-plan';
-import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
+import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from './next-step';
@@ -220,7 +220,7 @@ function markerOf(p: Pending, record: LedgerRecord, now: Date): NonNullable<Cond
 
 /** A kickoff keeps the alerts still owed on the lock it starts from, as `schedule()` does (`endStepAlerts`). */
 function carry(parts: KickoffParts, now: Date): Carry {
-  return (planned, from) => endStepAlerts(parts, planned, from, NO_ALERTS, now);
+  return (planned, from) => endStepAlerts(parts.config, planned, from, NO_ALERTS, now);
 }
 
 /** Settles a plan found in a transaction (busy, or this kickoff's own chain). */

@@ -7,8 +7,7 @@
  * back a record the step removed. One record's failure never stops the others.
  */
 import type { Parts } from '../parts';
-import { resendUnsentFailure } from '../alert/failure-alert';
-import { resendUnsentOverwrites } from '../alert/overwrite-alert';
+import { resendUnsentFailure, resendUnsentOverwrites } from '../alert/resend';
 import { keyPath } from '../store/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { failureInterval, resendInterval, stallVerdict } from '../rules/stall';

@@ -17,7 +17,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { TransitionError } from '../errors/errors';
-import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
+import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import { cancelInTx, current, ledgerOf } from '../ops/actions';
 import { nextSend } from '../rules/ledger-record';
 import { readLock, type Lock } from '../rules/lock-fields';
@@ -187,7 +187,7 @@ export async function retryFanOutChildren(parts: FanParts, key: Key, options: Re
         const childLock = entity ? readLock(entity) : undefined;
         if (!entity || !childLock || childLock.chain !== failed.id) throw new TransitionError(failed.error ?? 'the child has no failed chain of its own');
         const found = await ledgerOf(tx, failed.key, childLock);
-        const revived = endStepAlerts(parts, { lock: retry(childLock, { now: new Date(now) }) }, childLock, NO_ALERTS, new Date(now)).lock;
+        const revived = endStepAlerts(parts.config, { lock: retry(childLock, { now: new Date(now) }) }, childLock, NO_ALERTS, new Date(now)).lock;
         const claimed = nextSend(found, now, parts.config.stallAfter);
         parts.locks.put(tx, failed.key, entity, revived);
         tx.putLedger(claimed);

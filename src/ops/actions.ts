@@ -12,7 +12,7 @@ import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { Lock } from '../rules/lock-fields';
 import { nextSend } from '../rules/ledger-record';
 import { alerted, cancel, resend, retry } from '../rules/transitions';
-import { endStepAlerts, NO_ALERTS, overwriteAlertGrace } from '../alert/overwrite-alert';
+import { alertGrace, endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import type { LedgerRecord, Properties, StoreTransaction } from '../types';
 
 /** The parts an operator's action uses. */
@@ -60,9 +60,9 @@ export async function cancelChain(parts: ActionParts, key: Key, options: ActionO
 export async function cancelInTx(parts: ActionParts, tx: StoreTransaction, key: Key, props: Properties, lock: Lock, now: Date): Promise<void> {
   parts.locks.put(tx, key, props, cancel(lock, { now }));
   if (lock.task === undefined) return;
-  const owed = endStepAlerts(parts, { lock: alerted(lock, { alerts: [] }) }, lock, NO_ALERTS, now).lock.alerts.length > 0;
+  const owed = endStepAlerts(parts.config, { lock: alerted(lock, { alerts: [] }) }, lock, NO_ALERTS, now).lock.alerts.length > 0;
   const record = owed ? await tx.getLedger(key, lock.task) : undefined;
-  const soon = now.getTime() + overwriteAlertGrace(parts);
+  const soon = now.getTime() + alertGrace(parts.config);
   if (record) tx.putLedger({ ...record, due: new Date(Math.min(record.due.getTime(), soon)) });
   else tx.deleteLedger(key, lock.task);
 }
@@ -86,7 +86,7 @@ export async function retryStep(parts: ActionParts, key: Key, options: ActionOpt
     // lock_task keeps naming the record (found.id); alerts still unsent stay until someone sends them, the
     // retried step's own failure alert included: an operator retrying from the status page is not the
     // person the alert is for, and the promise is that every claimed alert reaches the alerter.
-    const next = endStepAlerts(parts, { lock: retry(lock, { now: new Date(now) }) }, lock, NO_ALERTS, new Date(now)).lock;
+    const next = endStepAlerts(parts.config, { lock: retry(lock, { now: new Date(now) }) }, lock, NO_ALERTS, new Date(now)).lock;
     const claimed = nextSend(found, now, parts.config.stallAfter);
     parts.locks.put(tx, key, entity!.props, next);
     tx.putLedger(claimed);

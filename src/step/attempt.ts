@@ -44,7 +44,7 @@ async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P
     return result;
   });
   if ('answer' in taken) return taken.answer;
-  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt);
+  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt, undefined, taken.alerting);
   try {
     return await runUnderLease(parts, a, lease, taken.props, handler, factory);
   } finally {

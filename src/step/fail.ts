@@ -5,7 +5,6 @@
  */
 import { claimAlert, failureMarker, markAlertsSent } from '../rules/alert-markers';
 import { alertEvent } from '../alert/event';
-import { NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
 import { answers, type Answer } from '../http/answer';
 import type { Arrival } from '../http/arrival';
 import type { Parts } from '../parts';
@@ -24,8 +23,7 @@ import { scrubError, secretsOf } from '../alert/redact';
  */
 export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error: unknown): Promise<Answer> {
   let outcome: FailOutcome;
-  const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran: this write marks them
-  const sent = alerting ? await alerting : NO_ALERTS;
+  const sent = await lease.sentAlerts(); // an overwrite's alerts, sent while the handler ran: this write marks them
   try {
     outcome = await writeFailure(parts, lease, error, describeError(error), sent);
   } catch (writeError) {

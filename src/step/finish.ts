@@ -14,9 +14,8 @@ import { sameLock, type Lock } from '../rules/lock-fields';
 import { checkStep, commitNextStep, sendNextStep } from '../chain/next-step';
 import type { LedgerRecord } from '../types';
 import { newChainId } from '../rules/ledger-record';
-import { Attr } from '../telemetry/telemetry';
 import { finish as finishStep } from '../rules/transitions';
-import { endStepAlerts, keepRecordForAlerts, NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
+import { alertGrace, endStepAlerts } from '../rules/alert-markers';
 import { fanOut as startFanOut } from '../fanout/start';
 import { fanIn } from '../fanout/fan-in';
 import { sealedBy, sealInTx } from '../fanout/seal';
@@ -64,8 +63,7 @@ export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entit
       finishOnce();
       const next = checkStep(parts, path, payload, options);
       const own = await remember(step, Promise.resolve().then(() => entityProperties(entity)));
-      const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran (none in the usual case)
-      const alertsSent = alerting ? await alerting : NO_ALERTS;
+      const alertsSent = await lease.sentAlerts(); // an overwrite's alerts, sent while the handler ran (none in the usual case)
       const now = new Date(parts.config.clock());
       let planned: { lock: Lock; record: LedgerRecord } | undefined;
       const record = await remember(step, parts.telemetry.span('finish', a, () => lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
@@ -73,7 +71,6 @@ export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entit
         planned = commitNextStep(parts, tx, a.key, props, lock, { chain, step: next, how: 'schedule', own, sent: alertsSent }, now);
         return planned.record;
       }, (lock) => (planned && sameLock(lock, planned.lock) ? planned.record : undefined)))));
-      parts.telemetry.count('finish', a.key, { [Attr.outcome]: 'scheduled' });
       step.done = true;
       step.next = record.seq;
       parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: record.seq });
@@ -88,15 +85,13 @@ export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entit
       finishOnce();
       const started = await remember(step, startFanOut(parts, a, lease, children, options, async (header) => {
         const own = entityProperties(entity);
-        const alerting = sentByAttempt(a);
-        const alertsSent = alerting ? await alerting : NO_ALERTS;
+        const alertsSent = await lease.sentAlerts();
         const now = new Date(parts.config.clock());
         await parts.telemetry.span('finish', a, () => lease.settle('fan out', () => lease.fenced(
           (tx, props, lock) => sealInTx(parts, tx, a.key, props, lock, header, own, alertsSent, now),
           (lock) => (sealedBy(lock, header) ? lock : undefined),
         )));
-        parts.telemetry.count('finish', a.key, { [Attr.outcome]: 'scheduled' });
-        step.done = true;
+          step.done = true;
         step.next = header.seq + 1;
         parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: header.seq + 1 });
       }));
@@ -136,19 +131,17 @@ async function remember<T>(step: StepProgress, settling: Promise<T>): Promise<T>
  */
 export async function completeStep(parts: StepParts, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
   const own = entityProperties(entity);
-  const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran (none in the usual case)
-  const alertsSent = alerting ? await alerting : NO_ALERTS;
+  const alertsSent = await lease.sentAlerts(); // an overwrite's alerts, sent while the handler ran (none in the usual case)
   const now = new Date(parts.config.clock());
   let intended: Lock | undefined;
   let record: string | undefined;
   await parts.telemetry.span('finish', a, () => lease.settle('finish', () => lease.update((lock) => {
     record = lock.task;
-    intended = endStepAlerts(parts, { lock: finishStep(lock, { now }) }, lock, alertsSent, now).lock;
+    intended = endStepAlerts(parts.config, { lock: finishStep(lock, { now }) }, lock, alertsSent, now).lock;
     return intended;
   }, (lock) => (intended && sameLock(lock, intended) ? true : undefined), own)));
-  parts.telemetry.count('finish', a.key, { [Attr.outcome]: 'complete' });
   // The record goes, unless the chain ended with overwrite alerts unsent: then the sweep needs it to find them.
   if (intended!.alerts.length === 0) parts.ledger.retire(a.key, record);
-  else await keepRecordForAlerts(parts, a.key, record, now);
+  else await parts.ledger.keepForAlerts(a.key, record, new Date(now.getTime() + alertGrace(parts.config)));
   parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
 }

@@ -11,6 +11,7 @@
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../parts';
 import { holds } from '../rules/decision';
+import { NO_ALERTS } from '../rules/alert-markers';
 import type { Interruptible } from './drain';
 import { LeaseLostError, LeaseTimeoutError, RequestTimeoutError, ShutdownError } from '../errors/errors';
 import { classify, FaultClass } from '../errors/faults';
@@ -20,6 +21,9 @@ import type { SwapStep } from '../store/locks';
 import { abandon, handBack, renew as renewLease } from '../rules/transitions';
 import type { Properties, Snapshot, StoreTransaction } from '../types';
 import { realTimers, type Timer, type Timers } from '../config/timers';
+
+/** What sentAlerts() hands back when the attempt sent none. */
+const NO_SENDS: Promise<readonly string[]> = Promise.resolve(NO_ALERTS);
 
 /** What pause() hands back when no renewal is in flight. */
 const SETTLED: Promise<void> = Promise.resolve();
@@ -73,7 +77,18 @@ export class Lease implements Interruptible {
     private arrivedAt?: number,
     /** The clock and timers of renewal, the proof window, the time limits and the grace (a test hands its own). */
     private readonly timers: Timers = realTimers,
+    /** The sends of the alerts the attempt claimed when it took the lease (an overwrite's), resolving to the markers the alerter took. */
+    private readonly alerting?: Promise<string[]>,
   ) {}
+
+  /**
+   * The markers of the alerts this attempt started sending when it took the lease that the alerter
+   * took (the step's last write marks them sent): none in the usual case; else once they settle,
+   * within `alertTimeout`.
+   */
+  sentAlerts(): Promise<readonly string[]> {
+    return this.alerting ?? NO_SENDS;
+  }
 
   /**
    * Aborts with `LeaseLostError` when the lease is lost (overwritten, or no renewal succeeded for
