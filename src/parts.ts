@@ -60,6 +60,6 @@ export function buildParts(config: Config, ready: Promise<void>, emitter: EventE
     reads: new StoreReads(config.store),
     alerts: new AlertSender(config, locks),
     dispatcher: new Dispatcher(config, ready),
-    ledger: new Ledger(config, (fn) => locks.transact(fn)),
+    ledger: new Ledger({ records: config.store, logger: config.logger }, (fn) => locks.transact(fn)),
   };
 }

@@ -123,3 +123,60 @@ describe('the shape of src/', () => {
     assert.ok(lockFieldWrites(join(src, 'store', 'locks.ts')).some((w) => w.endsWith('writeLock()')), 'locks.ts calls writeLock()');
   });
 });
+
+/** Where the store may be read: the store's own folder and the lock part (and the parse that checks its shape, and the parts that build the ports). */
+const STORE_READERS = (file: string): boolean => file.startsWith('store/') || file === 'config/options.ts' || file === 'parts.ts';
+/** The `Store` methods that read. */
+const STORE_READS = new Set(['get', 'read', 'readWithLedger', 'listDue', 'queryLocks', 'findKeys', 'readMany']);
+
+/** Every read of the store in `file`: a read method called on a `store` (`store.get(…)`, `config.store.read(…)`), or the `store` taken out of the configuration. */
+function storeReads(file: string): string[] {
+  const source = parsed.get(file)!;
+  const found: string[] = [];
+  const where = (node: ts.Node, what: string): string => `${name(file)}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1} ${what}`;
+  const isStore = (node: ts.Expression): boolean =>
+    (ts.isIdentifier(node) && node.text === 'store') || (ts.isPropertyAccessExpression(node) && node.name.text === 'store');
+  const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && STORE_READS.has(node.expression.name.text) && isStore(node.expression.expression)) {
+      found.push(where(node, node.expression.getText()));
+    }
+    if (ts.isPropertyAccessExpression(node) && node.name.text === 'store' && /(config|settings)$/.test(node.expression.getText())) found.push(where(node, node.getText()));
+    if (ts.isBindingElement(node) && (node.propertyName ?? node.name).getText() === 'store') found.push(where(node, 'const { store }'));
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/** Every module-level `new Map/Set/WeakMap/WeakSet` in `file`: state shared by every Locker of the process. */
+function moduleLevelCollections(file: string): string[] {
+  const source = parsed.get(file)!;
+  const found: string[] = [];
+  for (const statement of source.statements) {
+    if (!ts.isVariableStatement(statement)) continue;
+    for (const declaration of statement.declarationList.declarations) {
+      const init = declaration.initializer;
+      if (init && ts.isNewExpression(init) && ts.isIdentifier(init.expression) && ['Map', 'Set', 'WeakMap', 'WeakSet'].includes(init.expression.text)) {
+        // A constant lookup table, typed read-only, is not state.
+        const type = declaration.type?.getText() ?? '';
+        if (/^Readonly(Map|Set)</.test(type)) continue;
+        found.push(`${name(file)}:${source.getLineAndCharacterOfPosition(declaration.getStart()).line + 1} ${declaration.name.getText()}`);
+      }
+    }
+  }
+  return found;
+}
+
+describe('the parts and their ports (docs/design.md, section 15)', () => {
+  it('reads the store only in the store and the lock part: every other part goes through the lock part or the read port', () => {
+    const outside = files.filter((file) => !STORE_READERS(name(file))).flatMap(storeReads);
+    assert.deepEqual(outside, []);
+    // The check sees what it looks for: the lock part reads the store.
+    assert.ok(storeReads(join(src, 'store', 'locks.ts')).length > 0, 'locks.ts reads the store');
+  });
+
+  it('keeps no mutable Map, Set, WeakMap or WeakSet at module level in src/: state lives in the parts a Locker builds', () => {
+    assert.deepEqual(files.flatMap(moduleLevelCollections), []);
+  });
+
+});

@@ -6,12 +6,11 @@
  * answer (several steps' removals in one commit), and lets `shutdown()` send and wait for them.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Config } from '../config/options';
 import { nextSend } from '../rules/ledger-record';
 import { keyPath } from '../store/key-codec';
 import type { LedgerRecord, StoreTransaction } from '../types';
 import type { Timers } from '../config/timers';
-import { LedgerRemovals } from './ledger-removals';
+import { LedgerRemovals, type LedgerRemovalSettings } from './ledger-removals';
 
 /** Runs a read-check-write in a transaction, re-run whole on contention (the lock writer's `transact`). */
 export type Transact = <T>(fn: (tx: StoreTransaction) => Promise<T>) => Promise<T>;
@@ -21,7 +20,7 @@ export class Ledger {
   /** The removals of finished steps' records, grouped into commits. */
   private readonly removals: LedgerRemovals;
 
-  constructor(private readonly settings: Pick<Config, 'store' | 'logger'>, private readonly transact: Transact, timers?: Timers) {
+  constructor(private readonly settings: LedgerRemovalSettings, private readonly transact: Transact, timers?: Timers) {
     this.removals = new LedgerRemovals(settings, timers);
   }
 
@@ -74,7 +73,7 @@ export class Ledger {
 
   /** Removes the ledger record `id` of `key` now, in a commit of its own (the sweep's clearing of a record no longer needed). */
   remove(key: Key, id: string): Promise<void> {
-    return this.settings.store.deleteLedger(key, id);
+    return this.settings.records.deleteLedger(key, id);
   }
 
   /** Sends the removals still waiting for their group, and resolves once every removal settled. */

@@ -53,7 +53,7 @@ import { ConfigError } from '../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { platformLogger } from '../log/platform-logger';
 import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../types';
-import { backendOf, type Backend, type ProbeTarget } from './datastore-backend';
+import { BackendChecks, type Backend, type ProbeTarget } from './datastore-backend';
 import { MAX_MUTATIONS, readMany, replaceMany } from './datastore-batch';
 import { findDatastoreKeys } from './datastore-key-query';
 import type { KeyQuery } from './key-query';
@@ -125,7 +125,7 @@ const OPTION_NAMES: OptionNames<DatastoreStoreOptions> = {
 };
 
 /** gRPC codes a refused `__namespace__` query answers with (the Firestore emulator's is the first). */
-const UNSUPPORTED = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
+const UNSUPPORTED: ReadonlySet<number> = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
 
 /** A {@link Store} on Google Cloud Datastore. */
 export class DatastoreStore implements Store {
@@ -136,6 +136,8 @@ export class DatastoreStore implements Store {
   private readonly ownsClient: boolean;
   private readonly overrides: Partial<Backend>;
   private readonly probeTarget: ProbeTarget;
+  /** What this store found its backend does (checked once, before its first compare-and-swap or transaction). */
+  private readonly checks = new BackendChecks();
   private readonly gate = new KeyGate();
   /** Namespaces this store wrote ledger records to: the fallback when namespaces can't be listed. */
   private readonly writtenNamespaces = new Set<string>(['']);
@@ -161,7 +163,6 @@ export class DatastoreStore implements Store {
     this.probeTarget = {
       rpc: this.rpc,
       datastore,
-      ...(options.client && { injected: options.client }),
       logger: options.logger ?? platformLogger(),
     };
     const projectId = datastore.options?.projectId;
@@ -290,7 +291,7 @@ export class DatastoreStore implements Store {
 
   /** What the backend supports: the overrides, and the check for what they leave open. */
   private backend(): Promise<Backend> {
-    return backendOf(this.probeTarget, this.overrides);
+    return this.checks.backendOf(this.probeTarget, this.overrides);
   }
 
   /** The namespaces to sweep: as configured, else all (or, where that query is refused, the known ones). */

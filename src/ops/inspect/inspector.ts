@@ -87,7 +87,7 @@ export class Inspector {
 
   /** One page of the steps in `query.state`, by last progress. */
   async list(query: ListQuery): Promise<StepPage> {
-    const store = this.store();
+    const reads = this.reads();
     checkList(query);
     const limit = query.limit ?? DEFAULT_LIMIT;
     const position = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
@@ -96,7 +96,7 @@ export class Inspector {
     const steps: StepSummary[] = [];
     let storeCursor = position?.store;
     for (let batch = 0; batch < MAX_BATCHES && steps.length < limit; batch++) {
-      const page = await store.queryLocks({
+      const page = await reads.queryLocks({
         kind: query.kind, namespace: query.namespace ?? '', order: query.order === 'newest' ? 'desc' : 'asc',
         limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}),
       });
@@ -163,7 +163,7 @@ export class Inspector {
     return { now, leaseDuration, stallAfter: stallAfterOf(this.parts) };
   }
 
-  private store(): StoreReads {
+  private reads(): StoreReads {
     const { reads } = this.parts;
     if (!reads.queriesLocks) {
       throw new ConfigError('locker.inspect() needs a store with queryLocks (DatastoreStore and MemoryStore have it).');
