@@ -179,4 +179,11 @@ describe('the parts and their ports (docs/design.md, section 15)', () => {
     assert.deepEqual(files.flatMap(moduleLevelCollections), []);
   });
 
+  it('has http/ depend on step/, never step/ on http/: the step code returns an outcome, http maps it to an answer', () => {
+    const http = join(src, 'http');
+    const stepFiles = files.filter((file) => name(file).startsWith('step/'));
+    const intoHttp = stepFiles.flatMap((file) => graph.get(file)!.filter((target) => target.startsWith(http + '/')).map((target) => `${name(file)} imports ${name(target)}`));
+    assert.deepEqual(intoHttp, []);
+    assert.ok(files.some((file) => name(file).startsWith('http/') && graph.get(file)!.some((t) => name(t).startsWith('step/'))), 'http/ imports step/');
+  });
 });

@@ -19,7 +19,7 @@ import type { Key } from '@google-cloud/datastore';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from '../chain/next-step';
 import { ConfigError, StoreUnavailableError } from '../errors/errors';
-import type { Arrival } from '../http/arrival';
+import type { Arrival } from '../step/arrival';
 import { planKickoff } from '../rules/kickoff-plan';
 import { scheduledStep, type NextStep } from '../rules/ledger-record';
 import { checkDeliverable, decodeKey, keyPath } from '../store/key-codec';

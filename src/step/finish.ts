@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Key } from '@google-cloud/datastore';
-import type { Arrival } from '../http/arrival';
+import type { Arrival } from './arrival';
 import { entityProperties, type ScheduledStep, type TaskContext } from './handler-types';
 import type { Parts } from '../parts';
 import { StepAlreadyFinishedError } from '../errors/errors';

@@ -6,8 +6,8 @@
 import { claimAlert } from '../rules/alert-markers';
 import { unsentOverwriteAlerts } from '../alert/resend';
 import { reportTakeover, startAlerts } from './takeover-report';
-import { answers, type Answer } from '../http/answer';
-import type { Arrival } from '../http/arrival';
+import { outcomes, type Outcome } from './outcome';
+import type { Arrival } from './arrival';
 import type { Parts } from '../parts';
 import { decide, type Decision } from '../rules/decision';
 import { keyPath } from '../store/key-codec';
@@ -18,11 +18,11 @@ import type { LedgerRecord, Properties, Snapshot } from '../types';
 import { taskName } from '../rules/ledger-record';
 
 /**
- * Takes the lease, or answers. One strongly consistent read decides; most duplicates end there.
+ * Takes the lease, or outcomes. One strongly consistent read decides; most duplicates end there.
  * A lease is taken by a compare-and-swap on the version read: when another attempt wrote first,
  * the entity is read again and decided again (bounded, with backoff).
  */
-export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer } | Taken> {
+export async function take(parts: Parts, a: Arrival): Promise<{ answer: Outcome } | Taken> {
   const { leaseDuration } = parts.config;
   const now = new Date(parts.config.clock());
   const known = a.resent ? undefined : parts.seen.recall(a.key, a.seq, a.chain, now.getTime());
@@ -49,7 +49,7 @@ export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer }
     alerting = (await reportTakeover(parts, a, d, taken.read.snapshot.properties, taken.lock, taken.alerts !== undefined, now)).sending;
     if (d.action === 'expire') {
       // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
-      return { answer: answers.expired(a.seq) };
+      return { answer: outcomes.expired(a.seq) };
     }
   } else {
     parts.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
@@ -82,7 +82,7 @@ type Swapped = { decision: Decision } | { decision: Decision; written: Snapshot;
  * second read, on a path only hand-made requests take). Only the Go library's locks (no chain, no
  * record) take tasks unchecked.
  */
-async function readStep(parts: Parts, a: Arrival): Promise<{ answer: Answer } | { read: LockRead | undefined }> {
+async function readStep(parts: Parts, a: Arrival): Promise<{ answer: Outcome } | { read: LockRead | undefined }> {
   if (!parts.locks.readsWithRecord) return { read: await parts.locks.read(a.key) };
   if (a.chain !== undefined) {
     const { snapshot, record } = await parts.locks.readWithRecord(a.key, taskName(a.key, a.chain, a.seq));
@@ -95,13 +95,13 @@ async function readStep(parts: Parts, a: Arrival): Promise<{ answer: Answer } | 
   return checked(parts, a, read, record, lock.chain);
 }
 
-function checked(parts: Parts, a: Arrival, read: LockRead | undefined, record: LedgerRecord | undefined, chain: string): { answer: Answer } | { read: LockRead | undefined } {
+function checked(parts: Parts, a: Arrival, read: LockRead | undefined, record: LedgerRecord | undefined, chain: string): { answer: Outcome } | { read: LockRead | undefined } {
   const mismatch = record && record.seq === a.seq && record.chain === chain ? stepMismatch(record, a) : undefined;
   if (!mismatch) return { read };
   parts.config.logger.warn('task request refused: it does not match its step', {
     key: keyPath(a.key), seq: a.seq, path: a.request.path, stepPath: record!.path, mismatch,
   });
-  return { answer: answers.badRequest(`the request's ${mismatch} is not its step's`) };
+  return { answer: outcomes.badRequest(`the request's ${mismatch} is not its step's`) };
 }
 
 /**
@@ -144,16 +144,16 @@ function arrivalDecision(parts: Parts, a: Arrival, lock: Lock | undefined): Deci
 }
 
 /** The answer to a task that does not run. */
-function answerFor(parts: Parts, a: Arrival, d: Decision): Answer {
+function answerFor(parts: Parts, a: Arrival, d: Decision): Outcome {
   if (d.action === 'refuse') {
     parts.emit('refused', { key: a.key, seq: a.seq, attempt: a.attempt, holder: d.holder, retryAfterMs: d.retryAfterMs });
     const retryAfter = Math.max(1, Math.ceil(Math.min(d.retryAfterMs, parts.config.leaseDuration) / 1000));
-    return answers.refused(a.seq, parts.config.lockFailedStatus, retryAfter);
+    return outcomes.refused(a.seq, parts.config.lockFailedStatus, retryAfter);
   }
   if (d.action === 'drop') {
     parts.emit('dropped', { key: a.key, seq: a.seq, attempt: a.attempt, reason: d.reason });
     parts.config.logger.info('task dropped', { key: keyPath(a.key), seq: a.seq, reason: d.reason });
-    return answers.dropped(DROP_MESSAGES[d.reason]);
+    return outcomes.dropped(DROP_MESSAGES[d.reason]);
   }
   throw new Error(`no answer for decision ${d.action}`);
 }

@@ -5,7 +5,7 @@
 import { failureMarker } from '../rules/alert-markers';
 import { alertEvent, type ClaimedAlert } from '../alert/event';
 import { unsentOverwriteAlerts } from '../alert/resend';
-import type { Arrival } from '../http/arrival';
+import type { Arrival } from './arrival';
 import type { Parts } from '../parts';
 import type { Decision } from '../rules/decision';
 import { keyPath } from '../store/key-codec';
