@@ -37,7 +37,7 @@ export interface Settings {
   quick: boolean;
 }
 
-const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, kickoffChains: 1_000, kickoffRounds: 5, fanOutChildren: 500, only: undefined, quick: false };
+const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, kickoffChains: 1_000, kickoffRounds: 5, fanOutChildren: 10_000, only: undefined, quick: false };
 const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, simultaneous: 20, simultaneousRounds: 10, kickoffChains: 1_000, kickoffRounds: 3, fanOutChildren: 200, only: undefined, quick: true };
 
 /** The settings for this run, from the environment. */

@@ -8,7 +8,7 @@
  *
  * Then kickoffs of 1,000 new chains through the `schedule()` loop, `scheduleMany()` and the raw
  * batched upsert (`kickoff.ts`); `BENCH_ONLY=kickoff` (`npm run bench:kickoff`) runs that part alone.
- * Then a fan-out of 500 children against `scheduleMany()` of as many chains (`fanout.ts`);
+ * Then a fan-out of 10,000 children against `scheduleMany()` of as many chains (`fanout.ts`);
  * `BENCH_ONLY=fanout` (`npm run bench:fanout`) runs that part alone.
  *
  * `BENCH_QUICK=1` makes a short run (see `settings.ts` for single sizes). `BENCH_LEAK_STORE`

@@ -1,9 +1,13 @@
 // The body of `npm test`: starts both Datastore emulators, then runs every test/**/*.test.ts with
-// node's test runner (one file at a time) and exits with the runner's code. Arguments filter the
-// files by substring: `node scripts/test.mjs store` runs only the files whose path contains "store".
-import { readdirSync } from 'node:fs';
+// node's test runner, one file at a time (TEST_CONCURRENCY=2 runs two side by side), and exits with
+// the runner's code. Each file works in a Datastore project of its own on the shared emulators
+// (test/support/own-project.mjs), so files side by side never see each other's data. Arguments
+// filter the files by substring: `node scripts/test.mjs store` runs only the files whose path
+// contains "store". Work several files would repeat is done once per run (LOCKER_TEST_CACHE).
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runWithEmulators } from './emulators.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -26,9 +30,23 @@ async function main() {
     console.error(`no test files match ${filters.map((f) => JSON.stringify(f)).join(', ')}`);
     return 1;
   }
-  const args = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', '--test-reporter-destination=stdout', ...files];
+  const concurrency = Number(process.env.TEST_CONCURRENCY ?? 1);
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    console.error(`TEST_CONCURRENCY must be a whole number of files at a time, 1 or more; got ${JSON.stringify(process.env.TEST_CONCURRENCY)}`);
+    return 1;
+  }
+  const ownProject = pathToFileURL(join(root, 'test', 'support', 'own-project.mjs')).href;
+  const args = ['--import', 'tsx', '--import', ownProject, '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', '--test-reporter-destination=stdout', ...files];
   process.chdir(root);
-  return runWithEmulators(process.execPath, args);
+  // What several files would each compute the same way (the documentation's type-check: see
+  // test/support/doc-typecheck.ts) is kept here for the run, and removed with it.
+  const cache = mkdtempSync(join(tmpdir(), 'datastore-locker-test-'));
+  process.env.LOCKER_TEST_CACHE = cache;
+  try {
+    return await runWithEmulators(process.execPath, args);
+  } finally {
+    rmSync(cache, { recursive: true, force: true });
+  }
 }
 
 main().then(

@@ -1,28 +1,16 @@
 // docs/guides/bulk-kickoff.md: every TypeScript block type-checks against the library, and the
 // guide names the scripts that measure what it quotes.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import ts from 'typescript';
+import { docBlockProblems, typeCheckedBlocks } from './support/doc-typecheck';
 
 const root = join(__dirname, '..');
 const guide = readFileSync(join(root, 'docs', 'guides', 'bulk-kickoff.md'), 'utf8');
-const dir = join(root, 'test', '.bulk-kickoff-blocks');
 
 describe('docs/guides/bulk-kickoff.md', () => {
   const code = [...guide.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
-  const files: string[] = [];
-  before(() => {
-    mkdirSync(dir, { recursive: true });
-    code.forEach((block, i) => {
-      const file = join(dir, `block-${i}.ts`);
-      writeFileSync(file, `${block.replace(/from 'datastore-locker'/g, "from '../../src/index'")}\nexport {};\n`);
-      files.push(file);
-    });
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
-
   it('has a script that starts 10,000 chains with a progress line', () => {
     assert.ok(code.length >= 1);
     assert.match(code[0]!, /length: 10_000/);
@@ -31,12 +19,11 @@ describe('docs/guides/bulk-kickoff.md', () => {
     assert.match(code[0]!, /kickoffId/);
   });
 
-  it('type-checks every TypeScript block against the library', () => {
-    const config = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
-    assert.ok(config);
-    const program = ts.createProgram(files, { ...config.options, noEmit: true, noUnusedLocals: false });
-    const problems = files.flatMap((f) => ts.getPreEmitDiagnostics(program, program.getSourceFile(f)))
-      .map((d) => `${d.file ? d.file.fileName.split('/').pop() : ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+  it('type-checks every TypeScript block against the library', async () => {
+    // One program over every block of the documentation, built once per `npm test` (support/doc-typecheck.ts).
+    const page = 'docs/guides/bulk-kickoff.md';
+    assert.deepEqual(typeCheckedBlocks().filter((b) => b.page === page).map((b) => b.code), code, 'every block of the guide is type-checked');
+    const problems = (await docBlockProblems()).filter((p) => p.page === page).map((p) => `block-${p.index}.ts: ${p.message}`);
     assert.deepEqual(problems, []);
   });
 

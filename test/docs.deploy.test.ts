@@ -1,15 +1,14 @@
 // The deployment guides and the throttling page are part of the documentation's contract: every
 // TypeScript block in them type-checks against the library, every relative link reaches a file,
 // and the Cloud Run guide's timeout, the example's cron URL and route agree with what the code does.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import ts from 'typescript';
+import { docBlockProblems, typeCheckedBlocks } from './support/doc-typecheck';
 
 const ROOT = path.join(__dirname, '..');
 const PAGES = ['docs/guides/deploy-cloud-run.md', 'docs/guides/deploy-app-engine.md', 'docs/concepts/throttling.md'];
-const DIR = path.join(ROOT, 'test', '.guide-main', 'blocks');
 
 function read(page: string): string {
   return readFileSync(path.join(ROOT, page), 'utf8');
@@ -20,29 +19,15 @@ function tsBlocks(text: string): string[] {
 }
 
 describe('deployment guides and the throttling page', () => {
-  const files: string[] = [];
-  before(() => {
-    mkdirSync(DIR, { recursive: true });
-    for (const page of PAGES) {
-      tsBlocks(read(page)).forEach((block, i) => {
-        const file = path.join(DIR, `${path.basename(page, '.md')}-${i}.ts`);
-        writeFileSync(file, `${block.replace(/from 'datastore-locker'/g, "from '../../../src/index'")}\nexport {};\n`);
-        files.push(file);
-      });
-    }
-  });
-  after(() => rmSync(DIR, { recursive: true, force: true }));
-
   it('has TypeScript blocks on every page that shows code', () => {
     assert.deepEqual(PAGES.map((page) => tsBlocks(read(page)).length > 0), [true, true, true]);
   });
 
-  it('type-checks every TypeScript block against the library', () => {
-    const config = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
-    assert.ok(config);
-    const program = ts.createProgram(files, { ...config.options, noEmit: true, noUnusedLocals: false });
-    const problems = files.flatMap((f) => ts.getPreEmitDiagnostics(program, program.getSourceFile(f)))
-      .map((d) => `${d.file ? path.basename(d.file.fileName) : ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+  it('type-checks every TypeScript block against the library', async () => {
+    // One program over every block of the documentation, built once per `npm test` (support/doc-typecheck.ts).
+    const checked = typeCheckedBlocks().filter((b) => PAGES.includes(b.page));
+    assert.deepEqual(checked.map((b) => b.code).sort(), PAGES.flatMap((page) => tsBlocks(read(page))).sort(), 'every block of these pages is type-checked');
+    const problems = (await docBlockProblems()).filter((p) => PAGES.includes(p.page)).map((p) => `${path.basename(p.page, '.md')}-${p.index}.ts: ${p.message}`);
     assert.deepEqual(problems, []);
   });
 

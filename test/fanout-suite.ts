@@ -16,7 +16,7 @@ import { Locker } from '../src/locker';
 import { keyPath } from '../src/store/key-codec';
 import { StepState } from '../src/types';
 import { TransitionError } from '../src/errors/errors';
-import { headerKey } from '../src/fanout/records';
+import { childKey, fanOutId, headerKey, pageKey } from '../src/fanout/records';
 import type { StoreUnderTest } from './handle-suite';
 
 let counter = 0;
@@ -67,6 +67,29 @@ async function allEnded(rig: FanRig, keys: readonly Key[], limitMs = 120_000): P
     const states = await Promise.all(keys.map(async (k) => (await rig.store.get(k))?.lock_state));
     if (states.every((st) => st === StepState.complete || st === StepState.failed)) return;
     if (Date.now() > deadline) throw new Error(`children not ended after ${limitMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A meeting point for `n` callers: each `arrive()` resolves once `n` arrived (later callers pass at once). */
+function barrier(n: number): { arrive: () => Promise<void>; arrived: () => number } {
+  let count = 0;
+  let open!: () => void;
+  const all = new Promise<void>((resolve) => { open = resolve; });
+  return {
+    arrive: async () => {
+      if (++count >= n) open();
+      await all;
+    },
+    arrived: () => count,
+  };
+}
+
+/** Resolves once `check` holds; bounded (a condition, not a time, decides). */
+async function until(what: string, check: () => Promise<boolean>, limitMs = 120_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${limitMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -149,9 +172,8 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       }
     });
 
-    for (const point of ['LockerFanOut:writing', 'LockerFanOutPage', 'replaceMany', 'LockerFanOut:sealed', 'findKeys']) {
+    for (const point of ['LockerFanOut:writing', 'LockerFanOutPage', 'replaceMany', 'LockerFanOut:sealed', 'LockerFanOutDone']) {
       for (const applied of [false, true]) {
-        if (point === 'findKeys' && applied) continue;
         it(`the parent fails at ${point}${applied ? ' after it applied' : ''}: the retry resumes, no child starts twice, the join runs once`, async () => {
           const parent = parentKey();
           const children = lines(`crash${counter}`, 150);
@@ -266,6 +288,20 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       const failure = /<li data-state="failed">([\s\S]*?)<\/li>/.exec(res.text)?.[1] ?? '';
       assert.match(failure, /: child \[redacted\] fails for good/i, 'the failure\'s error is shown, scrubbed');
       assert.doesNotMatch(failure.split('</code>')[1] ?? '', new RegExp(children[1]!.name), 'the child\'s redacted property is not in its error text');
+      // step.json: the fan-out's child keys encoded like the step's own key (path, X-Lock-Key encoding, namespace), never raw key objects.
+      const json = await request(app).get(`/ops/step.json?key=${encodeURIComponent(rig.locker.encodeKey(parent))}`);
+      assert.equal(json.status, 200);
+      const fan = (json.body as { fanOut: { state: string; oldestPending: Record<string, unknown>; failures: Array<Record<string, unknown>>; sealedAt: unknown } }).fanOut;
+      const hung = rig.key('Line', children[0]!.name);
+      assert.equal(fan.state, 'sealed');
+      assert.deepEqual(Object.keys(fan.oldestPending).sort(), ['encodedKey', 'keyPath', 'namespace', 'startedAt']);
+      assert.deepEqual([fan.oldestPending.keyPath, fan.oldestPending.encodedKey, fan.oldestPending.namespace], [keyPath(hung), rig.locker.encodeKey(hung), rig.namespace ?? '']);
+      assert.equal(typeof fan.oldestPending.startedAt, 'string');
+      assert.equal(fan.failures.length, 1);
+      assert.equal(fan.failures[0]!.key, undefined, 'no raw key object');
+      assert.equal(fan.failures[0]!.encodedKey, rig.locker.encodeKey(rig.key('Line', children[1]!.name)));
+      assert.match(String(fan.failures[0]!.error), /\[redacted\] fails for good/i);
+      assert.equal(typeof fan.sealedAt, 'string');
       const plain = await request(express().use('/ops', rig.locker.statusRouter({ authenticate: () => ({ ok: true }), kinds: ['Order'] }))).get(`/ops/step?key=${encodeURIComponent(rig.locker.encodeKey(parent))}`);
       assert.match(/<li data-state="failed">([\s\S]*?)<\/li>/.exec(plain.text)?.[1] ?? '', new RegExp(`child ${children[1]!.name} fails for good`), 'without redact, the error is shown as it is');
       await rig.locker.cancelFanOut(parent); // leaves nothing pending for later tests
@@ -339,13 +375,11 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       let release!: () => void;
       const released = new Promise<void>((resolve) => { release = resolve; });
       // The first page (100 children) is started; the second page's write waits (it reads nothing the cancel writes).
-      let pages = 0;
-      const holdSecond = (): void => rig.store.hold('LockerFanOutPage', async () => {
-        if (++pages === 1) { holdSecond(); return; }
+      // Matched by its key, not counted: a page transaction retried on contention runs its callback again.
+      rig.store.hold('LockerFanOutPage', async () => {
         reached();
         await released;
-      });
-      holdSecond();
+      }, { match: (k) => k.name!.endsWith('-p1') });
       await rig.start(parent, children);
       await atPage;
       await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), /never sealed/);
@@ -404,6 +438,145 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       assert.match(seen?.error ?? '', /entity was deleted/);
       assert.deepEqual([run.counts.failed, run.counts.succeeded], [1, 2]);
     });
+
+    it('a child\'s answer is sent only after its record settled and the completion check ran (settleAfterAnswer runs before the answer)', async () => {
+      const parent = parentKey();
+      const children = lines(`ans${counter}`, 1);
+      const child = rig.key('Line', children[0]!.name);
+      const encoded = rig.locker.encodeKey(child);
+      let reached!: () => void;
+      const atSettle = new Promise<void>((resolve) => { reached = resolve; });
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => { release = resolve; });
+      rig.store.hold('LockerFanOutChild:succeeded', async () => { reached(); await released; }, { match: (_k, p) => p.key === encoded });
+      const answered = (): number => rig.delivered.filter((t) => t.headers['x-lock-key'] === encoded).length;
+      await rig.start(parent, children);
+      await atSettle;
+      assert.equal((await rig.store.get(child))?.lock_state, StepState.complete, 'the child\'s step finished');
+      assert.equal(answered(), 0, 'its answer waits for the settle');
+      release();
+      await assertJoinedOnce(rig, parent, children);
+      assert.equal(answered(), 1, 'then it is answered, once');
+    });
+
+    it('two last children settle together: both settles commit before either completion check, both checks race to commit, the join is committed once', async () => {
+      const parent = parentKey();
+      const children = lines(`race${counter}`, 2);
+      const encoded = new Set(children.map((c) => rig.locker.encodeKey(rig.key('Line', c.name))));
+      const isOurs = (_k: Key, p: Record<string, unknown>): boolean => encoded.has(String(p.key));
+      const sealed = async (): Promise<void> => {
+        // The settles commit only once the parent sealed and its own completion check returned.
+        for (const limit = Date.now() + 120_000; !rig.fanOuts.includes(keyPath(parent));) {
+          if (Date.now() > limit) throw new Error('the parent never sealed');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      };
+      const settledBoth = barrier(2);
+      const joinBoth = barrier(2);
+      for (let i = 0; i < 2; i++) {
+        rig.store.hold('LockerFanOutChild:succeeded', sealed, { match: isOurs });
+        rig.store.hold('LockerFanOutChild:succeeded', settledBoth.arrive, { match: isOurs, after: true });
+        rig.store.hold('LockerFanOut:joining', joinBoth.arrive, { match: (_k, p) => p.parent === rig.locker.encodeKey(parent) });
+      }
+      await rig.start(parent, children);
+      await assertJoinedOnce(rig, parent, children);
+      assert.equal(settledBoth.arrived(), 2, 'both settles committed, then waited for each other');
+      assert.equal(joinBoth.arrived(), 2, 'both completion checks found no child pending and reached the join\'s commit together');
+      const joinedLines = rig.logger.lines.filter((l) => l.message === 'fan-out joined' && l.fields?.parent === keyPath(parent));
+      assert.equal(joinedLines.length, 1, 'one commit moved the header to joining');
+    });
+
+    it('cancelFanOut() cancels nested fan-outs: a child waiting at its own join has its fan-out and its children cancelled too', async () => {
+      const parent = parentKey();
+      const children = lines(`ncx${counter}`, 3, (i) => (i < 2 ? 'nestHang' : 'hang'));
+      const grand = children.slice(0, 2).flatMap((c) => [1, 2].map((g) => rig.key('Line', `${c.name}-g${g}`)));
+      await rig.start(parent, children);
+      // Every grandchild waits at its step 2 (a day ahead): both nested fan-outs are sealed.
+      for (const limit = Date.now() + 120_000; ;) {
+        const seqs = await Promise.all(grand.map(async (k) => (await rig.store.get(k))?.lock_seq));
+        if (seqs.every((q) => q === 2)) break;
+        if (Date.now() > limit) throw new Error('the nested fan-outs never started their children');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const result = await rig.locker.cancelFanOut(parent);
+      assert.equal(result.children, 3);
+      for (const c of children.slice(0, 2)) {
+        const nested = rig.key('Line', c.name);
+        const lock = await rig.store.get(nested);
+        assert.equal(lock?.lock_state, StepState.cancelled, `${c.name} (waiting at its own join) is cancelled`);
+        const header = await rig.store.get(headerKey(fanOutId(nested, String(lock?.lock_chain), 1), rig.namespace));
+        assert.equal(header?.state, 'cancelled', `${c.name}'s own fan-out is cancelled`);
+      }
+      for (const g of grand) assert.equal((await rig.store.get(g))?.lock_state, StepState.cancelled, `grandchild ${g.name} is cancelled`);
+      await rig.settle();
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent) || children.some((c) => j.parent === keyPath(rig.key('Line', c.name)))).length, 0, 'no join ran, nested or not');
+    });
+
+    it('the parent fails for good while adding children: the fan-out waits `writing` (the sweep keeps looking), retry() resumes it, and the join sees every child', async () => {
+      const parent = parentKey();
+      const children = lines(`park${counter}`, 150);
+      await rig.start(parent, children, { failFirstAfter: 120 });
+      await until('the parent failed for good', async () => (await rig.store.get(parent))?.lock_state === StepState.failed);
+      const id = fanOutId(parent, String((await rig.store.get(parent))?.lock_chain), 1);
+      const first = await rig.store.get(headerKey(id, rig.namespace));
+      assert.equal(first?.state, 'writing');
+      assert.ok(first?.due instanceof Date, 'a writing fan-out is due for the sweep');
+      await until('the sweep looked at the writing fan-out and kept it', async () => {
+        const h = await rig.store.get(headerKey(id, rig.namespace));
+        return h?.due instanceof Date && h.due.getTime() > (first.due as Date).getTime();
+      });
+      assert.equal((await rig.store.get(headerKey(id, rig.namespace)))?.state, 'writing', 'a parked parent keeps its fan-out');
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join before the seal');
+      await assert.rejects(rig.locker.retryFanOutChildren(parent), TransitionError, 'no child retry while writing');
+      rig.stopFailing(parent);
+      await rig.locker.retry(parent);
+      await assertJoinedOnce(rig, parent, children);
+      assertChildrenRanOnce(rig, children);
+    });
+
+    for (const how of ['cancel() while it adds children', 'failed for good, then its entity deleted'] as const) {
+      it(`a fan-out its parent abandoned before the seal (${how}): the sweep cancels it and the children started so far; no join`, async () => {
+        const parent = parentKey();
+        const children = lines(`orph${counter}`, 150, 'hang');
+        let id = '';
+        if (how === 'cancel() while it adds children') {
+          let reached!: () => void;
+          const atPage = new Promise<void>((resolve) => { reached = resolve; });
+          let release!: () => void;
+          const released = new Promise<void>((resolve) => { release = resolve; });
+          rig.store.hold('LockerFanOutPage', async () => {
+            reached();
+            await released;
+          }, { match: (k) => k.name!.endsWith('-p1') });
+          await rig.start(parent, children);
+          await atPage;
+          id = fanOutId(parent, String((await rig.store.get(parent))?.lock_chain), 1);
+          await assert.rejects(rig.locker.retryFanOutChildren(parent), /writing/, 'no child retry while writing');
+          await rig.locker.cancel(parent);
+          release();
+        } else {
+          await rig.start(parent, children, { failFirstAfter: 120 });
+          await until('the parent failed for good', async () => (await rig.store.get(parent))?.lock_state === StepState.failed);
+          id = fanOutId(parent, String((await rig.store.get(parent))?.lock_chain), 1);
+          await rig.store.transaction(async (tx) => { tx.delete(parent); });
+        }
+        await until('the sweep cancelled the abandoned fan-out', async () => (await rig.store.get(headerKey(id, rig.namespace)))?.state === 'cancelled');
+        const header = await rig.store.get(headerKey(id, rig.namespace));
+        assert.match(String(header?.reason), how === 'cancel() while it adds children' ? /step was cancelled/ : /entity was deleted/);
+        await until('every child started is cancelled and settled', async () => {
+          const ids = (await Promise.all([0, 1].map(async (n) => (await rig.store.get(pageKey(id, n, rig.namespace)))?.ids as string[] | undefined))).flatMap((x) => x ?? []);
+          const records = await Promise.all(ids.map((c) => rig.store.get(childKey(c, rig.namespace))));
+          return ids.length >= 100 && records.every((r) => r === undefined || (r.state === 'cancelled' && /abandoned/.test(String(r.error))));
+        });
+        for (const c of children.slice(0, 100)) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, StepState.cancelled, `${c.name}'s chain is cancelled`);
+        if (how === 'cancel() while it adds children') {
+          await assert.rejects(rig.locker.cancelFanOut(parent), /already cancelled/, 'cancelling it again is refused');
+          await assert.rejects(rig.locker.retryFanOutChildren(parent), /cancelled/, 'no child retry once cancelled');
+        }
+        await rig.settle();
+        assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join ran');
+      });
+    }
 
     if (options.big) {
       it(`${options.big} children: the join runs once and sees them all`, async () => {

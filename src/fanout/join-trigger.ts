@@ -1,12 +1,23 @@
 /**
  * The completion check and the join's trigger (docs/design.md, section 18). After a child settles,
- * after the seal, and from the sweep: is any child still pending? One keys-only query with limit 1
- * says "yes" cheaply (confirmed by a key lookup of the child it found); when it finds none, every
- * child record is read by key (the query is eventually consistent on legacy Datastore), and only
- * then is the join committed: one transaction that moves the header `sealed` -> `joining` and
- * writes the parent's ledger record for the join step. Racing last finishers, re-delivered
- * children and the sweep all run this; only the first commit moves the header, so the join is
- * scheduled once.
+ * after the seal, and from the sweep: is any child still pending? Everything is read by key
+ * (strongly consistent on every store; no query, whose index lags on legacy Datastore), and a
+ * settle reads a bounded amount however many children there are:
+ *
+ * 1. A settling child reads its own page's children (at most 100, `PAGE_SIZE`), those started just
+ *    after it first. One pending: done (most checks end at the first read of a few).
+ * 2. Once none is, the page is marked done (its `LockerFanOutDone` mark, written once, fenced on
+ *    the header's `reopened` count), and the marks of every page are read; a page without one has
+ *    its children read, and is marked when they all settled, up to the first page with a pending
+ *    child. The seal and the sweep start here.
+ * 3. Every page marked: every child record is read by key, and only then is the join committed:
+ *    one transaction that moves the header `sealed` -> `joining` and writes the parent's ledger
+ *    record for the join step.
+ *
+ * The last child of a page to settle sees its page done (its siblings' settles committed before it
+ * read them), and the last page to be marked sees every other page's mark, so the check after the
+ * last settle always commits. Racing last finishers, re-delivered children and the sweep all run
+ * this; only the first commit moves the header, so the join is scheduled once.
  */
 import { decodeKey } from '../store/key-codec';
 import { keyPath } from '../store/key-codec';
@@ -14,35 +25,65 @@ import { newLedgerRecord } from '../rules/ledger-record';
 import { readLock } from '../rules/lock-fields';
 import { StepState, type LedgerRecord } from '../types';
 import { checkPolicy, outcomeOf, type FanOutPolicy } from './policy';
-import { allChildren, getChildren, type FanParts } from './read-children';
+import { allChildren, getChildren, getMany, pageIds, type FanParts } from './read-children';
 import {
-  CHILD_KIND, childKey, childProperties, countStates, headerKey, headerProperties, readHeader, UNINDEXED, type ChildRecord, type Header,
+  childKey, childProperties, countStates, doneKey, headerKey, headerProperties, readHeader, UNINDEXED, type ChildRecord, type Header,
 } from './records';
 
 /** What a check found: still pending, not sealed (writing, or already joined or cancelled), or joined now. */
 export type CheckResult = 'pending' | 'not-sealed' | 'joined' | 'lost';
 
-/** Runs the completion check of fan-out `id`; commits the join when every child settled (or its deadline passed). */
-export async function checkJoin(parts: FanParts, id: string, namespace: string | undefined): Promise<CheckResult> {
+/**
+ * Runs the completion check of fan-out `id`; commits the join when every child settled (or its
+ * deadline passed). `from`: the child that just settled and its page, whose siblings are read first.
+ */
+export async function checkJoin(parts: FanParts, id: string, namespace: string | undefined, from?: { page: number; child: string }): Promise<CheckResult> {
   const header = readHeader(id, await parts.reads.get(headerKey(id, namespace)), decodeKey);
   if (!header || header.state !== 'sealed') return 'not-sealed';
   const now = new Date(parts.config.clock());
-  const pastDeadline = header.deadline !== undefined && header.deadline.getTime() <= now.getTime();
-  if (!pastDeadline && parts.reads.findsKeys) {
-    const found = await parts.reads.findKeys({ kind: CHILD_KIND, namespace: namespace ?? '', property: 'open', equals: id, limit: 1 });
-    if (found.length > 0) {
-      const [child] = await getChildren(parts, [found[0]!.name!], namespace);
-      // The index may lag a settle (legacy Datastore): a child found settled proves nothing; read them all.
-      if (!child || child.state === 'pending') return 'pending';
+  if (header.deadline !== undefined && header.deadline.getTime() <= now.getTime()) {
+    let children = await allChildren(parts, header);
+    const pending = children.filter((c) => c.state === 'pending');
+    if (pending.length > 0) {
+      await timeOut(parts, namespace, pending, now);
+      children = await allChildren(parts, header);
     }
+    return commitJoin(parts, header, children, now);
   }
-  let children = await allChildren(parts, header);
-  if (children.some((c) => c.state === 'pending')) {
-    if (!pastDeadline) return 'pending';
-    await timeOut(parts, namespace, children.filter((c) => c.state === 'pending'), now);
-    children = await allChildren(parts, header);
+  if (from !== undefined && from.page < header.pages && !await pageDone(parts, header, from.page, now, from.child)) return 'pending';
+  const marks = await getMany(parts, Array.from({ length: header.pages }, (_, n) => doneKey(id, n, namespace)));
+  for (let n = 0; n < header.pages; n++) {
+    if (!marks[n] && !await pageDone(parts, header, n, now)) return 'pending';
   }
+  const children = await allChildren(parts, header);
+  // Every page was marked done; a child pending now was reopened by an operator since (its retry unmarks its page).
+  if (children.some((c) => c.state === 'pending')) return 'pending';
   return commitJoin(parts, header, children, now);
+}
+
+/** Siblings a settling child reads first: those started just after it, most likely still pending. */
+const FIRST_READ = 8;
+
+/**
+ * Whether every child page `n` lists settled (read by key, starting after `from`, the child that
+ * just settled: most checks stop at the first read); if so, marks the page done, unless the fan-out
+ * was reopened or moved on since `header` was read.
+ */
+async function pageDone(parts: FanParts, header: Header, n: number, now: Date, from?: string): Promise<boolean> {
+  const ns = header.parent.namespace;
+  const ids = await pageIds(parts, header.id, n, ns);
+  const at = from === undefined ? -1 : ids.indexOf(from);
+  const order = [...ids.slice(at + 1), ...ids.slice(0, at + 1)];
+  for (const part of [order.slice(0, FIRST_READ), order.slice(FIRST_READ)]) {
+    if (part.length > 0 && (await getChildren(parts, part, ns)).some((c) => c?.state === 'pending')) return false;
+  }
+  return parts.locks.transact(async (tx) => {
+    const [stored, mark] = await Promise.all([tx.get(headerKey(header.id, ns)), tx.get(doneKey(header.id, n, ns))]);
+    const current = readHeader(header.id, stored, decodeKey);
+    if (current?.state !== 'sealed' || (current.reopened ?? 0) !== (header.reopened ?? 0)) return false;
+    if (!mark) tx.put(doneKey(header.id, n, ns), { fanout: header.id, page: n, at: now }, UNINDEXED);
+    return true;
+  });
 }
 
 /** Marks pending children `timedOut` (each in its own transaction, only while it is still pending). */

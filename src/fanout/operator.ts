@@ -12,7 +12,8 @@
  *   join started) is refused: cancel the parent's chain instead.
  * - `retryFanOutChildren()`: while `sealed`, each child that failed for good is retried like
  *   `locker.retry()` and its record reopened `pending`, in one transaction with the header, whose
- *   `reopened` count it raises, so a join decided on children read before cannot commit.
+ *   `reopened` count it raises, so a join decided on children read before cannot commit, and with
+ *   its page's done mark, which it deletes (the completion check reads that page again).
  */
 import type { Key } from '@google-cloud/datastore';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
@@ -27,7 +28,7 @@ import { StepState, type LedgerRecord, type StoreTransaction } from '../types';
 import { commitJoin } from './join-trigger';
 import { allChildren, type FanParts } from './read-children';
 import {
-  childKey, childProperties, fanOutId, headerKey, headerProperties, pageKey, readChild, readHeader, readPage, UNINDEXED, type ChildRecord, type FanOutState, type Header,
+  childKey, childProperties, doneKey, fanOutId, headerKey, headerProperties, pageKey, readChild, readHeader, readPage, UNINDEXED, type ChildRecord, type FanOutState, type Header,
 } from './records';
 import { childEnd, settleRecord } from './settle';
 
@@ -114,8 +115,9 @@ export async function cancelFanOut(parts: FanParts, key: Key, options: CancelFan
     const parentCancelled = !join && lock.state === StepState.scheduled && ownStep;
     if (parentCancelled) await cancelInTx(parts, tx, key, props!, lock, now);
     const { due: _due, ...rest } = header;
-    const next: Header = { ...rest, state: 'cancelled', cancelJoin: join };
-    if (join) next.due = new Date(now.getTime() + parts.config.stallAfter); // the sweep finishes the join if this call dies before it (not sooner: it would race the call)
+    // The sweep finishes cancelling the children (and commits the join, if asked for) if this call
+    // dies first; not sooner than `stallAfter`: it would race the call.
+    const next: Header = { ...rest, state: 'cancelled', cancelJoin: join, due: new Date(now.getTime() + parts.config.stallAfter) };
     tx.put(hKey, headerProperties(next, encode), UNINDEXED);
     return { header: next, was: header.state, parentCancelled: parentCancelled ? lock.seq : undefined };
   });
@@ -145,22 +147,48 @@ export async function finishCancelledJoin(parts: FanParts, header: Header): Prom
 
 /**
  * Cancels the chain of each pending child (only while it is still that child's chain) and settles
- * its record: `cancelled`, or how its chain ended if it ended first. Returns how many it settled.
+ * its record: `cancelled` (with `why`), or how its chain ended if it ended first. A child that fans
+ * out itself (waiting at its own join, or still adding its children) has its own fan-out cancelled
+ * with it, in the same transaction, and then its children in turn: a nested fan-out never outlives
+ * the fan-out that started it. Returns how many of the children it found pending ended cancelled.
  */
-export async function cancelChildren(parts: FanParts, header: Header): Promise<number> {
+export async function cancelChildren(parts: FanParts, header: Header, why = 'the fan-out was cancelled by an operator'): Promise<number> {
   const ns = header.parent.namespace;
   let settled = 0;
   for (const child of (await childrenSoFar(parts, header)).filter((c) => c.state === 'pending')) {
     const now = new Date(parts.config.clock());
-    await parts.locks.transaction(child.key, async (tx) => {
+    const cancelled = await parts.locks.transaction(child.key, async (tx) => {
       const props = await tx.get(child.key);
       const lock = props ? readLock(props) : undefined;
-      if (props && lock && lock.chain === child.id && (lock.state === StepState.scheduled)) await cancelInTx(parts, tx, child.key, props, lock, now);
+      // Not its chain (yet): a child whose kickoff is still to come (an attempt adding children raced
+      // the cancel) settles `cancelled` too; its chain, if it starts, runs on its own and changes nothing.
+      if (!props || !lock || lock.chain !== child.id) return { nested: undefined };
+      if (lock.state !== StepState.scheduled) return undefined;
+      await cancelInTx(parts, tx, child.key, props, lock, now);
+      return { nested: await cancelNestedInTx(parts, tx, child.key, lock, now) };
     });
-    const end = childEnd(await parts.reads.get(child.key), child.id);
-    if (await settleRecord(parts, child.id, ns, end?.state ?? 'cancelled', end?.error ?? 'the fan-out was cancelled by an operator')) settled++;
+    if (cancelled?.nested) await cancelChildren(parts, cancelled.nested, 'the fan-out of its parent\'s parent was cancelled');
+    // Cancelled here: settled with why; else as its chain ended (or its entity went).
+    const end = cancelled ? undefined : childEnd(await parts.reads.get(child.key), child.id);
+    await settleRecord(parts, child.id, ns, end?.state ?? 'cancelled', end?.error ?? why);
+    // Counted when it ended cancelled, whoever settled it: the sweep finishing a cancel may race a long call.
+    if ((end?.state ?? 'cancelled') === 'cancelled') settled++;
   }
   return settled;
+}
+
+/**
+ * In the transaction that cancels a child's chain: the child's own fan-out (the one it waits on or
+ * is writing), moved to `cancelled` without a join. Its `due` lets the sweep finish cancelling its
+ * children if this process dies first. Returns it, to cancel its children.
+ */
+async function cancelNestedInTx(parts: FanParts, tx: StoreTransaction, key: Key, lock: Lock, now: Date): Promise<Header | undefined> {
+  const nested = await findHeader(parts, tx, key, lock);
+  if (!nested || (nested.state !== 'writing' && nested.state !== 'sealed')) return undefined;
+  const { due: _due, ...rest } = nested;
+  const next: Header = { ...rest, state: 'cancelled', cancelJoin: false, due: new Date(now.getTime() + parts.config.stallAfter) };
+  tx.put(headerKey(nested.id, key.namespace), headerProperties(next, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+  return next;
 }
 
 /** Retries the failed children of the fan-out the parent `key` waits on, before its join; see the file's comment. */
@@ -193,6 +221,7 @@ export async function retryFanOutChildren(parts: FanParts, key: Key, options: Re
         tx.putLedger(claimed);
         const { error: _error, settledAt: _settledAt, ...reopened } = child;
         tx.put(childKey(failed.id, ns), childProperties({ ...reopened, state: 'pending' }, encode), UNINDEXED);
+        if (child.page !== undefined) tx.delete(doneKey(header.id, child.page, ns)); // its page is no longer done
         tx.put(headerKey(header.id, ns), headerProperties({ ...h, reopened: (h.reopened ?? 0) + 1 }, encode), UNINDEXED);
         return claimed;
       });

@@ -7,7 +7,7 @@ import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../parts';
 import { decodeKey } from '../store/key-codec';
 import type { Properties } from '../types';
-import { childKey, headerKey, pageKey, readChild, readHeader, readPage, type ChildRecord, type Header } from './records';
+import { childKey, doneKey, headerKey, pageKey, readChild, readHeader, readPage, type ChildRecord, type Header } from './records';
 
 /** The parts fan-out code reads and writes through. */
 export type FanParts = Pick<Parts, 'config' | 'locks' | 'reads' | 'emit' | 'dispatcher' | 'ledger'>;
@@ -49,4 +49,13 @@ export async function allChildIds(parts: ReadParts, header: Header): Promise<str
 export async function allChildren(parts: ReadParts, header: Header): Promise<ChildRecord[]> {
   const records = await getChildren(parts, await allChildIds(parts, header), header.parent.namespace);
   return records.filter((r): r is ChildRecord => r !== undefined);
+}
+
+/** The children still pending, read by key from the pages not marked done (a marked page has none). */
+export async function pendingChildren(parts: ReadParts, header: Header): Promise<ChildRecord[]> {
+  const ns = header.parent.namespace;
+  const marks = await getMany(parts, Array.from({ length: header.pages }, (_, n) => doneKey(header.id, n, ns)));
+  const open = marks.flatMap((mark, n) => (mark ? [] : [pageKey(header.id, n, ns)]));
+  const ids = [...new Set((await getMany(parts, open)).flatMap((p) => readPage(p)))];
+  return (await getChildren(parts, ids, ns)).filter((c): c is ChildRecord => c?.state === 'pending');
 }

@@ -6,12 +6,17 @@
  *
  * - The header (`LockerFanOut`, one per fan-out): `writing` while children are added, `sealed` once
  *   all were, `joining` once the join step was committed, `cancelled` by an operator (`cancelFanOut()`;
- *   with the join asked for, `joining` again once it is committed, with the outcome `cancelled`).
+ *   with the join asked for, `joining` again once it is committed, with the outcome `cancelled`) or
+ *   by the sweep when its parent abandoned it while `writing` (`abandon.ts`).
  * - A child record (`LockerFanOutChild`, one per child): `pending` until its chain ended, then
- *   `succeeded`, `failed`, `cancelled` or `timedOut`. Its indexed `open` names the fan-out while it
- *   is pending: the completion check asks for one such key.
+ *   `succeeded`, `failed`, `cancelled` or `timedOut`, and the page that listed it first. It is
+ *   read by key only (no query asks for it).
  * - A page record (`LockerFanOutPage`, one per page of up to 100 children): the ids of the page's
  *   children, so every child can be read by key (strongly consistent) without a query.
+ * - A page's done mark (`LockerFanOutDone`, at most one per page): written once, after the seal, by
+ *   the completion check that read every child of the page settled (by key); an operator's retry
+ *   of a child deletes its page's mark. The check reads the marks, not every child
+ *   (`join-trigger.ts`).
  */
 import { createHash } from 'node:crypto';
 import { Key } from '@google-cloud/datastore';
@@ -25,6 +30,8 @@ export const HEADER_KIND = 'LockerFanOut';
 export const CHILD_KIND = 'LockerFanOutChild';
 /** The kind of a page record. */
 export const PAGE_KIND = 'LockerFanOutPage';
+/** The kind of a page's done mark. */
+export const DONE_KIND = 'LockerFanOutDone';
 /** Children per page record (and per batch of kickoffs). */
 export const PAGE_SIZE = 100;
 
@@ -76,7 +83,7 @@ export interface Header {
   total: number;
   createdAt: Date;
   sealedAt?: Date;
-  /** When the sweep next looks at a sealed fan-out (indexed; only while sealed). */
+  /** When the sweep next looks at the fan-out (indexed): while `writing` or `sealed`, and while a cancel is unfinished. */
   due?: Date;
   /** Once joining: the outcome and the counts the join was decided on. */
   outcome?: string;
@@ -84,6 +91,8 @@ export interface Header {
   joinedAt?: Date;
   /** Whether a cancel asked for the join to run. */
   cancelJoin?: boolean;
+  /** Why a fan-out the sweep cancelled was abandoned (its parent left it `writing` for good). */
+  reason?: string;
   /** Times an operator reopened the fan-out by retrying failed children: a join decided on children read before is refused. */
   reopened?: number;
 }
@@ -94,6 +103,8 @@ export interface ChildRecord {
   fanout: string;
   key: Key;
   state: ChildState;
+  /** The page record that listed it first (the page its settle checks). */
+  page?: number;
   error?: string;
   /** The small result the child set, as JSON text. */
   result?: string;
@@ -134,9 +145,15 @@ export function pageKey(fanout: string, n: number, namespace: string | undefined
   return new Key(namespace ? { namespace, path } : { path });
 }
 
-/** Properties of records that are never queried (only `open`, `fanout` and `due` are). */
+/** Page `n`'s done mark's key. */
+export function doneKey(fanout: string, n: number, namespace: string | undefined): Key {
+  const path = [DONE_KIND, `${fanout}-p${n}`];
+  return new Key(namespace ? { namespace, path } : { path });
+}
+
+/** Properties of records that are never queried (only the header's `due` is; `fanout` stays indexed for an operator's console). */
 export const UNINDEXED = ['state', 'parent', 'chain', 'seq', 'joinTask', 'path', 'body', 'policy', 'deadline', 'pages', 'total', 'createdAt',
-  'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids'] as const;
+  'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reason', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids', 'page', 'at'] as const;
 
 /** The header's stored properties. */
 export function headerProperties(h: Header, encode: (key: Key) => string): Properties {
@@ -151,6 +168,7 @@ export function headerProperties(h: Header, encode: (key: Key) => string): Prope
   if (h.counts) p.counts = JSON.stringify(h.counts);
   if (h.joinedAt) p.joinedAt = h.joinedAt;
   if (h.cancelJoin !== undefined) p.cancelJoin = h.cancelJoin;
+  if (h.reason !== undefined) p.reason = h.reason;
   if (h.reopened !== undefined) p.reopened = h.reopened;
   return p;
 }
@@ -170,14 +188,15 @@ export function readHeader(id: string, p: Properties | undefined, decode: (encod
   if (typeof p.counts === 'string') h.counts = JSON.parse(p.counts) as ChildCounts;
   if (p.joinedAt instanceof Date) h.joinedAt = p.joinedAt;
   if (typeof p.cancelJoin === 'boolean') h.cancelJoin = p.cancelJoin;
+  if (typeof p.reason === 'string') h.reason = p.reason;
   if (typeof p.reopened === 'number') h.reopened = p.reopened;
   return h;
 }
 
-/** A child record's stored properties: `open` (indexed) only while it is pending. */
+/** A child record's stored properties. */
 export function childProperties(c: ChildRecord, encode: (key: Key) => string): Properties {
   const p: Properties = { fanout: c.fanout, key: encode(c.key), state: c.state, startedAt: c.startedAt };
-  if (c.state === 'pending') p.open = c.fanout;
+  if (c.page !== undefined) p.page = c.page;
   if (c.error !== undefined) p.error = c.error;
   if (c.result !== undefined) p.result = c.result;
   if (c.settledAt) p.settledAt = c.settledAt;
@@ -190,6 +209,7 @@ export function readChild(id: string, p: Properties | undefined, decode: (encode
   const c: ChildRecord = {
     id, fanout: p.fanout, key: decode(p.key), state: p.state as ChildState, startedAt: p.startedAt instanceof Date ? p.startedAt : new Date(0),
   };
+  if (typeof p.page === 'number' && Number.isSafeInteger(p.page)) c.page = p.page;
   if (typeof p.error === 'string') c.error = p.error;
   if (typeof p.result === 'string') c.result = p.result;
   if (p.settledAt instanceof Date) c.settledAt = p.settledAt;

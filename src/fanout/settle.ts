@@ -26,34 +26,45 @@ export function childEnd(props: Properties | undefined, chain: string): { state:
 
 /**
  * Settles the child whose chain is `chain` on `key` if its chain ended, then runs the completion
- * check. Resolves to whether the record was settled by this call.
+ * check, starting from the child's own page. Resolves to whether the record was settled by this call.
  */
 export async function settleChild(parts: FanParts, key: Key, chain: string): Promise<boolean> {
   const fanout = fanOutOfChain(chain);
   if (!fanout) return false;
   const end = childEnd(await parts.reads.get(key), chain);
   if (!end) return false;
-  const settled = await settleRecord(parts, chain, key.namespace, end.state, end.error);
-  await checkJoin(parts, fanout, key.namespace);
+  const { settled, page } = await settle(parts, chain, key.namespace, end.state, end.error);
+  await checkJoin(parts, fanout, key.namespace, page === undefined ? undefined : { page, child: chain });
   return settled;
 }
 
 /** Moves child record `id` from `pending` to `state` (nothing when it already settled). */
 export async function settleRecord(parts: FanParts, id: string, namespace: string | undefined, state: ChildState, error?: string): Promise<boolean> {
+  return (await settle(parts, id, namespace, state, error)).settled;
+}
+
+/** {@link settleRecord}, also saying which page listed the child (undefined when it has no record). */
+async function settle(parts: FanParts, id: string, namespace: string | undefined, state: ChildState, error?: string): Promise<{ settled: boolean; page?: number }> {
   const now = new Date(parts.config.clock());
   return parts.locks.transact(async (tx) => {
     const child = readChild(id, await tx.get(childKey(id, namespace)), decodeKey);
-    if (!child || child.state !== 'pending') return false;
+    if (!child) return { settled: false };
+    const page = child.page === undefined ? {} : { page: child.page };
+    if (child.state !== 'pending') return { settled: false, ...page };
     const next = { ...child, state, settledAt: now };
     if (error !== undefined) next.error = error;
     tx.put(childKey(id, namespace), childProperties(next, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
-    return true;
+    return { settled: true, ...page };
   });
 }
 
 /**
- * After an attempt answered 200 on a child chain: settles the child if its chain ended. Never
- * throws: a failure is logged and left to the sweep.
+ * Once an attempt on a child chain came to a 200 answer, before that answer is sent: settles the
+ * child if its chain ended, and runs the completion check. Before, not after: on Cloud Run a
+ * container gets CPU only while it serves a request, and shutdown's drain waits only for requests,
+ * so work left after the answer could stall or be cut off, leaving the join to the sweep
+ * (`stallAfter` later). The answer waits for one small transaction and the check. Never throws: a
+ * failure is logged and left to the sweep, and the answer is still 200 (the step itself is done).
  */
 export async function settleAfterAnswer(parts: FanParts, key: Key, chain: string | undefined): Promise<void> {
   if (!fanOutOfChain(chain)) return;

@@ -18,7 +18,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from '../chain/next-step';
-import { ConfigError, StoreUnavailableError } from '../errors/errors';
+import { ConfigError, StoreUnavailableError, TransitionError } from '../errors/errors';
 import type { Arrival } from '../step/arrival';
 import { planKickoff } from '../rules/kickoff-plan';
 import { scheduledStep, type NextStep } from '../rules/ledger-record';
@@ -99,7 +99,7 @@ async function openHeader(parts: FanParts, a: Arrival, lease: Lease, join: NextS
     const planned = scheduledStep(a.key, lock, lock.chain, join, now);
     const header: Header = {
       id, state: 'writing', parent: a.key, chain: lock.chain, seq: a.seq, joinTask: planned.record.id, path: join.path, body: join.body,
-      policy, pages: 0, total: 0, createdAt: now,
+      policy, pages: 0, total: 0, createdAt: now, due: new Date(now.getTime() + parts.config.stallAfter), // the sweep looks if it is never sealed (abandon.ts)
     };
     tx.put(headerKey(id, a.key.namespace), headerProperties(header, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
     return header;
@@ -130,6 +130,11 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   const now = new Date(parts.config.clock());
   const encode = (k: Key): string => parts.dispatcher.encodeKey(k);
   const ns = header.parent.namespace;
+  // Cancelled meanwhile (an operator, or the sweep for a parent that left it): no more children.
+  // Read outside the transaction (a locking read would hold up the cancel); one that races this
+  // read is finished by the sweep, which cancels children until it finds none pending.
+  const current = readHeader(header.id, await parts.reads.get(headerKey(header.id, ns)), decodeKey);
+  if (current?.state === 'cancelled') throw new TransitionError(`fanOut(): fan-out ${header.id} was cancelled while its children were being added`);
   await parts.locks.transact(async (tx) => {
     const ids = [...new Set([...readPage(await tx.get(pageKey(header.id, n, ns))), ...page.map((c) => c.id)])];
     tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids }, UNINDEXED);
@@ -140,7 +145,7 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   await Promise.all(chunks.map((chunk) => parts.locks.transact(async (tx) => {
     const records = await Promise.all(chunk.map((c) => tx.get(childKey(c.id, ns))));
     chunk.forEach((c, i) => {
-      if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', startedAt: now }, encode), UNINDEXED);
+      if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now }, encode), UNINDEXED);
     });
   })));
   await startChildren(parts, page, result);

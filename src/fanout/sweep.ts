@@ -1,17 +1,23 @@
 /**
- * The fan-out part of `sweep()` (docs/design.md, section 18): sealed fan-outs whose `due` passed
- * (one keys-only query on the header's `due`). For each, children still pending whose chain ended
- * without settling (the process died between the two, the entity was deleted, an operator
- * cancelled the child's chain) are settled from their entity; then the completion check runs
- * (which also times out pending children once the deadline passed). A fan-out still waiting is
- * looked at again `stallAfter` later. A fan-out an operator cancelled asking for the join, whose
- * call died before the join was committed, has its children cancelled and its join committed here.
+ * The fan-out part of `sweep()` (docs/design.md, section 18): fan-outs whose `due` passed (one
+ * keys-only query on the header's `due`).
+ *
+ * - Sealed: children still pending (read by key from the pages not marked done) whose chain ended without settling (the process died between
+ *   the two, the entity was deleted, an operator cancelled the child's chain) are settled from
+ *   their entity; then the completion check runs (which also times out pending children once the
+ *   deadline passed). Looked at again `stallAfter` later while it waits.
+ * - Writing: a fan-out whose parent abandoned it is cancelled with its children (`abandon.ts`); one
+ *   whose parent is still at its step (running, re-delivered, or failed for good and waiting for an
+ *   operator's retry) is looked at again `stallAfter` later.
+ * - Cancelled with its cancel unfinished (the operator's call, or the sweep, died part-way): its
+ *   pending children are cancelled, and the join committed when the cancel asked for it.
  */
 import { decodeKey, keyPath } from '../store/key-codec';
+import { abandonIfOrphaned } from './abandon';
 import { checkJoin } from './join-trigger';
 import { cancelChildren, finishCancelledJoin } from './operator';
-import { allChildren, getChildren, type FanParts } from './read-children';
-import { CHILD_KIND, HEADER_KIND, headerKey, headerProperties, readHeader, UNINDEXED, type ChildRecord, type Header } from './records';
+import { getMany, pendingChildren, type FanParts } from './read-children';
+import { HEADER_KIND, headerKey, headerProperties, readHeader, UNINDEXED, type Header } from './records';
 import { childEnd, settleRecord } from './settle';
 
 /** What the fan-out sweep did. */
@@ -22,47 +28,55 @@ export interface FanOutSweep {
   repaired: number;
   /** Fan-outs whose join this sweep committed. */
   joined: number;
+  /** Fan-outs left `writing` by a parent that abandoned them, cancelled now. */
+  abandoned: number;
 }
 
 /** Sweeps the due fan-outs, at most `limit`. */
 export async function sweepFanOuts(parts: FanParts, limit: number): Promise<FanOutSweep> {
   const { clock, logger } = parts.config;
-  const result: FanOutSweep = { looked: 0, repaired: 0, joined: 0 };
+  const result: FanOutSweep = { looked: 0, repaired: 0, joined: 0, abandoned: 0 };
   if (!parts.reads.findsKeys) return result;
   const keys = await parts.reads.findKeys({ kind: HEADER_KIND, property: 'due', atOrBefore: new Date(clock()), limit: Math.min(limit, 1000) });
   for (const key of keys) {
     const id = key.name!;
     try {
       result.looked++;
+      let settled = 0;
       const header = readHeader(id, await parts.reads.get(key), decodeKey);
       if (!header) continue;
       if (header.state === 'sealed') {
         result.repaired += await repair(parts, header);
         if (await checkJoin(parts, id, key.namespace) === 'joined') result.joined++;
-      } else if (header.state === 'cancelled' && header.cancelJoin === true) {
-        // An operator's cancel asked for the join and died before committing it: finish it.
-        await cancelChildren(parts, header);
-        if (await finishCancelledJoin(parts, header) === 'joined') result.joined++;
+      } else if (header.state === 'writing') {
+        const abandoned = await abandonIfOrphaned(parts, id, header);
+        if (abandoned) {
+          result.abandoned++;
+          settled = 1 + await cancelChildren(parts, abandoned, `the fan-out was abandoned: ${abandoned.reason ?? ''}`);
+        }
+      } else if (header.state === 'cancelled') {
+        // A cancel not finished (the call died part-way): cancel what is still pending, and commit the join if it asked for one.
+        settled = await cancelChildren(parts, header, header.reason === undefined ? undefined : `the fan-out was abandoned: ${header.reason}`);
+        if (header.cancelJoin === true && await finishCancelledJoin(parts, header) === 'joined') result.joined++;
       }
-      await postpone(parts, id, key.namespace);
+      await postpone(parts, id, key.namespace, settled);
     } catch (error) {
       logger.warn('fan-out not swept; the next sweep tries again', { fanout: id, error: String(error) });
     }
   }
-  if (result.repaired + result.joined > 0) logger.info('fan-outs swept', { ...result });
+  if (result.repaired + result.joined + result.abandoned > 0) logger.info('fan-outs swept', { ...result });
   return result;
 }
 
 /** Settles the pending children whose chain ended; returns how many. */
 async function repair(parts: FanParts, header: Header): Promise<number> {
-  // The pending ones, by the query; then all by key when it finds none (the index may lag).
+  // The pending ones, by key, from the pages not marked done.
   const ns = header.parent.namespace;
-  const found = await parts.reads.findKeys({ kind: CHILD_KIND, namespace: ns ?? '', property: 'open', equals: header.id, limit: 1000 });
-  let pending: ChildRecord[] = (await getChildren(parts, found.map((k) => k.name!), ns)).filter((c): c is ChildRecord => c?.state === 'pending');
-  if (pending.length === 0) pending = (await allChildren(parts, header)).filter((c) => c.state === 'pending');
+  const pending = await pendingChildren(parts, header);
+  const entities = await getMany(parts, pending.map((c) => c.key));
   let repaired = 0;
-  for (const child of pending) {
-    const end = childEnd(await parts.reads.get(child.key), child.id);
+  for (const [i, child] of pending.entries()) {
+    const end = childEnd(entities[i], child.id);
     if (end && await settleRecord(parts, child.id, ns, end.state, end.error)) {
       repaired++;
       parts.config.logger.warn('fan-out child settled by the sweep', { fanout: header.id, key: keyPath(child.key), state: end.state });
@@ -71,15 +85,20 @@ async function repair(parts: FanParts, header: Header): Promise<number> {
   return repaired;
 }
 
-/** Moves a fan-out's `due` on (`stallAfter`, or its deadline if sooner); removes it once it is no longer sealed (or cancelled with its join still to commit). */
-async function postpone(parts: FanParts, id: string, namespace: string | undefined): Promise<void> {
+/**
+ * Moves a fan-out's `due` on (`stallAfter`, or its deadline if sooner); removes it once it is no
+ * longer writing or sealed, except a cancelled one whose join is still to commit or whose children
+ * this sweep still found pending (`settled` > 0: an attempt adding children may have raced the
+ * cancel, so the next sweep looks again).
+ */
+async function postpone(parts: FanParts, id: string, namespace: string | undefined, settled: number): Promise<void> {
   const now = parts.config.clock();
   await parts.locks.transact(async (tx) => {
     const header = readHeader(id, await tx.get(headerKey(id, namespace)), decodeKey);
     if (!header) return;
     const { due: _due, ...rest } = header;
     const next: Header = rest;
-    if (header.state === 'sealed' || (header.state === 'cancelled' && header.cancelJoin === true)) {
+    if (header.state === 'writing' || header.state === 'sealed' || (header.state === 'cancelled' && (header.cancelJoin === true || settled > 0))) {
       const at = now + parts.config.stallAfter;
       next.due = new Date(header.deadline && header.deadline.getTime() > now ? Math.min(at, header.deadline.getTime()) : at);
     }

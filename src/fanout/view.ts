@@ -4,6 +4,7 @@
  * operator's read, proportional to the number of children.
  */
 import type { Key } from '@google-cloud/datastore';
+import { keyPath } from '../store/key-codec';
 import { allChildren, getHeader, type ReadParts } from './read-children';
 import { countStates, fanOutId, type ChildCounts, type FanOutState } from './records';
 
@@ -14,6 +15,8 @@ const SAMPLE = 5;
 export interface PendingChild {
   /** The child's entity. */
   key: Key;
+  /** The key as `X-Lock-Key` encodes it (the status page's links carry it). */
+  encodedKey: string;
   /** When its record was written. */
   startedAt: Date;
 }
@@ -22,6 +25,8 @@ export interface PendingChild {
 export interface FailedChild {
   /** The child's entity. */
   key: Key;
+  /** The key as `X-Lock-Key` encodes it. */
+  encodedKey: string;
   /** `failed`, `cancelled` or `timedOut`. */
   state: string;
   /** Why. */
@@ -46,23 +51,57 @@ export interface FanOutView {
   deadline?: Date;
   /** Once joining: the outcome the join was told. */
   outcome?: string;
+  /** Why the sweep cancelled it: its parent abandoned it before the seal. */
+  reason?: string;
 }
 
-/** The fan-out step `seq` of `chain` on `parent` started, if it did. */
-export async function viewFanOut(parts: ReadParts, parent: Key, chain: string | undefined, seq: number): Promise<FanOutView | undefined> {
+/** The fan-out step `seq` of `chain` on `parent` started, if it did; `encode` gives each child key's `X-Lock-Key` encoding. */
+export async function viewFanOut(
+  parts: ReadParts, parent: Key, chain: string | undefined, seq: number, encode: (key: Key) => string,
+): Promise<FanOutView | undefined> {
   if (chain === undefined || seq < 1) return undefined;
   const header = await getHeader(parts, fanOutId(parent, chain, seq), parent.namespace);
   if (!header) return undefined;
   const children = await allChildren(parts, header);
   const view: FanOutView = { id: header.id, state: header.state, counts: countStates(children), failures: [] };
   const pending = children.filter((c) => c.state === 'pending').sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime());
-  if (pending[0]) view.oldestPending = { key: pending[0].key, startedAt: pending[0].startedAt };
+  if (pending[0]) view.oldestPending = { key: pending[0].key, encodedKey: encode(pending[0].key), startedAt: pending[0].startedAt };
   for (const c of children) {
     if (view.failures.length >= SAMPLE) break;
-    if (c.state === 'failed' || c.state === 'cancelled' || c.state === 'timedOut') view.failures.push({ key: c.key, state: c.state, ...(c.error !== undefined && { error: c.error }) });
+    if (c.state === 'failed' || c.state === 'cancelled' || c.state === 'timedOut') view.failures.push({ key: c.key, encodedKey: encode(c.key), state: c.state, ...(c.error !== undefined && { error: c.error }) });
   }
   if (header.sealedAt) view.sealedAt = header.sealedAt;
   if (header.deadline) view.deadline = header.deadline;
   if (header.outcome !== undefined) view.outcome = header.outcome;
+  if (header.reason !== undefined) view.reason = header.reason;
   return view;
+}
+
+/** A child's key as the step JSON shows keys: its path, its `X-Lock-Key` encoding and its namespace. */
+export interface ChildKeyJson {
+  /** e.g. `Line:"a"`. */
+  keyPath: string;
+  /** The key as `X-Lock-Key` encodes it. */
+  encodedKey: string;
+  /** The key's namespace; empty in the default namespace. */
+  namespace: string;
+}
+
+function keyJson(key: Key, encodedKey: string): ChildKeyJson {
+  return { keyPath: keyPath(key), encodedKey, namespace: key.namespace ?? '' };
+}
+
+/**
+ * A fan-out view as the status page's `step.json` shows it: child keys encoded like the step's own
+ * key (path, `X-Lock-Key` encoding, namespace), never as raw key objects; dates as ISO text.
+ */
+export function fanOutJson(view: FanOutView): Record<string, unknown> {
+  const { oldestPending, failures, sealedAt, deadline, ...rest } = view;
+  return {
+    ...rest,
+    ...(oldestPending && { oldestPending: { ...keyJson(oldestPending.key, oldestPending.encodedKey), startedAt: oldestPending.startedAt.toISOString() } }),
+    failures: failures.map((f) => ({ ...keyJson(f.key, f.encodedKey), state: f.state, ...(f.error !== undefined && { error: f.error }) })),
+    ...(sealedAt && { sealedAt: sealedAt.toISOString() }),
+    ...(deadline && { deadline: deadline.toISOString() }),
+  };
 }

@@ -29,7 +29,8 @@ export async function runAttempt<E, P>(
 ): Promise<Outcome> {
   try {
     const answer = await parts.seen.coalesce(arrival.key, arrival.seq, () => attempt(parts, arrival, handler, factory));
-    // A fan-out child whose chain may have ended settles, and runs the completion check (fanout/settle.ts).
+    // A fan-out child whose chain may have ended settles and runs the completion check before the
+    // answer is sent (fanout/settle.ts says why); it never throws.
     if (endedStep(answer)) await settleAfterAnswer(parts, arrival.key, arrival.chain);
     return answer;
   } catch (error) {

@@ -13,15 +13,19 @@ import { Locker } from '../../src/locker';
 import { LocalQueue } from '../../src/queue/local';
 import { PermanentError } from '../../src/errors/errors';
 import { keyPath } from '../../src/store/key-codec';
-import { StepState, type Json, type Properties, type Store } from '../../src/types';
+import { StepState, type Json, type Properties, type Store, type TaskRequest } from '../../src/types';
 import type { FanInChild, FanOutPolicy } from '../../src/fanout/types';
 import type { TaskContext } from '../../src/step/handler-types';
 import { lossyQueue, type Loss, type LossyQueue } from './lossy-queue';
 import { SeamStore } from './seam-store';
 import { keys, MemoryLogger } from './task-app';
 
-/** What a child does: complete with a result, fail for good, stay pending (a step far ahead), run two steps, fan out itself, fail once then succeed, or fail for good once (then succeed when an operator retries it). */
-export type ChildMode = 'ok' | 'fail' | 'hang' | 'two' | 'nest' | 'flaky' | 'failOnce';
+/**
+ * What a child does: complete with a result, fail for good, stay pending (a step far ahead), run
+ * two steps, fan out itself (`nestHang`: to two children that stay pending), fail once then
+ * succeed, or fail for good once (then succeed when an operator retries it).
+ */
+export type ChildMode = 'ok' | 'fail' | 'hang' | 'two' | 'nest' | 'nestHang' | 'flaky' | 'failOnce';
 
 /** One join run that finished (the join step's handler returned). */
 export interface JoinRun {
@@ -49,10 +53,15 @@ export interface FanRig {
   childRuns: Map<string, number>;
   /** Fan-out calls that returned, by parent. */
   fanOuts: string[];
+  /** Tasks the local queue got a 2xx answer for, in order. */
+  delivered: TaskRequest[];
   key(kind: string, name: string): Key;
   /** Starts a parent whose first step fans out `children` (`name:mode`). */
   /** `gate`: the seal's commit waits for it (children may finish before the seal). */
-  start(parent: Key, children: Array<{ name: string; mode: ChildMode }>, options?: { policy?: FanOutPolicy; failJoinOnce?: boolean; gate?: () => Promise<void> }): Promise<void>;
+  /** `failFirstAfter`: the child source throws a `PermanentError` after that many children (the step fails for good), until `stopFailing()`. */
+  start(parent: Key, children: Array<{ name: string; mode: ChildMode }>, options?: { policy?: FanOutPolicy; failJoinOnce?: boolean; gate?: () => Promise<void>; failFirstAfter?: number }): Promise<void>;
+  /** Makes the parent's child source give all its children from now on (see `failFirstAfter`). */
+  stopFailing(parent: Key): void;
   /** Resolves once `n` joins of `parent` finished (bounded: rejects after `limitMs` saying what is missing). */
   joined(parent: Key, limitMs?: number): Promise<JoinRun>;
   /** Waits for the local queue to go idle and two more sweeps. */
@@ -68,7 +77,8 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const { port } = server.address() as AddressInfo;
   const logger = new MemoryLogger();
-  const local = new LocalQueue({ baseUrl: `http://127.0.0.1:${port}`, logger, minBackoffMs: 20, maxBackoffMs: 200 });
+  const delivered: TaskRequest[] = [];
+  const local = new LocalQueue({ baseUrl: `http://127.0.0.1:${port}`, logger, minBackoffMs: 20, maxBackoffMs: 200, onDelivered: (task) => { delivered.push(task); } });
   const queue = lossyQueue(local, loss?.kind ?? 'drop', loss?.every ?? Number.MAX_SAFE_INTEGER);
   const store = new SeamStore(inner);
   const locker = new Locker({ store, queue, logger, leaseDuration: 3_000, stallAfter: 3_000, maxRetries: 3 });
@@ -78,13 +88,20 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   const childRuns = new Map<string, number>();
   const fanOuts: string[] = [];
   const failedOnce = new Set<string>();
+  const stoppedFailing = new Set<string>();
   const key = (kind: string, name: string): Key => keys.key({ namespace, path: [kind, `r${rig}-${name}`] });
 
-  type Payload = { many?: { prefix: string; n: number }; children?: Array<{ name: string; mode: ChildMode }>; policy?: FanOutPolicy; failJoinOnce?: boolean; mode?: ChildMode; name?: string };
-  const fan = async (ctx: TaskContext<Properties, Payload>, children: Array<{ name: string; mode: ChildMode }>, policy: FanOutPolicy | undefined) => {
+  type Payload = { many?: { prefix: string; n: number }; children?: Array<{ name: string; mode: ChildMode }>; policy?: FanOutPolicy; failJoinOnce?: boolean; failFirstAfter?: number; mode?: ChildMode; name?: string };
+  const fan = async (ctx: TaskContext<Properties, Payload>, children: Array<{ name: string; mode: ChildMode }>, policy: FanOutPolicy | undefined, failAfter?: number) => {
     const parentName = keyPath(ctx.key);
+    const failNow = failAfter !== undefined && !stoppedFailing.has(parentName);
     async function* source() {
-      for (const c of children) yield { key: key('Line', c.name), path: '/child', payload: { mode: c.mode, name: c.name } as Json, entity: { name: c.name } };
+      for (const [i, c] of children.entries()) {
+        if (failNow && i === failAfter) {
+          throw new PermanentError(`the parent's child source fails for good after ${i} children`);
+        }
+        yield { key: key('Line', c.name), path: '/child', payload: { mode: c.mode, name: c.name } as Json, entity: { name: c.name } };
+      }
     }
     await ctx.fanOut(source(), { join: '/join', payload: { failJoinOnce: ctx.payload?.failJoinOnce ?? false }, ...(policy && { policy }) });
     fanOuts.push(parentName);
@@ -93,7 +110,7 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   app.post('/parent', locker.handle<Properties, Payload>(async (ctx) => {
     const many = ctx.payload.many;
     const children = many ? Array.from({ length: many.n }, (_, i) => ({ name: `${many.prefix}-${i}`, mode: 'ok' as ChildMode })) : ctx.payload.children ?? [];
-    await fan(ctx, children, ctx.payload.policy);
+    await fan(ctx, children, ctx.payload.policy, ctx.payload.failFirstAfter);
   }, (p) => p));
 
   app.post('/child', locker.handle<Properties, Payload>(async (ctx) => {
@@ -119,6 +136,10 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
     }
     if (mode === 'nest') {
       await fan(ctx, [1, 2, 3].map((i) => ({ name: `${ctx.payload.name}-g${i}`, mode: 'ok' as ChildMode })), undefined);
+      return;
+    }
+    if (mode === 'nestHang') {
+      await fan(ctx, [1, 2].map((i) => ({ name: `${ctx.payload.name}-g${i}`, mode: 'hang' as ChildMode })), undefined);
       return;
     }
     await ctx.setResult({ name: ctx.payload.name ?? '', seq: ctx.seq });
@@ -151,13 +172,19 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
 
   locker.startSweeping(150);
   return {
-    locker, store, queue, local, logger, namespace, joins, joinAttempts, childRuns, fanOuts, key,
+    locker, store, queue, local, logger, namespace, joins, joinAttempts, childRuns, fanOuts, delivered, key,
     async start(parent, children, options = {}) {
       if (options.gate) store.hold('LockerFanOut:sealed', options.gate);
       // Many plain children travel as a count: a task's payload is at most 96 KiB.
       const many = children.length > 500 && children.every((c, i) => c.mode === 'ok' && c.name.endsWith(`-${i}`))
         ? { many: { prefix: children[0]!.name.slice(0, -2), n: children.length } } : { children };
-      await locker.schedule(parent, { order: true }, '/parent', { ...many, ...(options.policy && { policy: options.policy as Json }), failJoinOnce: options.failJoinOnce ?? false } as unknown as Json);
+      await locker.schedule(parent, { order: true }, '/parent', {
+        ...many, ...(options.policy && { policy: options.policy as Json }), failJoinOnce: options.failJoinOnce ?? false,
+        ...(options.failFirstAfter !== undefined && { failFirstAfter: options.failFirstAfter }),
+      } as unknown as Json);
+    },
+    stopFailing(parent) {
+      stoppedFailing.add(keyPath(parent));
     },
     async joined(parent, limitMs = 120_000) {
       const deadline = Date.now() + limitMs;

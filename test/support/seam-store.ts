@@ -35,11 +35,20 @@ export class SeamStore implements Store {
     return this.inner.projectId;
   }
 
-  private holds: Array<{ at: string; until: () => Promise<void> }> = [];
+  private holds: Array<{ at: string; until: () => Promise<void>; after: boolean; match?: (key: Key, props: Properties) => boolean }> = [];
 
-  /** Holds the next transaction that passes `at` before its commit until `until()` resolves (once). */
-  hold(at: string, until: () => Promise<void>): void {
-    this.holds.push({ at, until });
+  /**
+   * Holds the next transaction that passes `at` until `until()` resolves (once): before its commit,
+   * or with `after`, once it committed (before the caller sees the answer). With `match`, only a
+   * transaction whose put at `at` matches.
+   */
+  hold(at: string, until: () => Promise<void>, options: { after?: boolean; match?: (key: Key, props: Properties) => boolean } = {}): void {
+    this.holds.push({ at, until, after: options.after ?? false, ...(options.match && { match: options.match }) });
+  }
+
+  private async holdAt(puts: ReadonlyArray<{ point: string; key: Key; props: Properties }>, after: boolean): Promise<void> {
+    const held = this.holds.findIndex((h) => h.after === after && puts.some((p) => p.point === h.at && (!h.match || h.match(p.key, p.props))));
+    if (held >= 0) await this.holds.splice(held, 1)[0]!.until();
   }
 
   inject(fault: SeamFault): void {
@@ -63,24 +72,28 @@ export class SeamStore implements Store {
   }
 
   async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    const points: string[] = [];
-    const written: Key[] = [];
+    let points: string[] = [];
+    let written: Key[] = [];
+    let puts: Array<{ point: string; key: Key; props: Properties }> = [];
     const result = await this.inner.transaction(async (tx) => {
+      points = [];
+      written = [];
+      puts = [];
       const wrapped: StoreTransaction = {
         get: (k) => tx.get(k),
-        put: (k, p, e) => { points.push(pointOf(k, p)); written.push(k); tx.put(k, p, e); },
+        put: (k, p, e) => { points.push(pointOf(k, p)); written.push(k); puts.push({ point: pointOf(k, p), key: k, props: p }); tx.put(k, p, e); },
         delete: (k) => tx.delete(k),
         getLedger: (k, id) => tx.getLedger(k, id),
         putLedger: (r) => tx.putLedger(r),
         deleteLedger: (k, id) => tx.deleteLedger(k, id),
       };
       const out = await fn(wrapped);
-      const held = this.holds.findIndex((h) => points.includes(h.at));
-      if (held >= 0) await this.holds.splice(held, 1)[0]!.until();
+      await this.holdAt(puts, false);
       this.hit(points, false);
       return out;
     });
     written.forEach((k) => this.count(k));
+    await this.holdAt(puts, true);
     this.hit(points, true);
     return result;
   }

@@ -132,7 +132,7 @@ export class Inspector {
       leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
     };
     if (lock.err) detail.error = splitError(scrub(lock.err, secrets));
-    const fanOut = await viewFanOut(this.parts, key, lock.chain, lock.seq - 1);
+    const fanOut = await viewFanOut(this.parts, key, lock.chain, lock.seq - 1, (k) => this.parts.dispatcher.encodeKey(k));
     if (fanOut) detail.fanOut = await this.scrubFanOut(fanOut, secrets);
     if (read.record && read.record.seq === lock.seq && keyIdentity(read.record.key) === keyIdentity(key)) {
       detail.ledger = viewLedger(read.record, clock.now);

@@ -2,6 +2,7 @@
  * What the status router shows, as plain data: sections of steps (one per kind, namespace and
  * state) and one step's detail. The HTML page and the JSON answers are both made from these.
  */
+import { fanOutJson } from '../../fanout/view';
 import type { StepDetail } from '../inspect/inspector';
 import type { InspectState, StepSummary } from '../inspect/step-view';
 
@@ -60,11 +61,12 @@ export function actionsFor(step: StepSummary): ActionName[] {
   return [];
 }
 
-/** A step as JSON: dates as ISO text, the key as its path, encoding and namespace. */
+/** A step as JSON: dates as ISO text, the key (and a fan-out's child keys) as its path, encoding and namespace. */
 export function stepJson(step: StepSummary | StepDetail, extra: Record<string, string>, actions: ActionName[]): Record<string, unknown> {
   const { key: _key, lastProgressAt, properties, ...rest } = step;
   return {
     ...rest,
+    ...('fanOut' in step && step.fanOut ? { fanOut: fanOutJson(step.fanOut) } : {}),
     namespace: step.namespace ?? '',
     lastProgressAt: lastProgressAt?.toISOString(),
     ...('startedAt' in step ? { startedAt: step.startedAt?.toISOString() } : {}),

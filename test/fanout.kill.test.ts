@@ -1,0 +1,92 @@
+/**
+ * SIGKILL of the process whose parent step is starting a fan-out's children, at each point of it,
+ * then a restart (`support/fan-crash-app.ts`), on both Datastore emulators: the restarted process's
+ * sweep re-delivers the parent's step (or, once sealed, the children), which resumes; no child
+ * chain is started twice, every child runs once, and the join runs once, after every child
+ * settled, seeing every child. The in-memory store cannot outlive a killed process: there the same
+ * points are covered by faults thrown at the seam (`fanout-suite.ts`, "the parent fails at …").
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Datastore } from '@google-cloud/datastore';
+import { childChain, fanOutId } from '../src/fanout/records';
+import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
+
+const ROOT = path.resolve(__dirname, '..');
+const CHILDREN = 150;
+const POINTS = ['before-header', 'mid-pages', 'before-seal', 'after-seal'] as const;
+
+interface Run { child: ChildProcess; out: string[]; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
+
+function run(env: Record<string, string>): Run {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/fan-crash-app.ts'], {
+    cwd: ROOT, env: { ...process.env, METADATA_SERVER_DETECTION: 'none', CHILDREN: String(CHILDREN), LEASE_MS: '3000', STALL_MS: '3000', SWEEP_MS: '200', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out: string[] = [];
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => out.push(c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => out.push(c));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return { child, out, exited };
+}
+
+function stop(app: Run): Promise<unknown> {
+  if (app.child.exitCode === null && app.child.signalCode === null) process.kill(app.child.pid!, 'SIGKILL');
+  return app.exited;
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, app: Run, limitMs = 300_000): Promise<T> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline || app.child.exitCode !== null) throw new Error(`no ${what} (exit ${String(app.child.exitCode)})\n${app.out.join('').slice(-4000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+for (const [emulator, open] of [['legacy', legacyDatastore], ['firestore', firestoreDatastore]] as const) {
+  const datastore: Datastore = open();
+  describe(`SIGKILL while a parent starts 150 children, then a restart (${emulator === 'legacy' ? 'the Datastore emulator' : 'the Firestore emulator in Datastore mode'})`, () => {
+    for (const point of POINTS) {
+      it(`killed ${point}: resumed, no child started twice, each child ran once, the join ran once after all settled and saw them all`, { timeout: 400_000 }, async () => {
+        const namespace = uniqueNamespace(`fan-kill-${point}`);
+        const env = { NAMESPACE: namespace, EMULATOR: emulator, PARENT: 'order' };
+        const first = run({ ...env, START: '1', CRASH_AT: point, DROP_CHILDREN: '1' });
+        const ended = await Promise.race([first.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 120_000))]);
+        if (!ended) await stop(first);
+        assert.equal(ended?.signal, 'SIGKILL', `the app died ${point}\n${first.out.join('').slice(-3000)}`);
+        assert.match(first.out.join(''), new RegExp(`killed at ${point}`));
+
+        const second = run(env);
+        try {
+          const get = async (kind: string, name: string): Promise<Record<string, unknown> | undefined> => {
+            const [entity] = await datastore.get(datastore.key({ namespace, path: [kind, name] }));
+            return entity as Record<string, unknown> | undefined;
+          };
+          await until('the parent complete', async () => ((await get('FanCrashOrder', 'order'))?.lock_state === 'complete' ? true : undefined), second);
+          // A few more sweeps (each `SWEEP_MS`): nothing runs again.
+          await new Promise((resolve) => setTimeout(resolve, 3_000));
+          const parent = await get('FanCrashOrder', 'order');
+          assert.equal(parent?.joinRuns, 1, 'the join step finished once');
+          assert.equal(parent?.notEnded, '', 'every child chain had ended when the join ran');
+          assert.deepEqual([parent?.total, parent?.pending, parent?.seen, parent?.outcome], [CHILDREN, 0, CHILDREN, 'succeeded'], 'the join saw every child succeed, with its result');
+          assert.equal(parent?.lock_seq, 3, 'step 1 fanned out, step 2 joined');
+          const id = fanOutId(datastore.key({ namespace, path: ['FanCrashOrder', 'order'] }), String(parent?.lock_chain), 1);
+          for (let i = 0; i < CHILDREN; i++) {
+            const line = await get('FanCrashLine', `line-${i}`);
+            const key = datastore.key({ namespace, path: ['FanCrashLine', `line-${i}`] });
+            assert.equal(line?.lock_chain, childChain(id, key), `line ${i} runs the fan-out's chain for it`);
+            assert.deepEqual([line?.lock_state, line?.lock_seq], ['complete', 2], `line ${i}: one chain of one step, started once`);
+            assert.equal(line?.runs, 1, `line ${i}'s step finished once`);
+            assert.ok(Number((await get('FanCrash', `child-${i}`))?.runs) >= 1, `line ${i}'s handler ran`);
+          }
+        } finally {
+          await stop(second);
+        }
+      });
+    }
+  });
+}
