@@ -9,12 +9,12 @@ import { Dispatcher } from './chain/dispatcher';
 import { Ledger } from './chain/ledger';
 import type { Config } from './config/options';
 import { ConfigErrorLog } from './errors/faults';
-import type { LockerEvents } from './events';
+import type { LockerEvents } from './events/events';
 import { Drain } from './step/drain';
-import { SeenSteps } from './step/seen-steps';
-import { Locks } from './store/locks';
+import { SeenSteps } from './locks/seen-steps';
+import { Locks } from './locks/locks';
 import { StoreReads } from './store/reads';
-import { emitTo, type Emit } from './telemetry/emit';
+import { emitTo, type Emit } from './events/emit';
 import { loadOtelApi } from './telemetry/otel-api';
 import { Telemetry } from './telemetry/telemetry';
 
@@ -24,7 +24,7 @@ export interface Parts {
   readonly config: Config;
   /** Logs the store's configuration errors at most once a minute. */
   readonly configErrors: ConfigErrorLog;
-  /** What this process last saw of each entity's lock (see `step/seen-steps.ts`). */
+  /** What this process last saw of each entity's lock (see `locks/seen-steps.ts`). */
   readonly seen: SeenSteps;
   /** OpenTelemetry spans and counters (see `telemetry/telemetry.ts`); inert without the API. */
   readonly telemetry: Telemetry;

@@ -76,7 +76,7 @@ function circles(): string[][] {
 }
 
 /** Where lock fields may be written: the transitions, the field codec, and the one lock-writing part. */
-const LOCK_WRITERS = new Set(['rules/transitions.ts', 'rules/lock-fields.ts', 'store/locks.ts']);
+const LOCK_WRITERS = new Set(['rules/transitions.ts', 'rules/lock-fields.ts', 'locks/locks.ts']);
 
 /** Every place in `file` that writes a `lock_` property: an object literal's member, or an assignment to one. */
 function lockFieldWrites(file: string): string[] {
@@ -120,12 +120,12 @@ describe('the shape of src/', () => {
     assert.deepEqual(outside, []);
     // The check sees what it looks for: the codec writes every field, and the lock writer calls it.
     assert.ok(lockFieldWrites(join(src, 'rules', 'lock-fields.ts')).some((w) => w.includes('lock_seq')), 'lock-fields.ts writes lock_seq');
-    assert.ok(lockFieldWrites(join(src, 'store', 'locks.ts')).some((w) => w.endsWith('writeLock()')), 'locks.ts calls writeLock()');
+    assert.ok(lockFieldWrites(join(src, 'locks', 'locks.ts')).some((w) => w.endsWith('writeLock()')), 'locks.ts calls writeLock()');
   });
 });
 
 /** Where the store may be read: the store's own folder and the lock part (and the parse that checks its shape, and the parts that build the ports). */
-const STORE_READERS = (file: string): boolean => file.startsWith('store/') || file === 'config/options.ts' || file === 'parts.ts';
+const STORE_READERS = (file: string): boolean => file.startsWith('store/') || file === 'locks/locks.ts' || file === 'config/options.ts' || file === 'parts.ts';
 /** The `Store` methods that read. */
 const STORE_READS = new Set(['get', 'read', 'readWithLedger', 'listDue', 'queryLocks', 'findKeys', 'readMany']);
 
@@ -172,11 +172,18 @@ describe('the parts and their ports (docs/design.md, section 15)', () => {
     const outside = files.filter((file) => !STORE_READERS(name(file))).flatMap(storeReads);
     assert.deepEqual(outside, []);
     // The check sees what it looks for: the lock part reads the store.
-    assert.ok(storeReads(join(src, 'store', 'locks.ts')).length > 0, 'locks.ts reads the store');
+    assert.ok(storeReads(join(src, 'locks', 'locks.ts')).length > 0, 'locks.ts reads the store');
   });
 
   it('keeps no mutable Map, Set, WeakMap or WeakSet at module level in src/: state lives in the parts a Locker builds', () => {
     assert.deepEqual(files.flatMap(moduleLevelCollections), []);
+  });
+
+  it('has the lock part and the duplicate cache together (locks/): store/ never imports step/, config/ never imports store/', () => {
+    const edges = (from: string, to: string): string[] => files.filter((file) => name(file).startsWith(from))
+      .flatMap((file) => graph.get(file)!.filter((target) => name(target).startsWith(to)).map((target) => `${name(file)} imports ${name(target)}`));
+    assert.deepEqual(edges('store/', 'step/'), []);
+    assert.deepEqual(edges('config/', 'store/'), []);
   });
 
   it('has http/ depend on step/, never step/ on http/: the step code returns an outcome, http maps it to an answer', () => {

@@ -9,7 +9,7 @@ import type { Key } from '@google-cloud/datastore';
 import { alertGrace, carriedFailures, failureMarker, markAlertsSent, unsentFailure, unsentOverwrites, type AlertRules, type FailureClaim, type OverwriteClaim } from '../rules/alert-markers';
 import { alertEvent, type ClaimedAlert } from './event';
 import type { Parts } from '../parts';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import type { Lock } from '../rules/lock-fields';
 import { recordsFailedStep } from '../rules/stall';
 import { AlertReason, type AlertEvent, type LedgerRecord, type Properties, type TaskInfo } from '../types';

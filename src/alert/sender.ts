@@ -9,19 +9,22 @@ import { redactProperties, scrub } from './redact';
 import type { Key } from '@google-cloud/datastore';
 import type { Config } from '../config/options';
 import { alerted } from '../rules/transitions';
-import { keyPath } from '../store/key-codec';
-import type { Locks, SwapStep } from '../store/locks';
+import { keyPath } from '../keys/key-codec';
+import type { Locks, SwapStep } from '../locks/locks';
 import { errorMessage } from '../errors/error-text';
 import { markAlertsSent } from '../rules/alert-markers';
 import type { ClaimedAlert } from './event';
 import { withOrigin } from './origin';
 import type { AlertEvent } from '../types';
 
+/** What the alerts part reads of the configuration: the alerter, its time, the redaction, what names the origin, the logger. */
+export type AlertSettings = Pick<Config, 'alerter' | 'alertTimeout' | 'redact' | 'logger' | 'project' | 'service' | 'statusUrl' | 'keyAppId'>;
+
 /** The alerts part (see the file's comment); built once per Locker. */
 export class AlertSender {
   private readonly sending = new Set<Promise<boolean>>();
 
-  constructor(private readonly config: Config, private readonly locks: Locks) {}
+  constructor(private readonly config: AlertSettings, private readonly locks: Locks) {}
 
   /** Sends `event`; resolves to whether the alerter took it. */
   send(event: AlertEvent): Promise<boolean> {
@@ -73,7 +76,7 @@ export class AlertSender {
 }
 
 /** Sends an alert through the configured alerter within `alertTimeout`; logs and swallows failures. Resolves to whether the alerter took it. */
-export async function sendAlert(config: Config, raw: AlertEvent): Promise<boolean> {
+export async function sendAlert(config: AlertSettings, raw: AlertEvent): Promise<boolean> {
   const alerter = config.alerter;
   if (!alerter) return false;
   const event = redacted(config, withOrigin(config, raw));

@@ -9,7 +9,7 @@
 import type { Key } from '@google-cloud/datastore';
 import type { Logger, Store } from '../types';
 import { realTimers, type Timer, type Timers } from '../config/timers';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import type { LedgerRef } from '../types';
 
 /** The most removals in one group: Datastore's most mutations in one commit. */

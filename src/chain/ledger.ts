@@ -7,7 +7,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { nextSend } from '../rules/ledger-record';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import type { LedgerRecord, StoreTransaction } from '../types';
 import type { Timers } from '../config/timers';
 import { LedgerRemovals, type LedgerRemovalSettings } from './ledger-removals';

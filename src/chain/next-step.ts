@@ -12,7 +12,7 @@ import type { Parts } from '../parts';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { newChainId, scheduledStep, type NextStep } from '../rules/ledger-record';
 import { entityProperties, SCHEDULE_OPTION_NAMES, type ScheduledStep, type ScheduleOptions } from '../step/handler-types';
-import { checkDeliverable, keyPath } from '../store/key-codec';
+import { checkDeliverable, keyPath } from '../keys/key-codec';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/json-depth';
 import type { Json, LedgerRecord, Properties, StoreTransaction } from '../types';
 

@@ -18,19 +18,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Parts } from '../parts';
 import { ConfigError, StoreUnavailableError } from '../errors/errors';
-import { checkDeliverable, keyPath } from '../store/key-codec';
+import { checkDeliverable, keyPath } from '../keys/key-codec';
 import { planKickoff, kickoffChainId, kickoffRecord, kickoffRecordKey, type Carry, type KickoffPlan } from '../rules/kickoff-plan';
 import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from './next-step';
 import type { NextStep } from '../rules/ledger-record';
-import type { BatchLockWrite } from '../store/locks';
+import type { BatchLockWrite } from '../locks/locks';
 import {
   SCHEDULE_MANY_DEFAULTS, SCHEDULE_MANY_OPTION_NAMES,
   type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult,
 } from './schedule-many-types';
-import { keyString } from '../store/keys';
+import { keyString } from '../keys/keys';
 import { StepState, type ConditionalWrite, type LedgerRecord, type Properties, type VersionedRead } from '../types';
 
 /** The parts a bulk kickoff uses. */

@@ -8,7 +8,7 @@
  */
 import type { Parts } from '../parts';
 import { resendUnsentFailure, resendUnsentOverwrites } from '../alert/resend';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { failureInterval, resendInterval, stallVerdict } from '../rules/stall';
 import type { LedgerRecord } from '../types';

@@ -19,8 +19,8 @@
  * last settle always commits. Racing last finishers, re-delivered children and the sweep all run
  * this; only the first commit moves the header, so the join is scheduled once.
  */
-import { decodeKey } from '../store/key-codec';
-import { keyPath } from '../store/key-codec';
+import { decodeKey } from '../keys/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { newLedgerRecord } from '../rules/ledger-record';
 import { readLock } from '../rules/lock-fields';
 import { StepState, type LedgerRecord } from '../types';

@@ -23,7 +23,7 @@ import { cancelInTx, current, ledgerOf } from '../ops/actions';
 import { nextSend } from '../rules/ledger-record';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { retry } from '../rules/transitions';
-import { decodeKey, keyPath } from '../store/key-codec';
+import { decodeKey, keyPath } from '../keys/key-codec';
 import { StepState, type LedgerRecord, type StoreTransaction } from '../types';
 import { commitJoin } from './join-trigger';
 import { allChildren, type FanParts } from './read-children';

@@ -5,7 +5,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../parts';
-import { decodeKey } from '../store/key-codec';
+import { decodeKey } from '../keys/key-codec';
 import type { Properties } from '../types';
 import { childKey, doneKey, headerKey, pageKey, readChild, readHeader, readPage, type ChildRecord, type Header } from './records';
 

@@ -6,7 +6,7 @@
  * between its chain's end and its settle, changes nothing twice.
  */
 import type { Key } from '@google-cloud/datastore';
-import { decodeKey, keyPath } from '../store/key-codec';
+import { decodeKey, keyPath } from '../keys/key-codec';
 import { readLock } from '../rules/lock-fields';
 import { StepState, type Json, type Properties } from '../types';
 import { checkJoin } from './join-trigger';

@@ -22,10 +22,10 @@ import { ConfigError, StoreUnavailableError, TransitionError } from '../errors/e
 import type { Arrival } from '../step/arrival';
 import { planKickoff } from '../rules/kickoff-plan';
 import { scheduledStep, type NextStep } from '../rules/ledger-record';
-import { checkDeliverable, decodeKey, keyPath } from '../store/key-codec';
-import { keyString } from '../store/keys';
+import { checkDeliverable, decodeKey, keyPath } from '../keys/key-codec';
+import { keyString } from '../keys/keys';
 import type { Lease } from '../step/lease';
-import type { BatchLockWrite } from '../store/locks';
+import type { BatchLockWrite } from '../locks/locks';
 import { entityProperties } from '../step/handler-types';
 import type { LedgerRecord } from '../types';
 import { checkJoin } from './join-trigger';

@@ -12,7 +12,7 @@
  * - Cancelled with its cancel unfinished (the operator's call, or the sweep, died part-way): its
  *   pending children are cancelled, and the join committed when the cancel asked for it.
  */
-import { decodeKey, keyPath } from '../store/key-codec';
+import { decodeKey, keyPath } from '../keys/key-codec';
 import { abandonIfOrphaned } from './abandon';
 import { checkJoin } from './join-trigger';
 import { cancelChildren, finishCancelledJoin } from './operator';

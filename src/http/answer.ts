@@ -6,7 +6,7 @@
  * Only 2xx ends a task: everything Cloud Tasks should deliver again is 5xx (503 with
  * `Retry-After` for "not now", 500 for a failed attempt, which the queue's backoff spaces out).
  */
-import type { AnswerReason } from '../events';
+import type { AnswerReason } from '../events/events';
 import type { Outcome } from '../step/outcome';
 
 /** How a task request is answered. */

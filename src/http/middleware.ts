@@ -9,7 +9,7 @@ import { answers, answerTo, type Answer } from './answer';
 import type { EntityFactory, TaskHandler } from '../step/handler-types';
 import type { Parts } from '../parts';
 import { BadRequestError } from '../errors/errors';
-import { decodeKey } from '../store/key-codec';
+import { decodeKey } from '../keys/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { REPEATED, singleHeader } from './single-header';
 import { readPayload } from './payload';

@@ -7,7 +7,7 @@
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../parts';
 import { TransitionError } from '../errors/errors';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { Lock } from '../rules/lock-fields';
 import { nextSend } from '../rules/ledger-record';

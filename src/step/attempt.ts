@@ -5,13 +5,14 @@
  */
 import { failAttempt } from './fail';
 import type { EntityFactory, TaskContext, TaskHandler } from './handler-types';
-import { completeStep, makeContext, type StepProgress } from './finish';
+import { completeStep } from './finish';
+import { makeContext, type StepProgress } from './task-context';
 import type { Parts } from '../parts';
 import { LeaseLostError, PermanentError, ShutdownError, type StoreConfigError } from '../errors/errors';
 import { endedStep, outcomes, takeOutcome, type Outcome } from './outcome';
 import type { Arrival } from './arrival';
 import { classify, FaultClass } from '../errors/faults';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { Lease, type Interruption } from './lease';
 import { describeError, readLock, userProperties } from '../rules/lock-fields';
 import { take } from './take';

@@ -10,7 +10,7 @@ import type { Arrival } from './arrival';
 import type { Parts } from '../parts';
 import { afterFailure } from '../rules/decision';
 import { PermanentError, StoreRejectedError } from '../errors/errors';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import type { Lease } from './lease';
 import { describeError, sameLock, type Lock } from '../rules/lock-fields';
 import { alerted, fail as failStep, release } from '../rules/transitions';

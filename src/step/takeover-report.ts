@@ -8,7 +8,7 @@ import { unsentOverwriteAlerts } from '../alert/resend';
 import type { Arrival } from './arrival';
 import type { Parts } from '../parts';
 import type { Decision } from '../rules/decision';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { AlertReason, type Properties } from '../types';
 

@@ -14,8 +14,8 @@
  * built: `isRecording()` is false) and a counter the API's no-op meter's.
  */
 import type { Key } from '@google-cloud/datastore';
-import { keyPath } from '../store/key-codec';
-import type { LockerEvents, StepEvent } from '../events';
+import { keyPath } from '../keys/key-codec';
+import type { LockerEvents, StepEvent } from '../events/events';
 import { SPAN_STATUS_ERROR, type OtelApi, type OtelAttributes, type OtelCounter, type OtelSpan, type OtelTracer } from './otel-api';
 
 /** The instrumentation scope's name: the tracer's and the meter's. */

@@ -8,7 +8,7 @@ import { viewFanOut, type FanOutView } from '../../fanout/view';
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../../parts';
 import { ConfigError } from '../../errors/errors';
-import { keyIdentity } from '../../store/key-path';
+import { keyIdentity } from '../../keys/key-path';
 import { readLock } from '../../rules/lock-fields';
 import type { LockQuery } from '../../store/lock-query';
 import { StepState } from '../../types';

@@ -14,8 +14,8 @@
  *
  * The original error is the cause.
  */
-import { ContentionError, LockerError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../errors/errors';
-import { grpcCode } from '../errors/grpc-status';
+import { ContentionError, LockerError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../errors/errors';
+import { grpcCode } from '../../errors/grpc-status';
 
 export { grpcCode };
 

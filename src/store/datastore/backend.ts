@@ -22,12 +22,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Key, type Datastore } from '@google-cloud/datastore';
-import { ContentionError } from '../errors/errors';
-import type { Logger } from '../types';
-import { ABSENT_VERSION, commitUpsert, rollBack } from './datastore-commit';
-import { BEGIN_TRANSACTION, lookup } from './datastore-lookup';
-import { keyToProto, type RawEntity } from './datastore-protos';
-import type { DatastoreRpc } from './datastore-rpc';
+import { ContentionError } from '../../errors/errors';
+import type { Logger } from '../../types';
+import { ABSENT_VERSION, commitUpsert, rollBack } from './commit';
+import { BEGIN_TRANSACTION, lookup } from './lookup';
+import { keyToProto, type RawEntity } from './protos';
+import type { DatastoreRpc } from './rpc';
 
 /** How the store talks to its backend. */
 export interface Backend {

@@ -12,9 +12,9 @@
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError } from '../errors/errors';
 import { readLock, UNINDEXED_LOCK_FIELDS, writeLock, type Lock } from '../rules/lock-fields';
-import type { SeenSteps } from '../step/seen-steps';
+import type { SeenSteps } from './seen-steps';
 import type { ConditionalOutcome, ConditionalWrite, LedgerRecord, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
-import { keyPath } from './key-codec';
+import { keyPath } from '../keys/key-codec';
 import { contentionRetry, type ContentionRetry, type ContentionRetryOptions } from './retry';
 
 /** What the lock part is built with: the store, and the few settings it reads. */

@@ -5,7 +5,7 @@
  * state, and never crashes the process (also when the event comes from a timer, such as a renewal).
  */
 import type { EventEmitter } from 'node:events';
-import type { LockerEvents } from '../events';
+import type { LockerEvents } from './events';
 import { describeError } from '../rules/lock-fields';
 import type { Logger } from '../types';
 
