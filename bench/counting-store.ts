@@ -8,7 +8,7 @@ import type { Key } from '@google-cloud/datastore';
 import type {
   ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerRef, LockPage, LockQuery, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead,
 } from '../src/types';
-import { keyString } from '../src/store/keys';
+import { keyString } from '../src/keys/keys';
 
 /** The entity written most in one second. */
 export interface HottestEntity {

@@ -7,8 +7,8 @@
 import { performance } from 'node:perf_hooks';
 import fc from 'fast-check';
 import { Datastore } from '@google-cloud/datastore';
-import { MemoryStore } from '../src/store/memory';
-import { DatastoreStore } from '../src/store/datastore';
+import { MemoryStore } from '../src/store/memory/store';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { TestSmtpServer } from '../test/support/smtp';
 import { commandArbitraries, configArbitrary, type Command, type Feature } from './commands';
 import { Loopback } from './loopback';

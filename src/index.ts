@@ -23,9 +23,9 @@ export type { FanOutState } from './fanout/records';
 export type { CancelFanOutOptions, FanOutActionResult, RetryFanOutOptions, SkippedChild } from './fanout/operator';
 
 // Events, for logs and counters.
-export type { LockerEvents, StepEvent } from './events';
+export type { LockerEvents, StepEvent } from './events/events';
 export { DropReason } from './rules/decision';
-export { AnswerReason } from './events';
+export { AnswerReason } from './events/events';
 export type { SweepResult } from './chain/sweep';
 
 // Errors: test with instanceof; each carries a stable code and the HTTP status it maps to.
@@ -35,13 +35,13 @@ export * from './errors/errors';
 export * from './types';
 
 // Keys in X-Lock-Key: the Go library's legacy url-safe encoding.
-export { decodeKey, encodeKey, keyPath } from './store/key-codec';
+export { decodeKey, encodeKey, keyPath } from './keys/key-codec';
 
 // Stores: Datastore in production, in memory for local runs and tests.
-export { DatastoreStore, DATASTORE_STORE_DEFAULTS, type DatastoreStoreOptions } from './store/datastore';
-export { MemoryStore, type MemoryStoreOptions, type MemoryStoreOperation } from './store/memory';
+export { DatastoreStore, DATASTORE_STORE_DEFAULTS, type DatastoreStoreOptions } from './store/datastore/store';
+export { MemoryStore, type MemoryStoreOptions, type MemoryStoreOperation } from './store/memory/store';
 // The contention retry the Locker uses, for your own read-check-write transactions.
-export { withContentionRetry, CONTENTION_RETRY_DEFAULTS, type ContentionRetryOptions } from './store/retry';
+export { withContentionRetry, CONTENTION_RETRY_DEFAULTS, type ContentionRetryOptions } from './locks/retry';
 
 // Queues: Cloud Tasks in production, the local dispatcher for local runs.
 export { CloudTasksQueue, type CloudTasksQueueOptions, type CloudTasksTarget, type HttpTarget, type AppEngineTarget } from './queue/cloud-tasks';

@@ -9,11 +9,12 @@ import { Dispatcher } from './chain/dispatcher';
 import { Ledger } from './chain/ledger';
 import type { Config } from './config/options';
 import { ConfigErrorLog } from './errors/faults';
-import type { LockerEvents } from './events';
+import type { LockerEvents } from './events/events';
 import { Drain } from './step/drain';
-import { SeenSteps } from './step/seen-steps';
-import { LockWriter } from './store/lock-writer';
-import { emitTo, type Emit } from './telemetry/emit';
+import { SeenSteps } from './locks/seen-steps';
+import { Locks } from './locks/locks';
+import { StoreReads } from './store/reads';
+import { emitTo, type Emit } from './events/emit';
 import { loadOtelApi } from './telemetry/otel-api';
 import { Telemetry } from './telemetry/telemetry';
 
@@ -23,7 +24,7 @@ export interface Parts {
   readonly config: Config;
   /** Logs the store's configuration errors at most once a minute. */
   readonly configErrors: ConfigErrorLog;
-  /** What this process last saw of each entity's lock (see `step/seen-steps.ts`). */
+  /** What this process last saw of each entity's lock (see `locks/seen-steps.ts`). */
   readonly seen: SeenSteps;
   /** OpenTelemetry spans and counters (see `telemetry/telemetry.ts`); inert without the API. */
   readonly telemetry: Telemetry;
@@ -31,8 +32,10 @@ export interface Parts {
   readonly drain: Drain;
   /** The events port: reports to the Locker's listeners, isolated. */
   readonly emit: Emit;
-  /** The one part that writes locks. */
-  readonly locks: LockWriter;
+  /** The one part that reads and writes locks. */
+  readonly locks: Locks;
+  /** The store's reads of records that are not a lock's (see `store/reads.ts`). */
+  readonly reads: StoreReads;
   /** Sends alerts within `alertTimeout`, and keeps the sends in flight. */
   readonly alerts: AlertSender;
   /** Turns a ledger record into its task. */
@@ -44,17 +47,19 @@ export interface Parts {
 /** Builds the parts of a Locker whose events go to `emitter`; `ready` resolves once the store's project id is known, or could not be. */
 export function buildParts(config: Config, ready: Promise<void>, emitter: EventEmitter<LockerEvents>): Parts {
   const seen = new SeenSteps(config.duplicateCache);
-  const locks = new LockWriter(config, seen);
+  const locks = new Locks(config, seen);
+  const telemetry = new Telemetry(config.telemetry ? loadOtelApi() : undefined);
   return {
     config,
     configErrors: new ConfigErrorLog(),
     seen,
-    telemetry: new Telemetry(config.telemetry ? loadOtelApi() : undefined),
+    telemetry,
     drain: new Drain(),
-    emit: emitTo(emitter, config.logger),
+    emit: emitTo(emitter, config.logger, telemetry),
     locks,
+    reads: new StoreReads(config.store),
     alerts: new AlertSender(config, locks),
     dispatcher: new Dispatcher(config, ready),
-    ledger: new Ledger(config, (fn) => locks.transact(fn)),
+    ledger: new Ledger({ records: config.store, logger: config.logger }, (fn) => locks.transact(fn)),
   };
 }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Key } from '@google-cloud/datastore';
 import { alertId } from '../src/alert/event';
 import { EmailAlerter } from '../src/alert/email';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { AlertReason, StepState, type AlertEvent, type TaskRequest } from '../src/types';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { spyClient } from './support/datastore-spy';

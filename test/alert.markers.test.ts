@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { carriedAlerts, claimAlert, markAlertsSent, unsentOverwrite, unsentOverwrites } from '../src/rules/alert-markers';
 import type { Lock } from '../src/rules/lock-fields';
 import { parseOptions } from '../src/config/options';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { StepState } from '../src/types';
 
 const lock = (alerts: string[], seq = 3): Lock => ({

@@ -7,7 +7,7 @@ import express from 'express';
 import request from 'supertest';
 import type { Key } from '@google-cloud/datastore';
 import { Locker } from '../src/locker';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { oidcAuthenticator } from '../src/auth/oidc';
 import { appEngineAuthenticator } from '../src/auth/app-engine';
 import { StepState, type Authenticator, type Properties, type Snapshot, type Store, type StoreTransaction } from '../src/types';

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Datastore } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { PermanentError } from '../src/errors/errors';
 import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
 import { spyClient, type SpiedClient } from './support/datastore-spy';

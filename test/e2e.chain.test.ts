@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import express from 'express';
 import { Locker } from '../src/locker';
 import { LocalQueue } from '../src/queue/local';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { Headers, StepState, type Properties } from '../src/types';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { keys, MemoryLogger } from './support/task-app';

@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { StepState, type AlertEvent } from '../src/types';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { KeptTasks } from './support/kept-tasks';

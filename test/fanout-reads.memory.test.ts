@@ -5,8 +5,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { MemoryStore } from '../src/store/memory';
-import { keyPath } from '../src/store/key-codec';
+import { MemoryStore } from '../src/store/memory/store';
+import { keyPath } from '../src/keys/key-codec';
 import type { KeyQuery, Store, StoreTransaction, VersionedRead } from '../src/types';
 import { fanRig, type FanRig } from './support/fan-rig';
 

@@ -13,7 +13,7 @@ import request from 'supertest';
 import { fanRig, type ChildMode, type FanRig, type JoinRun } from './support/fan-rig';
 import { MemoryLogger } from './support/task-app';
 import { Locker } from '../src/locker';
-import { keyPath } from '../src/store/key-codec';
+import { keyPath } from '../src/keys/key-codec';
 import { StepState } from '../src/types';
 import { TransitionError } from '../src/errors/errors';
 import { childChain, childKey, fanOutId, headerKey, pageKey } from '../src/fanout/records';

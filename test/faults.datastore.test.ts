@@ -1,7 +1,7 @@
 // handle() under store faults against the legacy Datastore emulator and the Firestore emulator in
 // Datastore mode, each behind the fault-injecting wrapper.
 import { faultSuite } from './fault-suite';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
 
 faultSuite('the Datastore emulator', async () => ({ store: new DatastoreStore(legacyDatastore()), namespace: uniqueNamespace('faults') }));

@@ -12,7 +12,7 @@ import request from 'supertest';
 import { taskApp, keys, TEST_TOKEN, type TaskApp } from './support/task-app';
 import { RecordingQueue } from './support/recording-queue';
 import { ChainBusyError } from '../src/errors/errors';
-import { encodeKey } from '../src/store/key-codec';
+import { encodeKey } from '../src/keys/key-codec';
 import type { LockerOptions } from '../src/config/options';
 import { StepState, type Properties } from '../src/types';
 import type { StoreUnderTest } from './handle-suite';

@@ -1,7 +1,7 @@
 // A migration from the Go library against the legacy Datastore emulator and the Firestore
 // emulator in Datastore mode.
 import { goSuite } from './go-suite';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
 
 goSuite('the Datastore emulator', async () => ({ store: new DatastoreStore(legacyDatastore()), namespace: uniqueNamespace('go') }));

@@ -2,7 +2,7 @@
 // Firestore emulator in Datastore mode (locking reads, as production is).
 import { handleSuite } from './handle-suite';
 import { chainSuite } from './chain-suite';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
 
 // Each store sweeps only its own namespace: other suites' ledger records stay out of its sweeps.

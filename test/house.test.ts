@@ -76,7 +76,7 @@ function circles(): string[][] {
 }
 
 /** Where lock fields may be written: the transitions, the field codec, and the one lock-writing part. */
-const LOCK_WRITERS = new Set(['rules/transitions.ts', 'rules/lock-fields.ts', 'store/lock-writer.ts']);
+const LOCK_WRITERS = new Set(['rules/transitions.ts', 'rules/lock-fields.ts', 'locks/locks.ts']);
 
 /** Every place in `file` that writes a `lock_` property: an object literal's member, or an assignment to one. */
 function lockFieldWrites(file: string): string[] {
@@ -115,11 +115,82 @@ describe('the shape of src/', () => {
     assert.deepEqual(importers, ['index.ts']);
   });
 
-  it('writes lock fields only in the transitions, the field codec and the lock writer (docs/design.md, section 15)', () => {
+  it('writes lock fields only in the transitions, the field codec and the lock part (docs/design.md, section 15)', () => {
     const outside = files.filter((file) => !LOCK_WRITERS.has(name(file))).flatMap(lockFieldWrites);
     assert.deepEqual(outside, []);
     // The check sees what it looks for: the codec writes every field, and the lock writer calls it.
     assert.ok(lockFieldWrites(join(src, 'rules', 'lock-fields.ts')).some((w) => w.includes('lock_seq')), 'lock-fields.ts writes lock_seq');
-    assert.ok(lockFieldWrites(join(src, 'store', 'lock-writer.ts')).some((w) => w.endsWith('writeLock()')), 'lock-writer.ts calls writeLock()');
+    assert.ok(lockFieldWrites(join(src, 'locks', 'locks.ts')).some((w) => w.endsWith('writeLock()')), 'locks.ts calls writeLock()');
+  });
+});
+
+/** Where the store may be read: the store's own folder and the lock part (and the parse that checks its shape, and the parts that build the ports). */
+const STORE_READERS = (file: string): boolean => file.startsWith('store/') || file === 'locks/locks.ts' || file === 'config/options.ts' || file === 'parts.ts';
+/** The `Store` methods that read. */
+const STORE_READS = new Set(['get', 'read', 'readWithLedger', 'listDue', 'queryLocks', 'findKeys', 'readMany']);
+
+/** Every read of the store in `file`: a read method called on a `store` (`store.get(…)`, `config.store.read(…)`), or the `store` taken out of the configuration. */
+function storeReads(file: string): string[] {
+  const source = parsed.get(file)!;
+  const found: string[] = [];
+  const where = (node: ts.Node, what: string): string => `${name(file)}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1} ${what}`;
+  const isStore = (node: ts.Expression): boolean =>
+    (ts.isIdentifier(node) && node.text === 'store') || (ts.isPropertyAccessExpression(node) && node.name.text === 'store');
+  const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && STORE_READS.has(node.expression.name.text) && isStore(node.expression.expression)) {
+      found.push(where(node, node.expression.getText()));
+    }
+    if (ts.isPropertyAccessExpression(node) && node.name.text === 'store' && /(config|settings)$/.test(node.expression.getText())) found.push(where(node, node.getText()));
+    if (ts.isBindingElement(node) && (node.propertyName ?? node.name).getText() === 'store') found.push(where(node, 'const { store }'));
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/** Every module-level `new Map/Set/WeakMap/WeakSet` in `file`: state shared by every Locker of the process. */
+function moduleLevelCollections(file: string): string[] {
+  const source = parsed.get(file)!;
+  const found: string[] = [];
+  for (const statement of source.statements) {
+    if (!ts.isVariableStatement(statement)) continue;
+    for (const declaration of statement.declarationList.declarations) {
+      const init = declaration.initializer;
+      if (init && ts.isNewExpression(init) && ts.isIdentifier(init.expression) && ['Map', 'Set', 'WeakMap', 'WeakSet'].includes(init.expression.text)) {
+        // A constant lookup table, typed read-only, is not state.
+        const type = declaration.type?.getText() ?? '';
+        if (/^Readonly(Map|Set)</.test(type)) continue;
+        found.push(`${name(file)}:${source.getLineAndCharacterOfPosition(declaration.getStart()).line + 1} ${declaration.name.getText()}`);
+      }
+    }
+  }
+  return found;
+}
+
+describe('the parts and their ports (docs/design.md, section 15)', () => {
+  it('reads the store only in the store and the lock part: every other part goes through the lock part or the read port', () => {
+    const outside = files.filter((file) => !STORE_READERS(name(file))).flatMap(storeReads);
+    assert.deepEqual(outside, []);
+    // The check sees what it looks for: the lock part reads the store.
+    assert.ok(storeReads(join(src, 'locks', 'locks.ts')).length > 0, 'locks.ts reads the store');
+  });
+
+  it('keeps no mutable Map, Set, WeakMap or WeakSet at module level in src/: state lives in the parts a Locker builds', () => {
+    assert.deepEqual(files.flatMap(moduleLevelCollections), []);
+  });
+
+  it('has the lock part and the duplicate cache together (locks/): store/ never imports step/, config/ never imports store/', () => {
+    const edges = (from: string, to: string): string[] => files.filter((file) => name(file).startsWith(from))
+      .flatMap((file) => graph.get(file)!.filter((target) => name(target).startsWith(to)).map((target) => `${name(file)} imports ${name(target)}`));
+    assert.deepEqual(edges('store/', 'step/'), []);
+    assert.deepEqual(edges('config/', 'store/'), []);
+  });
+
+  it('has http/ depend on step/, never step/ on http/: the step code returns an outcome, http maps it to an answer', () => {
+    const http = join(src, 'http');
+    const stepFiles = files.filter((file) => name(file).startsWith('step/'));
+    const intoHttp = stepFiles.flatMap((file) => graph.get(file)!.filter((target) => target.startsWith(http + '/')).map((target) => `${name(file)} imports ${name(target)}`));
+    assert.deepEqual(intoHttp, []);
+    assert.ok(files.some((file) => name(file).startsWith('http/') && graph.get(file)!.some((t) => name(t).startsWith('step/'))), 'http/ imports step/');
   });
 });

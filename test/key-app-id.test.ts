@@ -6,8 +6,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore } from '@google-cloud/datastore';
 import { Locker } from '../src/locker';
-import { DatastoreStore } from '../src/store/datastore';
-import { MemoryStore } from '../src/store/memory';
+import { DatastoreStore } from '../src/store/datastore/store';
+import { MemoryStore } from '../src/store/memory/store';
 import { Headers, type Queue, type TaskRequest } from '../src/types';
 import { uniqueNamespace } from './support/emulator';
 

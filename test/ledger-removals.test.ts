@@ -10,9 +10,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
 import { MAX_REMOVALS, REMOVAL_DELAY_MS, LedgerRemovals } from '../src/chain/ledger-removals';
-import { DatastoreStore } from '../src/store/datastore';
-import { MemoryStore } from '../src/store/memory';
-import { keyString } from '../src/store/keys';
+import { DatastoreStore } from '../src/store/datastore/store';
+import { MemoryStore } from '../src/store/memory/store';
+import { keyString } from '../src/keys/keys';
 import { StoreUnavailableError } from '../src/errors/errors';
 import type { LedgerRecord, LedgerRef, Store } from '../src/types';
 import { FakeTimers } from './support/fake-timers';
@@ -139,7 +139,7 @@ for (const subject of subjects) {
       const { store: inner, namespace } = subject.open();
       const store = counting(inner);
       const timers = new FakeTimers();
-      const removals = new LedgerRemovals({ store, logger: new MemoryLogger() }, timers);
+      const removals = new LedgerRemovals({ records: store, logger: new MemoryLogger() }, timers);
       const made = await records(inner, namespace, 'wait', 7);
       for (const r of made) removals.add(r.key, r.id);
       assert.deepEqual(store.calls, [], 'nothing is sent while the group waits');
@@ -156,7 +156,7 @@ for (const subject of subjects) {
       const { store: inner, namespace } = subject.open();
       const store = counting(inner);
       const timers = new FakeTimers();
-      const removals = new LedgerRemovals({ store, logger: new MemoryLogger() }, timers);
+      const removals = new LedgerRemovals({ records: store, logger: new MemoryLogger() }, timers);
       const made = await records(inner, namespace, 'full', 2 * MAX_REMOVALS + 200);
       for (const r of made) removals.add(r.key, r.id);
       assert.deepEqual(store.calls.map((c) => c.records), [MAX_REMOVALS, MAX_REMOVALS], 'two full groups went without waiting');
@@ -171,7 +171,7 @@ for (const subject of subjects) {
       const { store: inner, namespace } = subject.open();
       const store = counting(inner);
       const timers = new FakeTimers();
-      const removals = new LedgerRemovals({ store, logger: new MemoryLogger() }, timers);
+      const removals = new LedgerRemovals({ records: store, logger: new MemoryLogger() }, timers);
       const made = await records(inner, namespace, 'drain', 3);
       for (const r of made) removals.add(r.key, r.id);
       await removals.drain(); // the fake clock never moves: only drain() can send the group
@@ -184,7 +184,7 @@ for (const subject of subjects) {
       const { store: inner, namespace } = subject.open();
       const store = counting(inner, { many: false });
       const timers = new FakeTimers();
-      const removals = new LedgerRemovals({ store, logger: new MemoryLogger() }, timers);
+      const removals = new LedgerRemovals({ records: store, logger: new MemoryLogger() }, timers);
       const made = await records(inner, namespace, 'single', 3);
       for (const r of made) removals.add(r.key, r.id);
       await timers.advance(REMOVAL_DELAY_MS);
@@ -198,7 +198,7 @@ for (const subject of subjects) {
       const store = counting(inner);
       store.mode = 'fail';
       const logger = new MemoryLogger();
-      const removals = new LedgerRemovals({ store, logger }, new FakeTimers());
+      const removals = new LedgerRemovals({ records: store, logger }, new FakeTimers());
       const made = await records(inner, namespace, 'refused', 4);
       for (const r of made) removals.add(r.key, r.id);
       await removals.drain();

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { platformLogger, type LogLevel } from '../src/log/platform-logger';
 import { Locker } from '../src/locker';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { ConfigError } from '../src/errors/errors';
 
 const run = promisify(execFile);
@@ -78,7 +78,7 @@ describe('platformLogger', () => {
 describe('the Locker\'s default logger', () => {
   const script = [
     "const { Locker } = require('./src/locker');",
-    "const { MemoryStore } = require('./src/store/memory');",
+    "const { MemoryStore } = require('./src/store/memory/store');",
     "const format = process.env.TEST_LOG_FORMAT || undefined;",
     "const locker = new Locker({ store: new MemoryStore(), authenticate: false, logFormat: format });",
     "locker.config.logger.info('from the locker', { seq: 1 });",

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { ConfigError } from '../src/errors/errors';
 import { Locker } from '../src/locker';
 import type { LockerOptions } from '../src/config/options';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 
 describe('new Locker(): boolean options', () => {
   for (const flag of ['alertOnOverwrite', 'alertOnFailure', 'telemetry'] as const) {

@@ -9,7 +9,7 @@ import { CloudTasksClient } from '@google-cloud/tasks';
 import { ConfigError } from '../src/errors/errors';
 import { Locker } from '../src/locker';
 import { CloudTasksQueue, type CloudTasksQueueOptions } from '../src/queue/cloud-tasks';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { MemoryLogger } from './support/task-app';
 import type { LockerOptions } from '../src/config/options';
 

@@ -18,9 +18,9 @@ import { EmailAlerter } from '../src/alert/email';
 import { RateLimiter } from '../src/alert/rate-limit';
 import { oidcAuthenticator } from '../src/auth/oidc';
 import { appEngineAuthenticator } from '../src/auth/app-engine';
-import { MemoryStore } from '../src/store/memory';
-import { DatastoreStore } from '../src/store/datastore';
-import { withContentionRetry } from '../src/store/retry';
+import { MemoryStore } from '../src/store/memory/store';
+import { DatastoreStore } from '../src/store/datastore/store';
+import { withContentionRetry } from '../src/locks/retry';
 import { platformLogger } from '../src/log/platform-logger';
 import type { Properties } from '../src/types';
 

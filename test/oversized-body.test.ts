@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { keys, testAuth, TEST_TOKEN, MemoryLogger } from './support/task-app';
 import { Locker } from '../src/locker';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { StepState } from '../src/types';
 import { ERRORS_REFERENCE_URL } from '../src/errors/errors';
 

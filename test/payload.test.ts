@@ -11,7 +11,7 @@ import type { Express, RequestHandler, ErrorRequestHandler } from 'express';
 import request from 'supertest';
 import { keys, testAuth, TEST_TOKEN, MemoryLogger } from './support/task-app';
 import { Locker } from '../src/locker';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { taskBodyRecovery } from '../src/http/payload';
 import { StepState, type Json } from '../src/types';
 

@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import type { Store } from '../src/types';
 import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
 import { deliver, KeptTasks } from './support/kept-tasks';

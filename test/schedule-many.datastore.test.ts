@@ -10,7 +10,7 @@ import { keys } from './support/task-app';
 import { Locker } from '../src/locker';
 import { StoreRejectedError } from '../src/errors/errors';
 import { BATCH } from '../src/chain/schedule-many';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
 
 const open = (datastore: () => ReturnType<typeof legacyDatastore>) => async () => {

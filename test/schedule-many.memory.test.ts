@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { scheduleManySuite } from './schedule-many-suite';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { Locker } from '../src/locker';
 import { StoreRejectedError } from '../src/errors/errors';
 import type { Queue, Store } from '../src/types';

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { REFUSAL_TTL_MS, SeenSteps } from '../src/step/seen-steps';
-import { MemoryStore } from '../src/store/memory';
+import { REFUSAL_TTL_MS, SeenSteps } from '../src/locks/seen-steps';
+import { MemoryStore } from '../src/store/memory/store';
 import { keys, taskApp } from './support/task-app';
 import { StepState, type Properties } from '../src/types';
 

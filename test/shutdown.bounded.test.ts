@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import express from 'express';
 import request from 'supertest';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { Locker } from '../src/locker';
 import { ConfigError, RequestTimeoutError } from '../src/errors/errors';
 import { KeptTasks } from './support/kept-tasks';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { readLock } from '../src/rules/lock-fields';
 import { StepState } from '../src/types';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';

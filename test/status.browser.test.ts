@@ -14,7 +14,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { Key } from '@google-cloud/datastore';
 import { Locker } from '../src/locker';
 import { LocalQueue } from '../src/queue/local';
-import { DatastoreStore } from '../src/store/datastore';
+import { DatastoreStore } from '../src/store/datastore/store';
 import { StepState, type Authenticator, type Properties } from '../src/types';
 import { PermanentError } from '../src/errors/errors';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';

@@ -9,7 +9,7 @@ import { Key } from '@google-cloud/datastore';
 import { Locker } from '../src/locker';
 import { ConfigError } from '../src/errors/errors';
 import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { StepState, type Authenticator, type Properties } from '../src/types';
 import { MemoryLogger } from './support/task-app';
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
 import { ContentionError, LeaseLostError, StoreRejectedError } from '../src/errors/errors';
 import type { LedgerRecord, Properties, Store, StoreTransaction } from '../src/types';
-import { withContentionRetry } from '../src/store/retry';
+import { withContentionRetry } from '../src/locks/retry';
 import { rawProperties } from './support/emulator';
 import { batchContract } from './store-batch-contract';
 

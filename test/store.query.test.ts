@@ -1,6 +1,6 @@
 // Store.queryLocks on every store: memory, the legacy Datastore emulator, the Firestore emulator in Datastore mode.
-import { DatastoreStore } from '../src/store/datastore';
-import { MemoryStore } from '../src/store/memory';
+import { DatastoreStore } from '../src/store/datastore/store';
+import { MemoryStore } from '../src/store/memory/store';
 import { storeQueryContract } from './store-query-contract';
 import { firestoreDatastore, legacyDatastore } from './support/emulator';
 

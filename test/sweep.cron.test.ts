@@ -9,7 +9,7 @@ import express from 'express';
 import request from 'supertest';
 import { Datastore } from '@google-cloud/datastore';
 import { Locker } from '../src/locker';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { appEngineCronAuthenticator } from '../src/auth/app-engine-cron';
 import { appEngineAuthenticator } from '../src/auth/app-engine';
 import type { AuthRequest } from '../src/types';

@@ -8,7 +8,7 @@ import express from 'express';
 import request from 'supertest';
 import { Locker } from '../src/locker';
 import { ConfigError } from '../src/errors/errors';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import type { DueLedger } from '../src/types';
 import { RecordingQueue } from './support/recording-queue';
 import { MemoryLogger } from './support/task-app';

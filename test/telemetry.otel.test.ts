@@ -9,7 +9,7 @@ import * as api from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { ConfigError } from '../src/errors/errors';
-import { MemoryStore } from '../src/store/memory';
+import { MemoryStore } from '../src/store/memory/store';
 import { loadOtelApi, type OtelApi } from '../src/telemetry/otel-api';
 import { Telemetry } from '../src/telemetry/telemetry';
 import { StepState, type Properties } from '../src/types';

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Key } from '@google-cloud/datastore';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { userProperties } from '../rules/lock-fields';
 import type { AlertEvent, AlertReason, Properties, TaskInfo } from '../types';
 

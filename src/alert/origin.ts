@@ -2,7 +2,7 @@
  * Where an alert came from and where to act on it: the project and service that raised it, the
  * key as `X-Lock-Key` encodes it, and the step's page on the status router when its URL is known.
  */
-import { encodeKey } from '../store/key-codec';
+import { encodeKey } from '../keys/key-codec';
 import type { Config } from '../config/options';
 import type { AlertEvent } from '../types';
 

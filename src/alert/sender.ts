@@ -3,29 +3,28 @@
  * failed send is logged), marks on the stored entity the claims the alerter took, and keeps the
  * sends in flight, so `shutdown()` waits for them. Claiming an alert is part of the write that
  * records the event; marking it sent is the `alerted` transition (`rules/transitions.ts`), written
- * through the lock writer. Re-sending what was never marked is the sweep's (`failure-alert.ts`,
- * `overwrite-alert.ts`).
+ * through the lock part. Re-sending what was never marked is `resend.ts`'s.
  */
 import { redactProperties, scrub } from './redact';
 import type { Key } from '@google-cloud/datastore';
 import type { Config } from '../config/options';
-import { ContentionError } from '../errors/errors';
-import { readLock } from '../rules/lock-fields';
 import { alerted } from '../rules/transitions';
-import { keyPath } from '../store/key-codec';
-import type { LockWriter } from '../store/lock-writer';
-import { withContentionRetry } from '../store/retry';
+import { keyPath } from '../keys/key-codec';
+import type { Locks, SwapStep } from '../locks/locks';
 import { errorMessage } from '../errors/error-text';
 import { markAlertsSent } from '../rules/alert-markers';
 import type { ClaimedAlert } from './event';
 import { withOrigin } from './origin';
 import type { AlertEvent } from '../types';
 
+/** What the alerts part reads of the configuration: the alerter, its time, the redaction, what names the origin, the logger. */
+export type AlertSettings = Pick<Config, 'alerter' | 'alertTimeout' | 'redact' | 'logger' | 'project' | 'service' | 'statusUrl' | 'keyAppId'>;
+
 /** The alerts part (see the file's comment); built once per Locker. */
 export class AlertSender {
   private readonly sending = new Set<Promise<boolean>>();
 
-  constructor(private readonly config: Config, private readonly locks: LockWriter) {}
+  constructor(private readonly config: AlertSettings, private readonly locks: Locks) {}
 
   /** Sends `event`; resolves to whether the alerter took it. */
   send(event: AlertEvent): Promise<boolean> {
@@ -54,18 +53,15 @@ export class AlertSender {
    */
   async markSent(key: Key, markers: readonly string[]): Promise<void> {
     if (markers.length === 0) return;
-    const { store } = this.config;
     try {
-      await withContentionRetry(async () => {
-        const snapshot = await store.read(key);
-        if (!snapshot) return;
-        const lock = readLock(snapshot.properties);
-        if (lock.req !== '') return; // a holder sends what is still unmarked, and marks it in its own writes
+      await this.locks.swap(key, 'its alerts were marked sent', await this.locks.read(key), (current): SwapStep<void> => {
+        if (!current) return { done: undefined };
+        const { lock } = current;
+        if (lock.req !== '') return { done: undefined }; // a holder sends what is still unmarked, and marks it in its own writes
         const alerts = markAlertsSent(lock.alerts, lock.seq, markers);
-        if (alerts.length === lock.alerts.length && alerts.every((a, i) => a === lock.alerts[i])) return;
-        const written = await this.locks.replace(key, snapshot, alerted(lock, { alerts }));
-        if (!written) throw new ContentionError(`${keyPath(key)} changed while its alerts were marked sent`);
-      }, this.config.contention);
+        if (alerts.length === lock.alerts.length && alerts.every((a, i) => a === lock.alerts[i])) return { done: undefined };
+        return { write: alerted(lock, { alerts }), then: () => undefined };
+      });
     } catch (error) {
       this.config.logger.warn('alert sent but not marked sent; it may be sent again (same id)', {
         key: keyPath(key), alerts: markers.length, error: error instanceof Error ? error.message : String(error),
@@ -80,7 +76,7 @@ export class AlertSender {
 }
 
 /** Sends an alert through the configured alerter within `alertTimeout`; logs and swallows failures. Resolves to whether the alerter took it. */
-export async function sendAlert(config: Config, raw: AlertEvent): Promise<boolean> {
+export async function sendAlert(config: AlertSettings, raw: AlertEvent): Promise<boolean> {
   const alerter = config.alerter;
   if (!alerter) return false;
   const event = redacted(config, withOrigin(config, raw));

@@ -8,15 +8,16 @@
 /** The kinds `anyOf` tells apart. */
 export type AuthenticatorKind = 'cloud-run-iam' | 'verifies-signature' | 'app-engine-header';
 
-const kinds = new WeakMap<object, ReadonlySet<AuthenticatorKind>>();
+/** The property, on the function itself, that holds its kinds (a symbol: no user code names it by accident). */
+const KINDS: unique symbol = Symbol('datastore-locker.authenticatorKinds');
 
-/** Records `fn`'s kinds (an `anyOf` has those of its members) and returns it. */
+/** Records `fn`'s kinds (an `anyOf` has those of its members) on it, and returns it. */
 export function markKind<F extends object>(fn: F, ...kind: AuthenticatorKind[]): F {
-  kinds.set(fn, new Set(kind));
+  Object.defineProperty(fn, KINDS, { value: Object.freeze(new Set(kind)), enumerable: false, configurable: true });
   return fn;
 }
 
 /** The kinds recorded for `fn`; empty for an authenticator the library did not build. */
 export function kindsOf(fn: object): ReadonlySet<AuthenticatorKind> {
-  return kinds.get(fn) ?? new Set();
+  return (fn as { [KINDS]?: ReadonlySet<AuthenticatorKind> })[KINDS] ?? new Set();
 }

@@ -6,7 +6,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Config } from '../config/options';
-import { encodeKey, keyPath } from '../store/key-codec';
+import { encodeKey, keyPath } from '../keys/key-codec';
 import { Headers, type LedgerRecord, type TaskRequest } from '../types';
 
 /** What the dispatcher reads of the configuration (`keyAppId` is read at each use: it is set once the project id is known). */

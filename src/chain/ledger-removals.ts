@@ -7,15 +7,21 @@
  * leaves a record of a finished step, which the sweep clears; a failure is logged.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Config } from '../config/options';
+import type { Logger, Store } from '../types';
 import { realTimers, type Timer, type Timers } from '../config/timers';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import type { LedgerRef } from '../types';
 
 /** The most removals in one group: Datastore's most mutations in one commit. */
 export const MAX_REMOVALS = 500;
 /** The longest a removal waits for others to join its group, ms. */
 export const REMOVAL_DELAY_MS = 10;
+
+/** What the removals use: the store's removal of ledger records (its only use of the store), and the logger. */
+export interface LedgerRemovalSettings {
+  readonly records: Pick<Store, 'deleteLedger' | 'deleteLedgerMany'>;
+  readonly logger: Logger;
+}
 
 /** Groups removals of ledger records into commits (see the file's comment). */
 export class LedgerRemovals {
@@ -24,7 +30,7 @@ export class LedgerRemovals {
   private readonly sending = new Set<Promise<void>>();
 
   constructor(
-    private readonly settings: Pick<Config, 'store' | 'logger'>,
+    private readonly settings: LedgerRemovalSettings,
     private readonly timers: Timers = realTimers,
   ) {}
 
@@ -62,10 +68,10 @@ export class LedgerRemovals {
 
   /** One commit where the store can (`deleteLedgerMany`), else one removal each. */
   private async remove(group: LedgerRef[]): Promise<void> {
-    const { store, logger } = this.settings;
+    const { records, logger } = this.settings;
     try {
-      if (store.deleteLedgerMany) await store.deleteLedgerMany(group);
-      else await Promise.all(group.map((r) => store.deleteLedger(r.key, r.id)));
+      if (records.deleteLedgerMany) await records.deleteLedgerMany(group);
+      else await Promise.all(group.map((r) => records.deleteLedger(r.key, r.id)));
     } catch (error) {
       logger.warn('ledger records not removed; the sweep clears them', {
         records: group.length, first: `${keyPath(group[0]!.key)} ${group[0]!.id}`, error: String(error),

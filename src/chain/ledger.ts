@@ -6,11 +6,11 @@
  * answer (several steps' removals in one commit), and lets `shutdown()` send and wait for them.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Config } from '../config/options';
 import { nextSend } from '../rules/ledger-record';
+import { keyPath } from '../keys/key-codec';
 import type { LedgerRecord, StoreTransaction } from '../types';
 import type { Timers } from '../config/timers';
-import { LedgerRemovals } from './ledger-removals';
+import { LedgerRemovals, type LedgerRemovalSettings } from './ledger-removals';
 
 /** Runs a read-check-write in a transaction, re-run whole on contention (the lock writer's `transact`). */
 export type Transact = <T>(fn: (tx: StoreTransaction) => Promise<T>) => Promise<T>;
@@ -20,7 +20,7 @@ export class Ledger {
   /** The removals of finished steps' records, grouped into commits. */
   private readonly removals: LedgerRemovals;
 
-  constructor(settings: Pick<Config, 'store' | 'logger'>, private readonly transact: Transact, timers?: Timers) {
+  constructor(private readonly settings: LedgerRemovalSettings, private readonly transact: Transact, timers?: Timers) {
     this.removals = new LedgerRemovals(settings, timers);
   }
 
@@ -51,6 +51,29 @@ export class Ledger {
    */
   retire(key: Key, id: string | undefined): void {
     if (id !== undefined) this.removals.add(key, id);
+  }
+
+  /**
+   * Keeps the ledger record `id` of a chain that finished with alerts still unmarked (its finishing
+   * write kept them), due by `soon` at the latest, so that the sweep sends them; never throws.
+   */
+  async keepForAlerts(key: Key, id: string | undefined, soon: Date): Promise<void> {
+    if (id === undefined) return;
+    try {
+      await this.transact(async (tx) => {
+        const record = await tx.getLedger(key, id);
+        if (record && record.due.getTime() > soon.getTime()) tx.putLedger({ ...record, due: soon });
+      });
+    } catch (error) {
+      this.settings.logger.warn('ledger record of a step with unsent alerts not brought forward; the sweep sends them when it comes due', {
+        key: keyPath(key), task: id, error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+
+  /** Removes the ledger record `id` of `key` now, in a commit of its own (the sweep's clearing of a record no longer needed). */
+  remove(key: Key, id: string): Promise<void> {
+    return this.settings.records.deleteLedger(key, id);
   }
 
   /** Sends the removals still waiting for their group, and resolves once every removal settled. */

@@ -5,14 +5,14 @@
  * (`sendNextStep`, through the dispatcher); the sweep re-delivers what stalls (`sweep.ts`).
  */
 import type { Key } from '@google-cloud/datastore';
-import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
+import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import { rejectUnknownOptions } from '../config/option-names';
 import { ChainBusyError, ConfigError } from '../errors/errors';
 import type { Parts } from '../parts';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { newChainId, scheduledStep, type NextStep } from '../rules/ledger-record';
 import { entityProperties, SCHEDULE_OPTION_NAMES, type ScheduledStep, type ScheduleOptions } from '../step/handler-types';
-import { checkDeliverable, keyPath } from '../store/key-codec';
+import { checkDeliverable, keyPath } from '../keys/key-codec';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/json-depth';
 import type { Json, LedgerRecord, Properties, StoreTransaction } from '../types';
 
@@ -62,7 +62,7 @@ export function commitNextStep(
   parts: Pick<Parts, 'config' | 'locks'>, tx: StoreTransaction, key: Key, props: Properties, from: Lock,
   next: { chain: string; step: NextStep; how: 'schedule' | 'kickoff'; own: Properties; sent: readonly string[] }, now: Date,
 ): { lock: Lock; record: LedgerRecord } {
-  const planned = endStepAlerts(parts, scheduledStep(key, from, next.chain, next.step, now, next.how), from, next.sent, now);
+  const planned = endStepAlerts(parts.config, scheduledStep(key, from, next.chain, next.step, now, next.how), from, next.sent, now);
   parts.locks.put(tx, key, props, planned.lock, next.own);
   if (from.task !== undefined) tx.deleteLedger(key, from.task); // the step it follows moved on: its record goes in the same commit
   tx.putLedger(planned.record);
@@ -90,11 +90,10 @@ export async function kickoff(
   const now = new Date(parts.config.clock());
   const chain = newChainId();
   const own = entityProperties(entity);
-  const record = await parts.locks.transaction(key, async (tx) => {
-    const props = (await tx.get(key)) ?? {};
+  const record = await parts.locks.update(key, (tx, found) => {
     try {
       // An earlier chain's overwrite alerts still unsent stay on the lock until someone sends them.
-      return commitNextStep(parts, tx, key, props, readLock(props), { chain, step, how: 'kickoff', own, sent: NO_ALERTS }, now).record;
+      return commitNextStep(parts, tx, key, found?.props ?? {}, found?.lock ?? readLock({}), { chain, step, how: 'kickoff', own, sent: NO_ALERTS }, now).record;
     } catch (error) {
       if (error instanceof ChainBusyError) throw new ChainBusyError(`${keyPath(key)}: ${error.message}`);
       throw error;

@@ -18,19 +18,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Parts } from '../parts';
 import { ConfigError, StoreUnavailableError } from '../errors/errors';
-import { checkDeliverable, keyPath } from '../store/key-codec';
+import { checkDeliverable, keyPath } from '../keys/key-codec';
 import { planKickoff, kickoffChainId, kickoffRecord, kickoffRecordKey, type Carry, type KickoffPlan } from '../rules/kickoff-plan';
-import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
+import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from './next-step';
 import type { NextStep } from '../rules/ledger-record';
-import type { BatchLockWrite } from '../store/lock-writer';
+import type { BatchLockWrite } from '../locks/locks';
 import {
   SCHEDULE_MANY_DEFAULTS, SCHEDULE_MANY_OPTION_NAMES,
   type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult,
 } from './schedule-many-types';
-import { keyString } from '../store/keys';
+import { keyString } from '../keys/keys';
 import { StepState, type ConditionalWrite, type LedgerRecord, type Properties, type VersionedRead } from '../types';
 
 /** The parts a bulk kickoff uses. */
@@ -124,8 +124,7 @@ function check(parts: KickoffParts, items: readonly KickoffItem[], kickoffId: st
 
 /** Reads, decides and writes one batch (again for the entities that changed meanwhile); returns the steps to send. */
 async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<ToSend[]> {
-  const { store } = parts.config;
-  if (!store.readMany || !store.replaceMany) return eachTransaction(parts, batch, run);
+  if (!parts.locks.batches) return eachTransaction(parts, batch, run);
   const toSend: ToSend[] = [];
   let open = batch;
   for (let round = 0; round < ROUNDS && open.length > 0; round++) {
@@ -133,7 +132,7 @@ async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<T
     let records: VersionedRead[];
     try {
       // Each entity with the kickoff's record of its chain, in one lookup (2 × 125 keys).
-      const all = await store.readMany([...open.map((p) => p.item.key), ...open.map((p) => kickoffRecordKey(p.item.key, p.chain))]);
+      const all = await parts.locks.readMany([...open.map((p) => p.item.key), ...open.map((p) => kickoffRecordKey(p.item.key, p.chain))]);
       reads = all.slice(0, open.length);
       records = all.slice(open.length);
     } catch (error) {
@@ -221,7 +220,7 @@ function markerOf(p: Pending, record: LedgerRecord, now: Date): NonNullable<Cond
 
 /** A kickoff keeps the alerts still owed on the lock it starts from, as `schedule()` does (`endStepAlerts`). */
 function carry(parts: KickoffParts, now: Date): Carry {
-  return (planned, from) => endStepAlerts(parts, planned, from, NO_ALERTS, now);
+  return (planned, from) => endStepAlerts(parts.config, planned, from, NO_ALERTS, now);
 }
 
 /** Settles a plan found in a transaction (busy, or this kickoff's own chain). */

@@ -7,16 +7,15 @@
  * back a record the step removed. One record's failure never stops the others.
  */
 import type { Parts } from '../parts';
-import { resendUnsentFailure } from '../alert/failure-alert';
-import { resendUnsentOverwrites } from '../alert/overwrite-alert';
-import { keyPath } from '../store/key-codec';
+import { resendUnsentFailure, resendUnsentOverwrites } from '../alert/resend';
+import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { failureInterval, resendInterval, stallVerdict } from '../rules/stall';
 import type { LedgerRecord } from '../types';
 import { sweepFanOuts } from '../fanout/sweep';
 
 /** The parts a sweep uses. */
-export type SweepParts = Pick<Parts, 'config' | 'emit' | 'alerts' | 'locks' | 'dispatcher' | 'ledger'>;
+export type SweepParts = Pick<Parts, 'config' | 'emit' | 'alerts' | 'locks' | 'reads' | 'dispatcher' | 'ledger'>;
 
 /** What a sweep did. */
 export interface SweepResult {
@@ -51,9 +50,9 @@ export async function sweep(parts: SweepParts, limit: number): Promise<SweepResu
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SWEEP_LIMIT) {
     throw new RangeError(`sweep(limit): limit must be a whole number from 1 to ${MAX_SWEEP_LIMIT}; got ${String(limit)}`);
   }
-  const { store, clock, logger } = parts.config;
+  const { clock, logger } = parts.config;
   const result: SweepResult = { resent: 0, cleared: 0, waiting: 0, failed: 0, malformed: 0, alerted: 0 };
-  const due = await store.listDue(new Date(clock()), limit);
+  const due = await parts.reads.listDue(new Date(clock()), limit);
   for (const why of due.malformed.slice(0, LOGGED_MALFORMED)) logger.warn('ledger record skipped: it is malformed', { record: why });
   if (due.malformed.length > LOGGED_MALFORMED) {
     logger.warn('more malformed ledger records skipped', { more: due.malformed.length - LOGGED_MALFORMED });
@@ -80,8 +79,8 @@ export async function sweep(parts: SweepParts, limit: number): Promise<SweepResu
 type Outcome = 'resent' | 'cleared' | 'waiting' | 'failed';
 
 async function sweepOne(parts: SweepParts, record: LedgerRecord, result: SweepResult): Promise<Outcome> {
-  const { store, clock, stallAfter, leaseDuration } = parts.config;
-  const props = await store.get(record.key);
+  const { clock, stallAfter, leaseDuration } = parts.config;
+  const props = await parts.reads.get(record.key);
   const lock = props ? readLock(props) : undefined;
   const now = clock();
   const failure = await resendUnsentFailure(parts, record, props, lock, now);
@@ -92,7 +91,7 @@ async function sweepOne(parts: SweepParts, record: LedgerRecord, result: SweepRe
   const alertsDue = Math.min(typeof failure === 'number' ? failure : Infinity, overwrites?.due ?? Infinity);
   const verdict = stallVerdict(lock, record, { now, stallAfter, leaseDuration });
   if (verdict.action === 'clear' && alertsDue === Infinity) {
-    await store.deleteLedger(record.key, record.id);
+    await parts.ledger.remove(record.key, record.id);
     parts.config.logger.info('ledger record cleared', { ...where(record), why: verdict.why });
     return 'cleared';
   }

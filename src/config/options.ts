@@ -6,7 +6,7 @@ import { dropUndefined } from './drop-undefined';
 import { errorMessage } from '../errors/error-text';
 import { ConfigError } from '../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from './option-names';
-import { CONTENTION_RETRY_DEFAULTS } from '../store/retry';
+import { CONTENTION_RETRY_DEFAULTS } from '../locks/retry';
 import { LOG_FORMATS, platformLogger, type LogFormat } from '../log/platform-logger';
 import { checkTimeLimits, DEFAULT_REQUEST_TIMEOUT, stepTimes } from './time-limits';
 import type { Alerter, Authenticator, Logger, Queue, Store } from '../types';

@@ -13,7 +13,7 @@
  *   `cancelFanOut()`.
  */
 import { readLock } from '../rules/lock-fields';
-import { decodeKey, keyPath } from '../store/key-codec';
+import { decodeKey, keyPath } from '../keys/key-codec';
 import { StepState, type Properties } from '../types';
 import type { FanParts } from './read-children';
 import { headerKey, headerProperties, readHeader, UNINDEXED, type Header } from './records';

@@ -19,8 +19,8 @@
  * last settle always commits. Racing last finishers, re-delivered children and the sweep all run
  * this; only the first commit moves the header, so the join is scheduled once.
  */
-import { decodeKey } from '../store/key-codec';
-import { keyPath } from '../store/key-codec';
+import { decodeKey } from '../keys/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { newLedgerRecord } from '../rules/ledger-record';
 import { readLock } from '../rules/lock-fields';
 import { StepState, type LedgerRecord } from '../types';
@@ -38,7 +38,7 @@ export type CheckResult = 'pending' | 'not-sealed' | 'joined' | 'lost';
  * deadline passed). `from`: the child that just settled and its page, whose siblings are read first.
  */
 export async function checkJoin(parts: FanParts, id: string, namespace: string | undefined, from?: { page: number; child: string }): Promise<CheckResult> {
-  const header = readHeader(id, await parts.config.store.get(headerKey(id, namespace)), decodeKey);
+  const header = readHeader(id, await parts.reads.get(headerKey(id, namespace)), decodeKey);
   if (!header || header.state !== 'sealed') return 'not-sealed';
   const now = new Date(parts.config.clock());
   if (header.deadline !== undefined && header.deadline.getTime() <= now.getTime()) {

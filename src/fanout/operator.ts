@@ -18,12 +18,12 @@
 import type { Key } from '@google-cloud/datastore';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { TransitionError } from '../errors/errors';
-import { endStepAlerts, NO_ALERTS } from '../alert/overwrite-alert';
+import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import { cancelInTx, current, ledgerOf } from '../ops/actions';
 import { nextSend } from '../rules/ledger-record';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { retry } from '../rules/transitions';
-import { decodeKey, keyPath } from '../store/key-codec';
+import { decodeKey, keyPath } from '../keys/key-codec';
 import { StepState, type LedgerRecord, type StoreTransaction } from '../types';
 import { commitJoin } from './join-trigger';
 import { allChildren, type FanParts } from './read-children';
@@ -136,7 +136,7 @@ export async function cancelFanOut(parts: FanParts, key: Key, options: CancelFan
 async function childrenSoFar(parts: FanParts, header: Header): Promise<ChildRecord[]> {
   if (header.pages > 0) return allChildren(parts, header);
   let pages = 0;
-  while (readPage(await parts.config.store.get(pageKey(header.id, pages, header.parent.namespace))).length > 0) pages++;
+  while (readPage(await parts.reads.get(pageKey(header.id, pages, header.parent.namespace))).length > 0) pages++;
   return allChildren(parts, { ...header, pages });
 }
 
@@ -169,7 +169,7 @@ export async function cancelChildren(parts: FanParts, header: Header, why = 'the
     });
     if (cancelled?.nested) await cancelChildren(parts, cancelled.nested, 'the fan-out of its parent\'s parent was cancelled');
     // Cancelled here: settled with why; else as its chain ended (or its entity went).
-    const end = cancelled ? undefined : childEnd(await parts.config.store.get(child.key), child.id);
+    const end = cancelled ? undefined : childEnd(await parts.reads.get(child.key), child.id);
     await settleRecord(parts, child.id, ns, end?.state ?? 'cancelled', end?.error ?? why);
     // Counted when it ended cancelled, whoever settled it: the sweep finishing a cancel may race a long call.
     if ((end?.state ?? 'cancelled') === 'cancelled') settled++;
@@ -194,7 +194,7 @@ async function cancelNestedInTx(parts: FanParts, tx: StoreTransaction, key: Key,
 /** Retries the failed children of the fan-out the parent `key` waits on, before its join; see the file's comment. */
 export async function retryFanOutChildren(parts: FanParts, key: Key, options: RetryFanOutOptions = {}): Promise<FanOutActionResult> {
   rejectUnknownOptions('locker.retryFanOutChildren()', options, RETRY_FAN_OUT_OPTION_NAMES);
-  const props = await parts.config.store.get(key);
+  const props = await parts.reads.get(key);
   const lock = current(key, props === undefined ? undefined : readLock(props), options);
   const header = await parts.locks.transact((tx) => findHeader(parts, tx, key, lock));
   if (!header) throw new TransitionError(`${keyPath(key)} step ${lock.seq} has no fan-out`);
@@ -215,7 +215,7 @@ export async function retryFanOutChildren(parts: FanParts, key: Key, options: Re
         const childLock = entity ? readLock(entity) : undefined;
         if (!entity || !childLock || childLock.chain !== failed.id) throw new TransitionError(failed.error ?? 'the child has no failed chain of its own');
         const found = await ledgerOf(tx, failed.key, childLock);
-        const revived = endStepAlerts(parts, { lock: retry(childLock, { now: new Date(now) }) }, childLock, NO_ALERTS, new Date(now)).lock;
+        const revived = endStepAlerts(parts.config, { lock: retry(childLock, { now: new Date(now) }) }, childLock, NO_ALERTS, new Date(now)).lock;
         const claimed = nextSend(found, now, parts.config.stallAfter);
         parts.locks.put(tx, failed.key, entity, revived);
         tx.putLedger(claimed);

@@ -5,39 +5,29 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../parts';
-import { decodeKey } from '../store/key-codec';
+import { decodeKey } from '../keys/key-codec';
 import type { Properties } from '../types';
 import { childKey, doneKey, headerKey, pageKey, readChild, readHeader, readPage, type ChildRecord, type Header } from './records';
 
 /** The parts fan-out code reads and writes through. */
-export type FanParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger'>;
+export type FanParts = Pick<Parts, 'config' | 'locks' | 'reads' | 'emit' | 'dispatcher' | 'ledger'>;
 
 /** What a read of the records needs. */
-export type ReadParts = Pick<Parts, 'config'>;
-
-/** Keys per lookup (Datastore takes 1,000). */
-const LOOKUP = 1000;
+export type ReadParts = Pick<Parts, 'reads'>;
 
 /** Reads many keys, in order (a lookup per 1,000 keys where the store has `readMany`). */
-export async function getMany(parts: ReadParts, keys: readonly Key[]): Promise<(Properties | undefined)[]> {
-  const { store } = parts.config;
-  const out: (Properties | undefined)[] = [];
-  for (let start = 0; start < keys.length; start += LOOKUP) {
-    const slice = keys.slice(start, start + LOOKUP);
-    if (store.readMany) out.push(...(await store.readMany(slice)).map((r) => r.properties));
-    else out.push(...await Promise.all(slice.map((k) => store.get(k))));
-  }
-  return out;
+export function getMany(parts: ReadParts, keys: readonly Key[]): Promise<(Properties | undefined)[]> {
+  return parts.reads.getMany(keys);
 }
 
 /** The header of fan-out `id`, read by key. */
 export async function getHeader(parts: ReadParts, id: string, namespace: string | undefined): Promise<Header | undefined> {
-  return readHeader(id, await parts.config.store.get(headerKey(id, namespace)), decodeKey);
+  return readHeader(id, await parts.reads.get(headerKey(id, namespace)), decodeKey);
 }
 
 /** The child ids page `n` lists. */
 export async function pageIds(parts: ReadParts, fanout: string, n: number, namespace: string | undefined): Promise<string[]> {
-  return readPage(await parts.config.store.get(pageKey(fanout, n, namespace)));
+  return readPage(await parts.reads.get(pageKey(fanout, n, namespace)));
 }
 
 /** The child records of `ids`, read by key; a missing record reads as undefined. */

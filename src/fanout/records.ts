@@ -21,8 +21,8 @@
 import { createHash } from 'node:crypto';
 import { Key } from '@google-cloud/datastore';
 import type { Json, Properties } from '../types';
-import { keyPath } from '../store/key-codec';
-import { keyString } from '../store/keys';
+import { keyPath } from '../keys/key-codec';
+import { keyString } from '../keys/keys';
 
 /** The kind of a fan-out's header. */
 export const HEADER_KIND = 'LockerFanOut';

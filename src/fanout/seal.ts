@@ -6,7 +6,7 @@
  * kickoff on the parent finds its chain busy. The join's record is written by the join's trigger.
  */
 import type { Key } from '@google-cloud/datastore';
-import { endStepAlerts } from '../alert/overwrite-alert';
+import { endStepAlerts } from '../rules/alert-markers';
 import type { Lock } from '../rules/lock-fields';
 import { scheduledStep } from '../rules/ledger-record';
 import type { Properties, StoreTransaction } from '../types';
@@ -18,7 +18,7 @@ import { headerKey, headerProperties, UNINDEXED, type Header } from './records';
 export function sealInTx(
   parts: FanParts, tx: StoreTransaction, key: Key, props: Properties, lock: Lock, header: Header, own: Properties, sent: readonly string[], now: Date,
 ): Lock {
-  const planned = endStepAlerts(parts, scheduledStep(key, lock, header.chain, {
+  const planned = endStepAlerts(parts.config, scheduledStep(key, lock, header.chain, {
     path: header.path, body: header.body, scheduleTime: undefined, stallAfter: parts.config.stallAfter,
   }, now), lock, sent, now);
   parts.locks.put(tx, key, props, planned.lock, own);

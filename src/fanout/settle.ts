@@ -6,7 +6,7 @@
  * between its chain's end and its settle, changes nothing twice.
  */
 import type { Key } from '@google-cloud/datastore';
-import { decodeKey, keyPath } from '../store/key-codec';
+import { decodeKey, keyPath } from '../keys/key-codec';
 import { readLock } from '../rules/lock-fields';
 import { StepState, type Json, type Properties } from '../types';
 import { checkJoin } from './join-trigger';
@@ -31,7 +31,7 @@ export function childEnd(props: Properties | undefined, chain: string): { state:
 export async function settleChild(parts: FanParts, key: Key, chain: string): Promise<boolean> {
   const fanout = fanOutOfChain(chain);
   if (!fanout) return false;
-  const end = childEnd(await parts.config.store.get(key), chain);
+  const end = childEnd(await parts.reads.get(key), chain);
   if (!end) return false;
   const { settled, page } = await settle(parts, chain, key.namespace, end.state, end.error);
   await checkJoin(parts, fanout, key.namespace, page === undefined ? undefined : { page, child: chain });

@@ -20,13 +20,13 @@ import type { Key } from '@google-cloud/datastore';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from '../chain/next-step';
 import { ConfigError, ContentionError, StoreUnavailableError, TransitionError } from '../errors/errors';
-import type { Arrival } from '../http/arrival';
+import type { Arrival } from '../step/arrival';
 import { planKickoff } from '../rules/kickoff-plan';
 import { scheduledStep, type NextStep } from '../rules/ledger-record';
-import { checkDeliverable, decodeKey, keyPath } from '../store/key-codec';
-import { keyString } from '../store/keys';
+import { checkDeliverable, decodeKey, keyPath } from '../keys/key-codec';
+import { keyString } from '../keys/keys';
 import type { Lease } from '../step/lease';
-import type { BatchLockWrite } from '../store/lock-writer';
+import type { BatchLockWrite } from '../locks/locks';
 import { entityProperties } from '../step/handler-types';
 import type { LedgerRecord, StoreTransaction } from '../types';
 import { checkJoin } from './join-trigger';
@@ -79,7 +79,7 @@ export async function fanOut(
   }
   if (page.length > 0 || n === 0) await writePage(parts, header, n++, page, result);
   // Pages an earlier attempt wrote past this one's last (its source gave more children) are kept.
-  while (readPage(await parts.config.store.get(pageKey(header.id, n, a.key.namespace))).length > 0) n++;
+  while (readPage(await parts.reads.get(pageKey(header.id, n, a.key.namespace))).length > 0) n++;
   await seal({ ...header, pages: n, total: result.total });
   try {
     await checkJoin(parts, header.id, a.key.namespace); // every child may have settled before the seal
@@ -159,19 +159,18 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
 
 /** Starts the chains of a page's children (one lookup and one batch write a round); returns nothing, counts in `result`. */
 async function startChildren(parts: FanParts, page: readonly Checked[], result: FanOutStarted): Promise<void> {
-  const { store } = parts.config;
   const toSend: LedgerRecord[] = [];
   /** Kickoffs whose batch answered a store fault: they may have landed. */
   const unsure = new Map<string, LedgerRecord>();
   let open = page.slice();
   for (let round = 0; round < ROUNDS && open.length > 0; round++) {
     const now = new Date(parts.config.clock());
-    if (!store.readMany || !store.replaceMany) {
+    if (!parts.locks.batches) {
       for (const c of open) await startOne(parts, c, now, result, toSend);
       open = [];
       break;
     }
-    const reads = await store.readMany(open.map((c) => c.child.key));
+    const reads = await parts.locks.readMany(open.map((c) => c.child.key));
     const writes: BatchLockWrite[] = [];
     const writing: Checked[] = [];
     for (const [i, c] of open.entries()) {

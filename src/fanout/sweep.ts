@@ -12,7 +12,7 @@
  * - Cancelled with its cancel unfinished (the operator's call, or the sweep, died part-way): its
  *   pending children are cancelled, and the join committed when the cancel asked for it.
  */
-import { decodeKey, keyPath } from '../store/key-codec';
+import { decodeKey, keyPath } from '../keys/key-codec';
 import { abandonIfOrphaned } from './abandon';
 import { checkJoin } from './join-trigger';
 import { cancelChildren, finishCancelledJoin } from './operator';
@@ -34,16 +34,16 @@ export interface FanOutSweep {
 
 /** Sweeps the due fan-outs, at most `limit`. */
 export async function sweepFanOuts(parts: FanParts, limit: number): Promise<FanOutSweep> {
-  const { store, clock, logger } = parts.config;
+  const { clock, logger } = parts.config;
   const result: FanOutSweep = { looked: 0, repaired: 0, joined: 0, abandoned: 0 };
-  if (!store.findKeys) return result;
-  const keys = await store.findKeys({ kind: HEADER_KIND, property: 'due', atOrBefore: new Date(clock()), limit: Math.min(limit, 1000) });
+  if (!parts.reads.findsKeys) return result;
+  const keys = await parts.reads.findKeys({ kind: HEADER_KIND, property: 'due', atOrBefore: new Date(clock()), limit: Math.min(limit, 1000) });
   for (const key of keys) {
     const id = key.name!;
     try {
       result.looked++;
       let settled = 0;
-      const header = readHeader(id, await store.get(key), decodeKey);
+      const header = readHeader(id, await parts.reads.get(key), decodeKey);
       if (!header) continue;
       if (header.state === 'sealed') {
         result.repaired += await repair(parts, header);

@@ -4,7 +4,7 @@
  * operator's read, proportional to the number of children.
  */
 import type { Key } from '@google-cloud/datastore';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { allChildren, getHeader, type ReadParts } from './read-children';
 import { countStates, fanOutId, type ChildCounts, type FanOutState } from './records';
 

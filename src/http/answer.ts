@@ -1,12 +1,13 @@
 /**
  * How a task request is answered: the one place that maps an outcome of a step to an HTTP status,
  * a message and a `Retry-After` (docs/design.md, section 15). The step code names the outcome
- * (`answers.done(…)`, `answers.leaseLost()`); the middleware sends what it gives.
+ * (`step/outcome.ts`); `answerTo` maps it here, and the middleware sends what it gives.
  *
  * Only 2xx ends a task: everything Cloud Tasks should deliver again is 5xx (503 with
  * `Retry-After` for "not now", 500 for a failed attempt, which the queue's backoff spaces out).
  */
-import type { AnswerReason } from '../events';
+import type { AnswerReason } from '../events/events';
+import type { Outcome } from '../step/outcome';
 
 /** How a task request is answered. */
 export interface Answer {
@@ -104,3 +105,25 @@ export const answers = {
     return { status: 429, message: `a sweep ran less than its minimum interval ago; nothing was done; the next may start in ${retryAfter} s`, retryAfter };
   },
 };
+
+/** The answer to what came of an attempt (`step/outcome.ts`). */
+export function answerTo(o: Outcome): Answer {
+  switch (o.kind) {
+    case 'done': return answers.done(o.seq, o.next);
+    case 'refused': return answers.refused(o.seq, o.lockFailedStatus, o.retryAfter);
+    case 'dropped': return answers.dropped(o.why);
+    case 'expired': return answers.expired(o.seq);
+    case 'released': {
+      const released = answers.released(o.seq, o.tries, o.maxRetries);
+      return o.nearTimeout ? answers.stoppedNearTimeout(released) : released;
+    }
+    case 'failed': return answers.failed(o.seq, o.tries);
+    case 'handed-back': return answers.handedBack(o.seq, o.reason);
+    case 'lease-lost': return answers.leaseLost();
+    case 'store-unavailable': return answers.storeUnavailable();
+    case 'store-config': return answers.storeConfig();
+    case 'store-rejected': return answers.storeRejected();
+    case 'internal': return answers.internal();
+    case 'bad-request': return answers.badRequest(o.message);
+  }
+}

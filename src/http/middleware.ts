@@ -5,11 +5,11 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { runAttempt } from '../step/attempt';
-import { answers, type Answer } from './answer';
+import { answers, answerTo, type Answer } from './answer';
 import type { EntityFactory, TaskHandler } from '../step/handler-types';
 import type { Parts } from '../parts';
 import { BadRequestError } from '../errors/errors';
-import { decodeKey } from '../store/key-codec';
+import { decodeKey } from '../keys/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { REPEATED, singleHeader } from './single-header';
 import { readPayload } from './payload';
@@ -88,7 +88,7 @@ export function handleMiddleware<E, P>(parts: Parts, handler: TaskHandler<E, P>,
       } catch (error) {
         return answerTask(parts, req, res, rejected(parts, req, error));
       }
-      answerTask(parts, req, res, await runAttempt(parts, arrival, handler, factory), arrival);
+      answerTask(parts, req, res, answerTo(await runAttempt(parts, arrival, handler, factory)), arrival);
     })().catch((error: unknown) => {
       parts.config.logger.error('task request failed unexpectedly', { error: String(error) });
       if (!res.headersSent) answerTask(parts, req, res, answers.requestFailed());

@@ -7,12 +7,12 @@
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../parts';
 import { TransitionError } from '../errors/errors';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
-import { readLock, type Lock } from '../rules/lock-fields';
+import type { Lock } from '../rules/lock-fields';
 import { nextSend } from '../rules/ledger-record';
 import { alerted, cancel, resend, retry } from '../rules/transitions';
-import { endStepAlerts, NO_ALERTS, overwriteAlertGrace } from '../alert/overwrite-alert';
+import { alertGrace, endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import type { LedgerRecord, Properties, StoreTransaction } from '../types';
 
 /** The parts an operator's action uses. */
@@ -41,10 +41,9 @@ export interface ActionResult {
 export async function cancelChain(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
   rejectUnknownOptions('locker.cancel()', options, ACTION_OPTION_NAMES);
   const now = new Date(parts.config.clock());
-  const seq = await parts.locks.transaction(key, async (tx) => {
-    const props = await tx.get(key);
-    const lock = current(key, props === undefined ? undefined : readLock(props), options);
-    await cancelInTx(parts, tx, key, props!, lock, now);
+  const seq = await parts.locks.update(key, async (tx, found) => {
+    const lock = current(key, found?.lock, options);
+    await cancelInTx(parts, tx, key, found!.props, lock, now);
     return lock.seq;
   });
   parts.emit('cancelled', { key, seq, attempt: '' });
@@ -61,9 +60,9 @@ export async function cancelChain(parts: ActionParts, key: Key, options: ActionO
 export async function cancelInTx(parts: ActionParts, tx: StoreTransaction, key: Key, props: Properties, lock: Lock, now: Date): Promise<void> {
   parts.locks.put(tx, key, props, cancel(lock, { now }));
   if (lock.task === undefined) return;
-  const owed = endStepAlerts(parts, { lock: alerted(lock, { alerts: [] }) }, lock, NO_ALERTS, now).lock.alerts.length > 0;
+  const owed = endStepAlerts(parts.config, { lock: alerted(lock, { alerts: [] }) }, lock, NO_ALERTS, now).lock.alerts.length > 0;
   const record = owed ? await tx.getLedger(key, lock.task) : undefined;
-  const soon = now.getTime() + overwriteAlertGrace(parts);
+  const soon = now.getTime() + alertGrace(parts.config);
   if (record) tx.putLedger({ ...record, due: new Date(Math.min(record.due.getTime(), soon)) });
   else tx.deleteLedger(key, lock.task);
 }
@@ -81,16 +80,15 @@ export function current(key: Key, lock: Lock | undefined, options: ActionOptions
 export async function retryStep(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
   rejectUnknownOptions('locker.retry()', options, ACTION_OPTION_NAMES);
   const now = parts.config.clock();
-  const record = await parts.locks.transaction(key, async (tx) => {
-    const props = await tx.get(key);
-    const lock = current(key, props === undefined ? undefined : readLock(props), options);
+  const record = await parts.locks.update(key, async (tx, entity) => {
+    const lock = current(key, entity?.lock, options);
     const found = await ledgerOf(tx, key, lock);
     // lock_task keeps naming the record (found.id); alerts still unsent stay until someone sends them, the
     // retried step's own failure alert included: an operator retrying from the status page is not the
     // person the alert is for, and the promise is that every claimed alert reaches the alerter.
-    const next = endStepAlerts(parts, { lock: retry(lock, { now: new Date(now) }) }, lock, NO_ALERTS, new Date(now)).lock;
+    const next = endStepAlerts(parts.config, { lock: retry(lock, { now: new Date(now) }) }, lock, NO_ALERTS, new Date(now)).lock;
     const claimed = nextSend(found, now, parts.config.stallAfter);
-    parts.locks.put(tx, key, props!, next);
+    parts.locks.put(tx, key, entity!.props, next);
     tx.putLedger(claimed);
     return claimed;
   });
@@ -104,9 +102,8 @@ export async function retryStep(parts: ActionParts, key: Key, options: ActionOpt
 export async function resendStep(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
   rejectUnknownOptions('locker.resend()', options, ACTION_OPTION_NAMES);
   const now = parts.config.clock();
-  const record = await parts.locks.transact(async (tx) => {
-    const props = await tx.get(key);
-    const lock = current(key, props === undefined ? undefined : readLock(props), options);
+  const record = await parts.locks.update(key, async (tx, entity) => {
+    const lock = current(key, entity?.lock, options);
     const found = await ledgerOf(tx, key, lock);
     resend(lock, { now: new Date(now) }); // refuses a step that is not scheduled; the lock itself is not written
     const claimed = nextSend(found, now, parts.config.stallAfter);

@@ -3,11 +3,53 @@
  * alerted, and a step's failure for good once. The alert is claimed on the entity in the same write
  * that records the event (a marker in `lock_alerts`), then sent, then marked sent (`:sent`) once the
  * alerter took it (the `alerted` transition). A claim still unmarked is sent again: an overwrite's
- * by the next attempt that takes the lease or by the sweep (`alert/overwrite-alert.ts`), a failure's
- * by the sweep (`alert/failure-alert.ts`).
+ * by the next attempt that takes the lease or by the sweep, a failure's by the sweep
+ * (`alert/resend.ts`). A write that ends a step keeps the claims still unsent (`endStepAlerts`).
  */
-import type { Config } from '../config/options';
 import type { Lock } from './lock-fields';
+import { alerted } from './transitions';
+import type { LedgerRecord } from '../types';
+
+/** The alert settings the marker rules read: whether there is an alerter, which reasons are alerted, and its time. */
+export interface AlertRules {
+  readonly alerter: unknown;
+  readonly alertOnOverwrite: boolean;
+  readonly alertOnFailure: boolean;
+  readonly alertTimeout: number;
+}
+
+/** No alert sent: what an attempt that started none reports. */
+export const NO_ALERTS: readonly string[] = Object.freeze([]);
+
+/**
+ * How long after the last write of a lock nobody holds (or after a step failed) the sweep sends
+ * again its claims still not marked sent: the writer had two alert timeouts to send and mark them.
+ */
+export function alertGrace(rules: Pick<AlertRules, 'alertTimeout'>): number {
+  return 2 * rules.alertTimeout;
+}
+
+/**
+ * A write that ends step `before.seq` (`finish`, `schedule`, `kickoff`, `retry`: each clears
+ * `lock_alerts`) keeps the claims still unmarked (overwrite alerts, and failure alerts: a kickoff
+ * after a failure whose alert was not sent), less the writer's `sent` (none when overwrite alerts
+ * are off); when it keeps any, its ledger `record` (if given) comes due within the grace, so the
+ * sweep looks soon. Unchanged in the usual case: the lock had no alerts.
+ */
+export function endStepAlerts<R extends { lock: Lock; record?: LedgerRecord }>(
+  rules: AlertRules, ended: R, before: Lock, sent: readonly string[], now: Date,
+): R {
+  if (before.alerts.length === 0) return ended;
+  // Alerts of a reason that is off would be sent by nobody: the step's end drops them.
+  const { alerter, alertOnOverwrite, alertOnFailure } = rules;
+  if (!alerter || (!alertOnOverwrite && !alertOnFailure)) return ended;
+  const kept = carriedAlerts(before, sent, { overwrite: alertOnOverwrite, failure: alertOnFailure });
+  if (kept.length === 0) return ended;
+  const out = { ...ended, lock: alerted(ended.lock, { alerts: kept }) };
+  const soon = now.getTime() + alertGrace(rules);
+  if (out.record && out.record.due.getTime() > soon) out.record = { ...out.record, due: new Date(soon) };
+  return out;
+}
 
 /** Who took a lease over: the attempt that held it (`previous`) and the one that took it (`next`). */
 export interface Takeover {
@@ -23,7 +65,7 @@ export interface Takeover {
  * overwritten and who took over. Markers of earlier steps are dropped, so the list stays short,
  * except claims not yet marked sent (overwrite and failure alike): they are kept until someone sends them.
  */
-export function claimAlert(config: Config, lock: Lock, who: Takeover | { failed: string }): string[] | undefined {
+export function claimAlert(config: AlertRules, lock: Lock, who: Takeover | { failed: string }): string[] | undefined {
   const failure = 'failed' in who;
   if (!config.alerter || !(failure ? config.alertOnFailure : config.alertOnOverwrite)) return undefined;
   const prefix = failurePrefix(lock.seq);

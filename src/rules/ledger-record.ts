@@ -10,7 +10,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Key } from '@google-cloud/datastore';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import type { Lock } from './lock-fields';
 import { kickoff, schedule } from './transitions';
 import type { LedgerRecord } from '../types';

@@ -5,13 +5,14 @@
  */
 import { failAttempt } from './fail';
 import type { EntityFactory, TaskContext, TaskHandler } from './handler-types';
-import { completeStep, makeContext, type StepProgress } from './finish';
+import { completeStep } from './finish';
+import { makeContext, type StepProgress } from './task-context';
 import type { Parts } from '../parts';
 import { LeaseLostError, PermanentError, ShutdownError, type StoreConfigError } from '../errors/errors';
-import { answers, type Answer } from '../http/answer';
-import type { Arrival } from '../http/arrival';
+import { endedStep, outcomes, takeOutcome, type Outcome } from './outcome';
+import type { Arrival } from './arrival';
 import { classify, FaultClass } from '../errors/faults';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { Lease, type Interruption } from './lease';
 import { describeError, readLock, userProperties } from '../rules/lock-fields';
 import { take } from './take';
@@ -26,26 +27,26 @@ export async function runAttempt<E, P>(
   arrival: Arrival,
   handler: TaskHandler<E, P>,
   factory: EntityFactory<E>,
-): Promise<Answer> {
+): Promise<Outcome> {
   try {
     const answer = await parts.seen.coalesce(arrival.key, arrival.seq, () => attempt(parts, arrival, handler, factory));
     // A fan-out child whose chain may have ended settles and runs the completion check before the
     // answer is sent (fanout/settle.ts says why); it never throws.
-    if (answer.status === 200 && answer.outcome !== 'dropped') await settleAfterAnswer(parts, arrival.key, arrival.chain);
+    if (endedStep(answer)) await settleAfterAnswer(parts, arrival.key, arrival.chain);
     return answer;
   } catch (error) {
     return unexpected(parts, arrival, error);
   }
 }
 
-async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Answer> {
+async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Outcome> {
   const taken = await parts.telemetry.span('take', a, async (span) => {
     const result = await take(parts, a);
-    span.setAttribute(Attr.outcome, 'answer' in result ? result.answer.outcome ?? 'answered' : 'taken');
+    span.setAttribute(Attr.outcome, 'answer' in result ? takeOutcome(result.answer) : 'taken');
     return result;
   });
   if ('answer' in taken) return taken.answer;
-  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt);
+  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt, undefined, taken.alerting);
   try {
     return await runUnderLease(parts, a, lease, taken.props, handler, factory);
   } finally {
@@ -57,7 +58,7 @@ async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P
 /** Runs the handler under the lease, then finishes, releases or fails the step. */
 async function runUnderLease<E, P>(
   parts: Parts, a: Arrival, lease: Lease, props: Properties, handler: TaskHandler<E, P>, factory: EntityFactory<E>,
-): Promise<Answer> {
+): Promise<Outcome> {
   const step: StepProgress = { done: false, next: undefined };
   let entity: E | undefined;
   let failure: { error: unknown } | undefined;
@@ -86,7 +87,7 @@ async function runUnderLease<E, P>(
       const error = describeError(scrubError(failure.error, secretsOf(props, parts.config.redact)));
       parts.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error });
     }
-    return answers.done(a.seq, step.next);
+    return outcomes.done(a.seq, step.next);
   }
   const lostLease = lease.lost ?? (failure?.error instanceof LeaseLostError ? failure.error : undefined);
   if (lostLease) return lost(parts, a, lostLease);
@@ -98,7 +99,7 @@ async function runUnderLease<E, P>(
     if (failure.error === interruption) {
       if (interruption instanceof ShutdownError) return handBack(parts, a, lease, false, interruption);
       const answer = await failAttempt(parts, a, lease, failure.error);
-      return answer.reason === 'handler-failed' ? answers.stoppedNearTimeout(answer) : answer;
+      return answer.kind === 'released' ? outcomes.stoppedNearTimeout(answer) : answer;
     }
     // Any other rejection after the stop (an AbortError its effect's own call raised included) may
     // come after the effect: the lease is written stale, so the next run is an overwrite, alerted.
@@ -123,7 +124,7 @@ async function runUnderLease<E, P>(
  * throws) fails the step for good at once, alerted: the handler ran, so running it again unalerted
  * would break the promise that a re-run is always alerted (`unstorable`).
  */
-async function finish(parts: Parts, a: Arrival, lease: Lease, entity: unknown): Promise<Answer> {
+async function finish(parts: Parts, a: Arrival, lease: Lease, entity: unknown): Promise<Outcome> {
   try {
     await completeStep(parts, a, lease, entity);
   } catch (error) {
@@ -131,7 +132,7 @@ async function finish(parts: Parts, a: Arrival, lease: Lease, entity: unknown): 
     if (classify(error) === FaultClass.transient || classify(error) === FaultClass.config) throw error;
     return failAttempt(parts, a, lease, unstorable(parts, a, error));
   }
-  return answers.done(a.seq);
+  return outcomes.done(a.seq);
 }
 
 /**
@@ -153,7 +154,7 @@ export function unstorable(parts: Parts, a: Arrival, error: unknown): PermanentE
  * (the next delivery's overwrite counts and alerts, naming this attempt) when it ran on, or
  * rejected with any other error (`rejected`), which may have come after its effect.
  */
-async function handBack(parts: Parts, a: Arrival, lease: Lease, ranOn: boolean, why: Interruption, rejected?: unknown): Promise<Answer> {
+async function handBack(parts: Parts, a: Arrival, lease: Lease, ranOn: boolean, why: Interruption, rejected?: unknown): Promise<Outcome> {
   const reason = why instanceof ShutdownError ? 'shutdown' : 'time-limit';
   const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, reason };
   try {
@@ -167,31 +168,31 @@ async function handBack(parts: Parts, a: Arrival, lease: Lease, ranOn: boolean, 
   } else if (ranOn) parts.config.logger.error('handler still running after it was stopped; its lease is written stale, so the next delivery takes it over with an alert', fields);
   else parts.config.logger.warn('lease handed back; the next delivery runs the step', fields);
   parts.emit('handedBack', { key: a.key, seq: a.seq, attempt: a.attempt, reason, silent: !ranOn });
-  return answers.handedBack(a.seq, reason);
+  return outcomes.handedBack(a.seq, reason);
 }
 
-function lost(parts: Parts, a: Arrival, error: LeaseLostError): Answer {
+function lost(parts: Parts, a: Arrival, error: LeaseLostError): Outcome {
   parts.config.logger.warn('attempt lost its lease; nothing it did after that was saved', { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: error.message });
-  return answers.leaseLost();
+  return outcomes.leaseLost();
 }
 
 /** The answer to an attempt ended by an error nobody handled: a store fault, classified once, or a bug. */
-function unexpected(parts: Parts, a: Arrival, error: unknown): Answer {
+function unexpected(parts: Parts, a: Arrival, error: unknown): Outcome {
   const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: describeError(error) };
   switch (classify(error)) {
     case FaultClass.transient:
       parts.config.logger.error('store unavailable; the step did not move on', fields);
-      return answers.storeUnavailable();
+      return outcomes.storeUnavailable();
     case FaultClass.config:
       parts.configErrors.report(parts.config.logger, error as StoreConfigError, fields);
-      return answers.storeConfig();
+      return outcomes.storeConfig();
     case FaultClass.rejected:
       parts.config.logger.error('the store refused the request; nothing changed', fields);
-      return answers.storeRejected();
+      return outcomes.storeRejected();
     case FaultClass.lost:
       return lost(parts, a, error as LeaseLostError);
     default:
       parts.config.logger.error('unexpected error; the step did not move on', fields);
-      return answers.internal();
+      return outcomes.internal();
   }
 }

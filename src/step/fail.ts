@@ -5,13 +5,12 @@
  */
 import { claimAlert, failureMarker, markAlertsSent } from '../rules/alert-markers';
 import { alertEvent } from '../alert/event';
-import { NO_ALERTS, sentByAttempt } from '../alert/overwrite-alert';
-import { answers, type Answer } from '../http/answer';
-import type { Arrival } from '../http/arrival';
+import { outcomes, type Outcome } from './outcome';
+import type { Arrival } from './arrival';
 import type { Parts } from '../parts';
 import { afterFailure } from '../rules/decision';
 import { PermanentError, StoreRejectedError } from '../errors/errors';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import type { Lease } from './lease';
 import { describeError, sameLock, type Lock } from '../rules/lock-fields';
 import { alerted, fail as failStep, release } from '../rules/transitions';
@@ -22,10 +21,9 @@ import { scrubError, secretsOf } from '../alert/redact';
  * The handler threw (or the store refused the step's changes): release the lease for a retry
  * (500), or fail the step for good (200). A lost lease is thrown as `LeaseLostError`.
  */
-export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error: unknown): Promise<Answer> {
+export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error: unknown): Promise<Outcome> {
   let outcome: FailOutcome;
-  const alerting = sentByAttempt(a); // an overwrite's alerts, sent while the handler ran: this write marks them
-  const sent = alerting ? await alerting : NO_ALERTS;
+  const sent = await lease.sentAlerts(); // an overwrite's alerts, sent while the handler ran: this write marks them
   try {
     outcome = await writeFailure(parts, lease, error, describeError(error), sent);
   } catch (writeError) {
@@ -39,7 +37,7 @@ export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error:
   if (outcome.verdict === 'release') {
     parts.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: told });
     parts.config.logger.warn('handler failed; the step will be retried', fields);
-    return answers.released(a.seq, outcome.tries, parts.config.maxRetries);
+    return outcomes.released(a.seq, outcome.tries, parts.config.maxRetries);
   }
   // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
   parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: told });
@@ -51,7 +49,7 @@ export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error:
       error, task: a.task, properties: outcome.props, at: outcome.at,
     }) }]);
   }
-  return answers.failed(a.seq, outcome.tries);
+  return outcomes.failed(a.seq, outcome.tries);
 }
 
 interface FailOutcome { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties; at: Date }

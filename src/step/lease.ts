@@ -11,15 +11,19 @@
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../parts';
 import { holds } from '../rules/decision';
+import { NO_ALERTS } from '../rules/alert-markers';
 import type { Interruptible } from './drain';
-import { ContentionError, LeaseLostError, LeaseTimeoutError, RequestTimeoutError, ShutdownError } from '../errors/errors';
+import { LeaseLostError, LeaseTimeoutError, RequestTimeoutError, ShutdownError } from '../errors/errors';
 import { classify, FaultClass } from '../errors/faults';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
-import { withContentionRetry } from '../store/retry';
+import type { SwapStep } from '../locks/locks';
 import { abandon, handBack, renew as renewLease } from '../rules/transitions';
 import type { Properties, Snapshot, StoreTransaction } from '../types';
 import { realTimers, type Timer, type Timers } from '../config/timers';
+
+/** What sentAlerts() hands back when the attempt sent none. */
+const NO_SENDS: Promise<readonly string[]> = Promise.resolve(NO_ALERTS);
 
 /** What pause() hands back when no renewal is in flight. */
 const SETTLED: Promise<void> = Promise.resolve();
@@ -73,7 +77,18 @@ export class Lease implements Interruptible {
     private arrivedAt?: number,
     /** The clock and timers of renewal, the proof window, the time limits and the grace (a test hands its own). */
     private readonly timers: Timers = realTimers,
+    /** The sends of the alerts the attempt claimed when it took the lease (an overwrite's), resolving to the markers the alerter took. */
+    private readonly alerting?: Promise<string[]>,
   ) {}
+
+  /**
+   * The markers of the alerts this attempt started sending when it took the lease that the alerter
+   * took (the step's last write marks them sent): none in the usual case; else once they settle,
+   * within `alertTimeout`.
+   */
+  sentAlerts(): Promise<readonly string[]> {
+    return this.alerting ?? NO_SENDS;
+  }
 
   /**
    * Aborts with `LeaseLostError` when the lease is lost (overwritten, or no renewal succeeded for
@@ -235,22 +250,21 @@ export class Lease implements Interruptible {
 
   /** `update`; with `own`, also after the lease was given up (the hand-back's own write). */
   private write(change: (lock: Lock, props: Properties) => Lock, recognise?: Recognise<true>, own = false, entity?: Properties): Promise<void> {
-    const { store } = this.parts.config;
-    return withContentionRetry(async () => {
-      const lock = readLock(this.snapshot.properties);
-      if (recognise?.(lock)) return;
-      this.refuseIfLost(lock, own);
-      const written = await this.parts.locks.replace(this.key, this.snapshot, change(lock, this.snapshot.properties), entity);
-      if (written) {
-        this.snapshot = written;
-        this.proven();
-        return;
-      }
-      const now = await store.read(this.key);
-      if (!now) throw this.lostError();
-      this.snapshot = now;
-      throw new ContentionError(`${keyPath(this.key)} changed while attempt ${this.attempt} held its lease`);
-    }, this.parts.config.contention);
+    const from = { snapshot: this.snapshot, lock: readLock(this.snapshot.properties) };
+    return this.parts.locks.swap(this.key, `attempt ${this.attempt} held its lease`, from, (current): SwapStep<void> => {
+      if (!current) throw this.lostError();
+      this.snapshot = current.snapshot;
+      if (recognise?.(current.lock)) return { done: undefined };
+      this.refuseIfLost(current.lock, own);
+      return {
+        write: change(current.lock, current.snapshot.properties),
+        own: entity,
+        then: (written) => {
+          this.snapshot = written;
+          this.proven();
+        },
+      };
+    });
   }
 
   /**
@@ -260,14 +274,12 @@ export class Lease implements Interruptible {
    */
   async fenced<T>(write: (tx: StoreTransaction, props: Properties, lock: Lock) => T, recognise?: Recognise<T>): Promise<T> {
     if (this.givenUp) throw this.lostError();
-    const result = await this.parts.locks.transaction(this.key, async (tx) => {
-      const props = await tx.get(this.key);
-      const lock = props ? readLock(props) : undefined;
-      const mine = lock && recognise?.(lock);
+    const result = await this.parts.locks.update(this.key, (tx, found) => {
+      const mine = found && recognise?.(found.lock);
       if (mine !== undefined) return mine;
-      if (!props || !lock) throw this.lostError();
-      this.refuseIfLost(lock);
-      return write(tx, props, lock);
+      if (!found) throw this.lostError();
+      this.refuseIfLost(found.lock);
+      return write(tx, found.props, found.lock);
     });
     this.proven();
     return result;

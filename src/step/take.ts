@@ -3,68 +3,74 @@
  * there), then a compare-and-swap on the version read writes the lock `take`, `overwrite` or
  * `expire` makes. A task that does not run is answered here.
  */
-import { claimAlert, failureMarker } from '../rules/alert-markers';
-import { alertEvent, type ClaimedAlert } from '../alert/event';
-import { startAlerts, unsentOverwriteAlerts } from '../alert/overwrite-alert';
-import { answers, type Answer } from '../http/answer';
-import type { Arrival } from '../http/arrival';
+import { claimAlert } from '../rules/alert-markers';
+import { unsentOverwriteAlerts } from '../alert/resend';
+import { reportTakeover, startAlerts } from './takeover-report';
+import { outcomes, type Outcome } from './outcome';
+import type { Arrival } from './arrival';
 import type { Parts } from '../parts';
 import { decide, type Decision } from '../rules/decision';
-import { ContentionError } from '../errors/errors';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
-import { withContentionRetry } from '../store/retry';
-import { Attr } from '../telemetry/telemetry';
+import type { LockRead, SwapStep } from '../locks/locks';
 import { expire, overwrite, take as takeLease } from '../rules/transitions';
-import { AlertReason, type LedgerRecord, type Properties, type Snapshot } from '../types';
+import type { LedgerRecord, Properties, Snapshot } from '../types';
 import { taskName } from '../rules/ledger-record';
 
 /**
- * Takes the lease, or answers. One strongly consistent read decides; most duplicates end there.
+ * Takes the lease, or outcomes. One strongly consistent read decides; most duplicates end there.
  * A lease is taken by a compare-and-swap on the version read: when another attempt wrote first,
  * the entity is read again and decided again (bounded, with backoff).
  */
-export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot; props: Properties }> {
-  const { store, leaseDuration } = parts.config;
+export async function take(parts: Parts, a: Arrival): Promise<{ answer: Outcome } | Taken> {
+  const { leaseDuration } = parts.config;
   const now = new Date(parts.config.clock());
   const known = a.resent ? undefined : parts.seen.recall(a.key, a.seq, a.chain, now.getTime());
   if (known) return { answer: answerFor(parts, a, known) };
   const first = await readStep(parts, a);
   if ('answer' in first) return first;
-  let snapshot = first.snapshot;
-  let readAt = now.getTime();
-  const taken = await withContentionRetry(async () => {
-    const lock = snapshot && readLock(snapshot.properties);
-    const decision = arrivalDecision(parts, a, lock);
-    if (!snapshot || !lock || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
+  let reads = 0;
+  const taken = await parts.locks.swap(a.key, `attempt ${a.attempt} took its lease`, first.read, (current): SwapStep<Swapped> => {
+    const readAt = reads++ === 0 ? now.getTime() : parts.config.clock();
+    const decision = arrivalDecision(parts, a, current?.lock);
+    if (!current || (decision.action !== 'acquire' && decision.action !== 'overwrite' && decision.action !== 'expire')) {
       // What was read is remembered for the next copies of this task; a write remembers what it wrote instead.
-      parts.seen.observe(a.key, snapshot?.properties, readAt, leaseDuration);
-      return { decision, snapshot: undefined, alerts: undefined, lock: undefined };
+      parts.seen.observe(a.key, current?.snapshot.properties, readAt, leaseDuration);
+      return { done: { decision } };
     }
-    const next = takeover(parts, a, decision, lock, now);
-    const written = await parts.locks.replace(a.key, snapshot, next.lock);
-    if (written) return { decision, snapshot: written, read: snapshot, alerts: next.alerts, lock: next.lock };
-    snapshot = await store.read(a.key);
-    readAt = parts.config.clock();
-    throw new ContentionError(`${keyPath(a.key)} changed while attempt ${a.attempt} took its lease`);
-  }, parts.config.contention);
+    const next = takeover(parts, a, decision, current.lock, now);
+    return { write: next.lock, then: (written, read) => ({ decision, written, read, alerts: next.alerts, lock: next.lock }) };
+  });
 
   const d = taken.decision;
-  if (!taken.snapshot || !taken.read || !taken.lock) return { answer: answerFor(parts, a, d) };
+  if (!('written' in taken)) return { answer: answerFor(parts, a, d) };
+  let alerting: Promise<string[]> | undefined;
   if (d.action === 'overwrite' || d.action === 'expire') {
-    await reportTakeover(parts, a, d, taken.read.properties, taken.lock, taken.alerts !== undefined, now);
+    alerting = (await reportTakeover(parts, a, d, taken.read.snapshot.properties, taken.lock, taken.alerts !== undefined, now)).sending;
     if (d.action === 'expire') {
       // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
-      return { answer: answers.expired(a.seq) };
+      return { answer: outcomes.expired(a.seq) };
     }
   } else {
     parts.emit('acquired', { key: a.key, seq: a.seq, attempt: a.attempt });
     // Overwrite alerts an earlier holder left unmarked: this attempt sends them too (none in the usual case: no work at all).
-    if (taken.lock.alerts.length > 0) startAlerts(parts, a, unsentOverwriteAlerts(parts, a.key, taken.lock, taken.read.properties, a.task, now));
+    if (taken.lock.alerts.length > 0) alerting = startAlerts(parts, unsentOverwriteAlerts(parts.config, a.key, taken.lock, taken.read.snapshot.properties, a.task, now));
   }
-  parts.telemetry.count('take', a.key);
-  return { snapshot: taken.snapshot, props: taken.read.properties };
+  return { snapshot: taken.written, props: taken.read.snapshot.properties, alerting };
 }
+
+/**
+ * A lease taken: the entity as written, its properties as read, and the sends of the alerts this
+ * attempt claimed or found owed (undefined in the usual case: none), which the lease carries.
+ */
+export interface Taken {
+  snapshot: Snapshot;
+  props: Properties;
+  alerting: Promise<string[]> | undefined;
+}
+
+/** What the take's compare-and-swap came to: a decision with nothing written, or the lease taken. */
+type Swapped = { decision: Decision } | { decision: Decision; written: Snapshot; read: LockRead; alerts: string[] | undefined; lock: Lock };
 
 /**
  * The first read of an arrival: the entity, and (where the store reads both at once) the ledger
@@ -76,27 +82,26 @@ export async function take(parts: Parts, a: Arrival): Promise<{ answer: Answer }
  * second read, on a path only hand-made requests take). Only the Go library's locks (no chain, no
  * record) take tasks unchecked.
  */
-async function readStep(parts: Parts, a: Arrival): Promise<{ answer: Answer } | { snapshot: Snapshot | undefined }> {
-  const { store } = parts.config;
-  if (!store.readWithLedger) return { snapshot: await store.read(a.key) };
+async function readStep(parts: Parts, a: Arrival): Promise<{ answer: Outcome } | { read: LockRead | undefined }> {
+  if (!parts.locks.readsWithRecord) return { read: await parts.locks.read(a.key) };
   if (a.chain !== undefined) {
-    const { snapshot, record } = await store.readWithLedger(a.key, taskName(a.key, a.chain, a.seq));
-    return checked(parts, a, snapshot, record, a.chain);
+    const { snapshot, record } = await parts.locks.readWithRecord(a.key, taskName(a.key, a.chain, a.seq));
+    return checked(parts, a, snapshot && { snapshot, lock: readLock(snapshot.properties) }, record, a.chain);
   }
-  const snapshot = await store.read(a.key);
-  const lock = snapshot && readLock(snapshot.properties);
-  if (!lock?.chain || !lock.task || lock.seq !== a.seq) return { snapshot };
-  const { record } = await store.readWithLedger(a.key, lock.task);
-  return checked(parts, a, snapshot, record, lock.chain);
+  const read = await parts.locks.read(a.key);
+  const lock = read?.lock;
+  if (!lock?.chain || !lock.task || lock.seq !== a.seq) return { read };
+  const { record } = await parts.locks.readWithRecord(a.key, lock.task);
+  return checked(parts, a, read, record, lock.chain);
 }
 
-function checked(parts: Parts, a: Arrival, snapshot: Snapshot | undefined, record: LedgerRecord | undefined, chain: string): { answer: Answer } | { snapshot: Snapshot | undefined } {
+function checked(parts: Parts, a: Arrival, read: LockRead | undefined, record: LedgerRecord | undefined, chain: string): { answer: Outcome } | { read: LockRead | undefined } {
   const mismatch = record && record.seq === a.seq && record.chain === chain ? stepMismatch(record, a) : undefined;
-  if (!mismatch) return { snapshot };
+  if (!mismatch) return { read };
   parts.config.logger.warn('task request refused: it does not match its step', {
     key: keyPath(a.key), seq: a.seq, path: a.request.path, stepPath: record!.path, mismatch,
   });
-  return { answer: answers.badRequest(`the request's ${mismatch} is not its step's`) };
+  return { answer: outcomes.badRequest(`the request's ${mismatch} is not its step's`) };
 }
 
 /**
@@ -125,42 +130,6 @@ function takeover(parts: Parts, a: Arrival, d: Decision, lock: Lock, now: Date):
   return { lock: takeLease(lock, { now, attempt: a.attempt }), alerts: undefined };
 }
 
-/**
- * Reports a stale lease taken over (`overwrite`) or ended (`expire`): event, log line and the
- * alerts. An overwrite's alert, this takeover's and any other of the lock still unmarked (an
- * earlier holder may have died before sending its own), is sent while the handler runs; the
- * step's last write waits for it and marks it sent (`overwrite-alert.ts`). An expiry answers at
- * once, so its alerts are sent and marked before the answer.
- */
-async function reportTakeover(
-  parts: Parts, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, written: Lock, claimed: boolean, now: Date,
-): Promise<void> {
-  const lock = readLock(props);
-  const retries = lock.tries + 1;
-  const where = { key: keyPath(a.key), seq: a.seq, previous: d.previous };
-  let error: Error | undefined;
-  if (d.action === 'overwrite') {
-    parts.emit('overwritten', { key: a.key, seq: a.seq, attempt: a.attempt, previous: d.previous, leaseAgeMs: d.leaseAgeMs });
-    parts.config.logger.warn('stale lease overwritten', { ...where, attempt: a.attempt, leaseAgeMs: d.leaseAgeMs });
-  } else {
-    error = new Error(`the lease of attempt ${d.previous} expired and the step has no attempts left`);
-    parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries, error });
-    parts.config.logger.error('step failed: its lease expired too often', { ...where, retries });
-  }
-  const own = d.action === 'overwrite' ? `overwrite:${written.seq}:${d.previous}:${a.attempt}` : failureMarker(written.seq, d.previous);
-  const alerts: ClaimedAlert[] = [];
-  if (claimed) {
-    alerts.push({ marker: own, event: alertEvent({
-      reason: d.action === 'overwrite' ? AlertReason.overwrite : AlertReason.failure,
-      key: a.key, seq: a.seq, retries, previousAttempt: d.previous, newAttempt: d.action === 'overwrite' ? a.attempt : undefined,
-      leaseAgeMs: d.leaseAgeMs, task: a.task, properties: props, at: now, error,
-    }) });
-  }
-  alerts.push(...unsentOverwriteAlerts(parts, a.key, written, props, a.task, now, own));
-  if (d.action === 'overwrite') startAlerts(parts, a, alerts);
-  else await parts.alerts.sendAndMark(a.key, alerts);
-}
-
 function arrivalDecision(parts: Parts, a: Arrival, lock: Lock | undefined): Decision {
   return decide({
     lock,
@@ -175,18 +144,16 @@ function arrivalDecision(parts: Parts, a: Arrival, lock: Lock | undefined): Deci
 }
 
 /** The answer to a task that does not run. */
-function answerFor(parts: Parts, a: Arrival, d: Decision): Answer {
+function answerFor(parts: Parts, a: Arrival, d: Decision): Outcome {
   if (d.action === 'refuse') {
     parts.emit('refused', { key: a.key, seq: a.seq, attempt: a.attempt, holder: d.holder, retryAfterMs: d.retryAfterMs });
-    parts.telemetry.count('refuse', a.key);
     const retryAfter = Math.max(1, Math.ceil(Math.min(d.retryAfterMs, parts.config.leaseDuration) / 1000));
-    return answers.refused(a.seq, parts.config.lockFailedStatus, retryAfter);
+    return outcomes.refused(a.seq, parts.config.lockFailedStatus, retryAfter);
   }
   if (d.action === 'drop') {
     parts.emit('dropped', { key: a.key, seq: a.seq, attempt: a.attempt, reason: d.reason });
     parts.config.logger.info('task dropped', { key: keyPath(a.key), seq: a.seq, reason: d.reason });
-    parts.telemetry.count('drop', a.key, { [Attr.reason]: d.reason });
-    return answers.dropped(DROP_MESSAGES[d.reason]);
+    return outcomes.dropped(DROP_MESSAGES[d.reason]);
   }
   throw new Error(`no answer for decision ${d.action}`);
 }

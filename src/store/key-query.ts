@@ -4,7 +4,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { KeyQuery, Properties } from '../types';
-import { copyKey } from './keys';
+import { copyKey } from '../keys/keys';
 import { MAX_QUERY_LIMIT } from './lock-query';
 
 export type { KeyQuery } from '../types';

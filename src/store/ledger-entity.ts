@@ -10,7 +10,7 @@
  */
 import { Datastore, Key } from '@google-cloud/datastore';
 import type { LedgerRecord, Properties } from '../types';
-import { copyKey } from './keys';
+import { copyKey } from '../keys/keys';
 
 /** The default kind of ledger records. */
 export const LEDGER_KIND = 'LockerOutbox';

@@ -7,7 +7,7 @@
 import { Datastore } from '@google-cloud/datastore';
 import { StoreRejectedError } from '../errors/errors';
 import type { Properties } from '../types';
-import { copyKey } from './keys';
+import { copyKey } from '../keys/keys';
 
 /** How a copy treats Datastore's number wrappers. */
 export interface CopyOptions {

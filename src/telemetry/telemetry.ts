@@ -14,7 +14,8 @@
  * built: `isRecording()` is false) and a counter the API's no-op meter's.
  */
 import type { Key } from '@google-cloud/datastore';
-import { keyPath } from '../store/key-codec';
+import { keyPath } from '../keys/key-codec';
+import type { LockerEvents, StepEvent } from '../events/events';
 import { SPAN_STATUS_ERROR, type OtelApi, type OtelAttributes, type OtelCounter, type OtelSpan, type OtelTracer } from './otel-api';
 
 /** The instrumentation scope's name: the tracer's and the meter's. */
@@ -106,6 +107,29 @@ export class Telemetry {
       throw error;
     } finally {
       span.end();
+    }
+  }
+
+  /**
+   * Counts what an event says (the events port feeds every event here, `emit.ts`): a lease taken
+   * (`acquired`, or a stale one taken over: `overwritten`), a step finished (`completed`: the
+   * chain complete, or the next step scheduled), a refusal, a drop by its reason.
+   */
+  recordEvent<K extends keyof LockerEvents>(name: K, args: LockerEvents[K]): void {
+    if (!this.api) return;
+    const event = args[0] as StepEvent;
+    switch (name) {
+      case 'acquired':
+      case 'overwritten':
+        return this.count('take', event.key);
+      case 'completed':
+        return this.count('finish', event.key, { [Attr.outcome]: (args[0] as LockerEvents['completed'][0]).next === undefined ? 'complete' : 'scheduled' });
+      case 'refused':
+        return this.count('refuse', event.key);
+      case 'dropped':
+        return this.count('drop', event.key, { [Attr.reason]: (args[0] as LockerEvents['dropped'][0]).reason });
+      default:
+        return undefined;
     }
   }
 

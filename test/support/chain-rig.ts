@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import assert from 'node:assert/strict';
 import express from 'express';
 import type { Key } from '@google-cloud/datastore';
-import { keyPath } from '../../src/store/key-codec';
+import { keyPath } from '../../src/keys/key-codec';
 import { Locker } from '../../src/locker';
 import { LocalQueue } from '../../src/queue/local';
 import { StepState, type AlertEvent, type Store } from '../../src/types';

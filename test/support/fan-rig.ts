@@ -12,7 +12,7 @@ import type { Key } from '@google-cloud/datastore';
 import { Locker } from '../../src/locker';
 import { LocalQueue } from '../../src/queue/local';
 import { PermanentError } from '../../src/errors/errors';
-import { keyPath } from '../../src/store/key-codec';
+import { keyPath } from '../../src/keys/key-codec';
 import { StepState, type Json, type Properties, type Store, type TaskRequest } from '../../src/types';
 import type { FanInChild, FanOutPolicy } from '../../src/fanout/types';
 import type { TaskContext } from '../../src/step/handler-types';

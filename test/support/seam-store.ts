@@ -8,7 +8,7 @@
 import type { Key } from '@google-cloud/datastore';
 import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerRecord, LockPage, LockQuery, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../../src/types';
 import { StoreUnavailableError } from '../../src/errors/errors';
-import { keyString } from '../../src/store/keys';
+import { keyString } from '../../src/keys/keys';
 
 /** One fault at a named point. */
 export interface SeamFault {

@@ -9,7 +9,7 @@ import { Locker } from '../../src/locker';
 import type { LockerOptions } from '../../src/config/options';
 import type { TaskContext } from '../../src/step/handler-types';
 import type { AlertEvent, Authenticator, Logger, Properties, Store } from '../../src/types';
-import type { LockerEvents } from '../../src/events';
+import type { LockerEvents } from '../../src/events/events';
 
 /** Keys are built without a connection. */
 export const keys = new Datastore({ projectId: 'locker-test' });

@@ -8,10 +8,11 @@ import { viewFanOut, type FanOutView } from '../../fanout/view';
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../../parts';
 import { ConfigError } from '../../errors/errors';
-import { keyIdentity } from '../../store/key-path';
+import { keyIdentity } from '../../keys/key-path';
 import { readLock } from '../../rules/lock-fields';
 import type { LockQuery } from '../../store/lock-query';
-import { StepState, type Store } from '../../types';
+import { StepState } from '../../types';
+import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
 import { InspectState, INSPECT_STATES, inList, splitError, viewStep, type StepSummary, type ViewClock } from './step-view';
 
@@ -82,11 +83,11 @@ const MAX_LIMIT = 200;
 /** Lists and shows steps; made by `locker.inspect()`. */
 export class Inspector {
   /** @internal */
-  constructor(private readonly parts: Pick<Parts, 'config' | 'locks' | 'dispatcher'>) {}
+  constructor(private readonly parts: Pick<Parts, 'config' | 'locks' | 'reads' | 'dispatcher'>) {}
 
   /** One page of the steps in `query.state`, by last progress. */
   async list(query: ListQuery): Promise<StepPage> {
-    const store = this.store();
+    const reads = this.reads();
     checkList(query);
     const limit = query.limit ?? DEFAULT_LIMIT;
     const position = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
@@ -95,7 +96,7 @@ export class Inspector {
     const steps: StepSummary[] = [];
     let storeCursor = position?.store;
     for (let batch = 0; batch < MAX_BATCHES && steps.length < limit; batch++) {
-      const page = await store.queryLocks!({
+      const page = await reads.queryLocks({
         kind: query.kind, namespace: query.namespace ?? '', order: query.order === 'newest' ? 'desc' : 'asc',
         limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}),
       });
@@ -149,7 +150,7 @@ export class Inspector {
     if (!redaction) return view;
     const failures = await Promise.all(view.failures.map(async (f) => {
       if (f.error === undefined) return f;
-      const child = await this.parts.config.store.get(f.key);
+      const child = await this.parts.reads.get(f.key);
       return { ...f, error: scrub(f.error, [...parentSecrets, ...(child ? secretsOf(child, redaction) : [])]) };
     }));
     return { ...view, failures };
@@ -162,12 +163,12 @@ export class Inspector {
     return { now, leaseDuration, stallAfter: stallAfterOf(this.parts) };
   }
 
-  private store(): Store {
-    const store = this.parts.config.store;
-    if (typeof store.queryLocks !== 'function') {
+  private reads(): StoreReads {
+    const { reads } = this.parts;
+    if (!reads.queriesLocks) {
       throw new ConfigError('locker.inspect() needs a store with queryLocks (DatastoreStore and MemoryStore have it).');
     }
-    return store;
+    return reads;
   }
 }
 

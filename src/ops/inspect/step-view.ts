@@ -4,7 +4,7 @@
  * clock, never stored. Pure: the same lock and clock give the same view.
  */
 import type { Key } from '@google-cloud/datastore';
-import { keyPath } from '../../store/key-codec';
+import { keyPath } from '../../keys/key-codec';
 import { readLock, userProperties } from '../../rules/lock-fields';
 import { StepState, type Properties } from '../../types';
 

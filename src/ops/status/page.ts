@@ -10,7 +10,7 @@ import { formatAge } from './age';
 import type { LedgerView } from '../inspect/ledger-view';
 import type { ActionName, DetailView, ListView, Section, StepRow } from './view-model';
 import type { FanOutView } from '../../fanout/view';
-import { keyPath } from '../../store/key-codec';
+import { keyPath } from '../../keys/key-codec';
 
 /** What every page needs besides its view. */
 export interface PageContext {

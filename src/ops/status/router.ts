@@ -11,7 +11,7 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Key } from '@google-cloud/datastore';
 import { BadRequestError, LockerError, TransitionError } from '../../errors/errors';
-import { keyPath } from '../../store/key-codec';
+import { keyPath } from '../../keys/key-codec';
 import type { Inspector } from '../inspect/inspector';
 import { INSPECT_STATES, InspectState, type StepSummary } from '../inspect/step-view';
 import type { ActionOptions, ActionResult } from '../actions';

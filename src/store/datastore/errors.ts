@@ -14,8 +14,8 @@
  *
  * The original error is the cause.
  */
-import { ContentionError, LockerError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../errors/errors';
-import { grpcCode } from '../errors/grpc-status';
+import { ContentionError, LockerError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../errors/errors';
+import { grpcCode } from '../../errors/grpc-status';
 
 export { grpcCode };
 
@@ -48,7 +48,7 @@ const CONFIG_FIXES: ReadonlyMap<number, string> = new Map([
   [Code.UNIMPLEMENTED, 'point the Datastore client at Firestore in Datastore mode or a Datastore emulator'],
 ]);
 
-const REJECTED = new Set<number>([Code.INVALID_ARGUMENT, Code.OUT_OF_RANGE]);
+const REJECTED: ReadonlySet<number> = new Set<number>([Code.INVALID_ARGUMENT, Code.OUT_OF_RANGE]);
 
 /** True for the errors that mean "another transaction touched the same entity". */
 export function isContention(error: unknown): boolean {

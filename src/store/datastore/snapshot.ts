@@ -3,9 +3,9 @@
  * the opaque `version`, an {@link EntityVersion}: the entity's version (`EntityResult.version`,
  * what `Mutation.base_version` is compared with) and the shape a faithful write-back needs.
  */
-import { StoreUnavailableError } from '../errors/errors';
-import type { Snapshot } from '../types';
-import { decodeEntity, type RawEntity, type Shape } from './datastore-protos';
+import { StoreUnavailableError } from '../../errors/errors';
+import type { Snapshot } from '../../types';
+import { decodeEntity, type RawEntity, type Shape } from './protos';
 
 /** The `version` of a `DatastoreStore` snapshot. */
 export class EntityVersion {

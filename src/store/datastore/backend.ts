@@ -1,7 +1,7 @@
 /**
  * Knowing the backend: what a Datastore backend really does with the two optimisations the store
- * relies on, checked once per backend (per injected client, or per endpoint, project and database)
- * before the first compare-and-swap or transaction, instead of trusting documentation:
+ * relies on, checked once per store (`BackendChecks`, which the store holds) before its first
+ * compare-and-swap or transaction, instead of trusting documentation:
  *
  * - conditional writes: the store writes a scratch entity of its own kind (`LockerProbe`, a random
  *   name, default namespace) at `baseVersion` 0, the version of an absent entity (must apply: a
@@ -21,13 +21,13 @@
  * it, and runs again next time.
  */
 import { randomBytes } from 'node:crypto';
-import { Key, type Datastore, type DatastoreClient } from '@google-cloud/datastore';
-import { ContentionError } from '../errors/errors';
-import type { Logger } from '../types';
-import { ABSENT_VERSION, commitUpsert, rollBack } from './datastore-commit';
-import { BEGIN_TRANSACTION, lookup } from './datastore-lookup';
-import { keyToProto, type RawEntity } from './datastore-protos';
-import type { DatastoreRpc } from './datastore-rpc';
+import { Key, type Datastore } from '@google-cloud/datastore';
+import { ContentionError } from '../../errors/errors';
+import type { Logger } from '../../types';
+import { ABSENT_VERSION, commitUpsert, rollBack } from './commit';
+import { BEGIN_TRANSACTION, lookup } from './lookup';
+import { keyToProto, type RawEntity } from './protos';
+import type { DatastoreRpc } from './rpc';
 
 /** How the store talks to its backend. */
 export interface Backend {
@@ -43,55 +43,37 @@ export const CHECK_TIMEOUT_MS = 30_000;
 /** The kind of the scratch entities: no user kind, never indexed by the library's queries. */
 export const PROBE_KIND = 'LockerProbe';
 
-/** What the checks found, by backend: an injected client, or an endpoint, project and database. */
-const found = new Map<string, Promise<boolean>>();
-
-/** Where a check runs, and how it is told apart from other backends. */
+/** Where a check runs. */
 export interface ProbeTarget {
   rpc: DatastoreRpc;
   datastore: Datastore;
-  /** The client the store was given, if any (each is checked on its own). */
-  injected?: DatastoreClient;
   logger: Logger;
 }
 
-/** The backend: the overrides, and what the checks find for the rest. */
-export async function backendOf(store: ProbeTarget, overrides: Partial<Backend>): Promise<Backend> {
-  const target = { ...store, rpc: store.rpc.withTimeout(Math.max(store.rpc.timeoutMs, CHECK_TIMEOUT_MS)) };
-  const [conditionalWrites, beginWithFirstRead] = await Promise.all([
-    overrides.conditionalWrites ?? once(target, 'conditionalWrites', () => checkConditionalWrites(target)),
-    overrides.beginWithFirstRead ?? once(target, 'beginWithFirstRead', () => checkBeginWithFirstRead(target)),
-  ]);
-  return { conditionalWrites, beginWithFirstRead };
-}
+/** What the checks found for one store; a check that throws is forgotten, so it runs again. */
+export class BackendChecks {
+  private readonly found = new Map<keyof Backend, Promise<boolean>>();
 
-/** Runs `check` once per backend; a check that throws is forgotten, so it runs again. */
-function once(target: ProbeTarget, what: keyof Backend, check: () => Promise<boolean>): Promise<boolean> {
-  const id = `${what}:${target.injected ? `client#${injectedId(target.injected)}` : backendId(target)}`;
-  let result = found.get(id);
-  if (!result) {
-    result = check();
-    found.set(id, result);
-    result.catch(() => found.delete(id));
+  /** The backend: the overrides, and what the checks find for the rest. */
+  async backendOf(store: ProbeTarget, overrides: Partial<Backend>): Promise<Backend> {
+    const target = { ...store, rpc: store.rpc.withTimeout(Math.max(store.rpc.timeoutMs, CHECK_TIMEOUT_MS)) };
+    const [conditionalWrites, beginWithFirstRead] = await Promise.all([
+      overrides.conditionalWrites ?? this.once('conditionalWrites', () => checkConditionalWrites(target)),
+      overrides.beginWithFirstRead ?? this.once('beginWithFirstRead', () => checkBeginWithFirstRead(target)),
+    ]);
+    return { conditionalWrites, beginWithFirstRead };
   }
-  return result;
-}
 
-const injectedIds = new WeakMap<object, number>();
-let nextInjectedId = 0;
-
-function injectedId(client: object): number {
-  let id = injectedIds.get(client);
-  if (id === undefined) {
-    id = ++nextInjectedId;
-    injectedIds.set(client, id);
+  /** Runs `check` once; a check that throws is forgotten, so it runs again. */
+  private once(what: keyof Backend, check: () => Promise<boolean>): Promise<boolean> {
+    let result = this.found.get(what);
+    if (!result) {
+      result = check();
+      this.found.set(what, result);
+      result.catch(() => this.found.delete(what));
+    }
+    return result;
   }
-  return id;
-}
-
-function backendId(target: ProbeTarget): string {
-  const options = target.datastore.options as { servicePath?: string; port?: number; apiEndpoint?: string; projectId?: string; databaseId?: string };
-  return JSON.stringify([options.servicePath ?? options.apiEndpoint ?? '', options.port ?? '', options.projectId ?? '', options.databaseId ?? '']);
 }
 
 /** True when a stale `baseVersion` is refused (and a fresh one applied). */

@@ -3,10 +3,10 @@
  * property, served by the property's built-in index. One batch: it may hold fewer keys than match.
  */
 import type { Key } from '@google-cloud/datastore';
-import { timestamp } from './datastore-encode';
-import { keyFromProto } from './datastore-protos';
-import type { DatastoreRpc, RawFilter } from './datastore-rpc';
-import { checkKeyQuery, type KeyQuery } from './key-query';
+import { timestamp } from './encode';
+import { keyFromProto } from './protos';
+import type { DatastoreRpc, RawFilter } from './rpc';
+import { checkKeyQuery, type KeyQuery } from '../key-query';
 
 /** Runs `query`: the keys of one batch of results. */
 export async function findDatastoreKeys(rpc: DatastoreRpc, query: KeyQuery): Promise<Key[]> {

@@ -3,9 +3,9 @@
  * or outside one; a lookup may begin the transaction it reads in (`ReadOptions.newTransaction`).
  */
 import type { Key } from '@google-cloud/datastore';
-import { unavailable } from './datastore-errors';
-import { keyToProto, type RawEntity, type RawKey } from './datastore-protos';
-import type { DatastoreRpc, ReadOptions } from './datastore-rpc';
+import { unavailable } from './errors';
+import { keyToProto, type RawEntity, type RawKey } from './protos';
+import type { DatastoreRpc, ReadOptions } from './rpc';
 
 /** What a lookup found (the entity and its version), and the transaction it began, if it began one. */
 export interface LookupResult {

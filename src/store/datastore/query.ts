@@ -3,12 +3,12 @@
  * `lock_ts` and an order on `lock_ts`, served by a composite index on (`lock_state`, `lock_ts`)
  * (one ascending, one descending). A missing index is a configuration error that says which.
  */
-import { StoreConfigError } from '../errors/errors';
-import { timestamp } from './datastore-encode';
-import { grpcCode } from './datastore-errors';
-import { decodeEntity, keyFromProto } from './datastore-protos';
-import type { DatastoreRpc, RawFilter, RawQuery } from './datastore-rpc';
-import { checkLockQuery, type LockPage, type LockQuery } from './lock-query';
+import { StoreConfigError } from '../../errors/errors';
+import { timestamp } from './encode';
+import { grpcCode } from './errors';
+import { decodeEntity, keyFromProto } from './protos';
+import type { DatastoreRpc, RawFilter, RawQuery } from './rpc';
+import { checkLockQuery, type LockPage, type LockQuery } from '../lock-query';
 
 /** gRPC FAILED_PRECONDITION: what Datastore answers a query that has no index. */
 const FAILED_PRECONDITION = 9;

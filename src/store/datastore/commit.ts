@@ -2,8 +2,8 @@
  * Commits of one upsert, which report what the server did with it: the entity's new version, or
  * that `baseVersion` did not match (`conflictDetected`: nothing was written).
  */
-import type { RawEntity } from './datastore-protos';
-import type { DatastoreRpc } from './datastore-rpc';
+import type { RawEntity } from './protos';
+import type { DatastoreRpc } from './rpc';
 
 /** The `baseVersion` of a write that must find no entity: Datastore's version of "absent". */
 export const ABSENT_VERSION = '0';

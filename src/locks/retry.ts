@@ -33,8 +33,9 @@ export const CONTENTION_RETRY_DEFAULTS = Object.freeze({
 const OPTION_NAMES: OptionNames<ContentionRetryOptions> = { attempts: true, baseDelayMs: true, maxDelayMs: true, random: true, sleep: true };
 
 const NONE: ContentionRetryOptions = Object.freeze({});
-/** Frozen options objects whose names were checked already. */
-const checked = new WeakSet<ContentionRetryOptions>();
+
+/** Runs a function under the contention retry of options checked once (see {@link contentionRetry}). */
+export type ContentionRetry = <T>(fn: () => Promise<T>) => Promise<T>;
 
 /**
  * Runs `fn`, and again after a backoff each time it throws `ContentionError`. Any other error is
@@ -42,11 +43,19 @@ const checked = new WeakSet<ContentionRetryOptions>();
  * `ContentionError` as its cause.
  */
 export async function withContentionRetry<T>(fn: () => Promise<T>, options: ContentionRetryOptions = NONE): Promise<T> {
-  // A frozen options object (the Locker's parsed `contention`, used on every step) is checked once.
-  if (!checked.has(options)) {
-    rejectUnknownOptions('withContentionRetry', options, OPTION_NAMES);
-    if (Object.isFrozen(options)) checked.add(options);
-  }
+  return contentionRetry(options)(fn);
+}
+
+/**
+ * `withContentionRetry` with `options` checked once, here, for every later run (the lock part
+ * builds one per Locker: its options are used on every step).
+ */
+export function contentionRetry(options: ContentionRetryOptions = NONE): ContentionRetry {
+  rejectUnknownOptions('withContentionRetry', options, OPTION_NAMES);
+  return (fn) => retrying(fn, options);
+}
+
+async function retrying<T>(fn: () => Promise<T>, options: ContentionRetryOptions): Promise<T> {
   const attempts = options.attempts ?? CONTENTION_RETRY_DEFAULTS.attempts;
   const base = options.baseDelayMs ?? CONTENTION_RETRY_DEFAULTS.baseDelayMs;
   const max = options.maxDelayMs ?? CONTENTION_RETRY_DEFAULTS.maxDelayMs;

@@ -17,13 +17,13 @@
  * take its turn in a transaction.
  */
 import type { Key } from '@google-cloud/datastore';
-import { commitUpsert, rollBack, type MutationOutcome } from './datastore-commit';
-import { BEGIN_TRANSACTION, lookup } from './datastore-lookup';
-import type { RawEntity } from './datastore-protos';
-import type { DatastoreRpc } from './datastore-rpc';
+import { commitUpsert, rollBack, type MutationOutcome } from './commit';
+import { BEGIN_TRANSACTION, lookup } from './lookup';
+import type { RawEntity } from './protos';
+import type { DatastoreRpc } from './rpc';
 import { KeyGate } from './key-gate';
-import { keyString } from './keys';
-import { withContentionRetry } from './retry';
+import { keyString } from '../../keys/keys';
+import { withContentionRetry } from '../../locks/retry';
 
 /** How a store does its compare-and-swaps. */
 export interface ReplaceConfig {

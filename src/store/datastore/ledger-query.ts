@@ -3,11 +3,11 @@
  * indexed query per namespace, on the built-in index of `due`), and every namespace (the
  * `__namespace__` metadata query). Each reads batch after batch until it has what it asked for.
  */
-import type { DueLedger } from '../types';
-import { timestamp } from './datastore-encode';
-import { decodeEntity, type RawEntity } from './datastore-protos';
-import { readLedger } from './ledger-entity';
-import type { DatastoreRpc, RawQuery } from './datastore-rpc';
+import type { DueLedger } from '../../types';
+import { timestamp } from './encode';
+import { decodeEntity, type RawEntity } from './protos';
+import { readLedger } from '../ledger-entity';
+import type { DatastoreRpc, RawQuery } from './rpc';
 
 /** At most this many batches per query, so a server that keeps saying "more" cannot loop forever. */
 const MAX_BATCHES = 1000;

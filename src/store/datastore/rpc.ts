@@ -5,8 +5,8 @@
  * retries included), and every failure classified once, here, into the store's errors.
  */
 import type { Datastore, DatastoreClient } from '@google-cloud/datastore';
-import { call, unavailable } from './datastore-errors';
-import type { RawEntity, RawKey, RawValue } from './datastore-protos';
+import { call, unavailable } from './errors';
+import type { RawEntity, RawKey, RawValue } from './protos';
 
 /** `ReadOptions`: read in a transaction, or begin one with this read. */
 export type ReadOptions = { transaction: Uint8Array } | { newTransaction: { readWrite: Record<string, never> } };

@@ -2,7 +2,7 @@
  * What the Locker reports as it works, for logs and counters: `locker.on('failed', (e) => …)`.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { DropReason } from './rules/decision';
+import type { DropReason } from '../rules/decision';
 
 /**
  * Why a task request was answered with a non-2xx status (the `retryLater` event). Cloud Tasks

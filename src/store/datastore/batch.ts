@@ -21,18 +21,18 @@
  * until the refused write is alone, so it is reported on that write only.
  */
 import type { Key } from '@google-cloud/datastore';
-import { ContentionError, StoreRejectedError, StoreUnavailableError } from '../errors/errors';
-import type { ConditionalOutcome, ConditionalWrite, VersionedRead } from '../types';
-import { ABSENT_VERSION as ABSENT, rollBack } from './datastore-commit';
-import { entityProto } from './datastore-encode';
-import { lookupMany } from './datastore-lookup';
-import { decodeEntity, type RawEntity, type RawValue } from './datastore-protos';
-import type { DatastoreRpc, Mutation } from './datastore-rpc';
-import { EntityVersion } from './datastore-snapshot';
-import { writeArgs } from './datastore-values';
-import { keyString } from './keys';
-import { LEDGER_UNINDEXED, ledgerKey, ledgerProperties } from './ledger-entity';
-import { withContentionRetry } from './retry';
+import { ContentionError, StoreRejectedError, StoreUnavailableError } from '../../errors/errors';
+import type { ConditionalOutcome, ConditionalWrite, VersionedRead } from '../../types';
+import { ABSENT_VERSION as ABSENT, rollBack } from './commit';
+import { entityProto } from './encode';
+import { lookupMany } from './lookup';
+import { decodeEntity, type RawEntity, type RawValue } from './protos';
+import type { DatastoreRpc, Mutation } from './rpc';
+import { EntityVersion } from './snapshot';
+import { writeArgs } from './values';
+import { keyString } from '../../keys/keys';
+import { LEDGER_UNINDEXED, ledgerKey, ledgerProperties } from '../ledger-entity';
+import { withContentionRetry } from '../../locks/retry';
 
 /** Datastore's most mutations in one commit. */
 export const MAX_MUTATIONS = 500;

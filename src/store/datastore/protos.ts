@@ -5,7 +5,7 @@
  * from indexes.
  */
 import { Datastore, Key } from '@google-cloud/datastore';
-import type { Properties } from '../types';
+import type { Properties } from '../../types';
 
 /** One stored value (`google.datastore.v1.Value`), as the client's gRPC layer decodes it. */
 export interface RawValue {

@@ -14,9 +14,9 @@
  * The properties must have been checked and copied by `copyProperties` first.
  */
 import { Datastore, type Key } from '@google-cloud/datastore';
-import type { Properties } from '../types';
-import { keyToProto, pathKey, type RawEntity, type RawValue, type Step } from './datastore-protos';
-import { isPlainObject } from './values';
+import type { Properties } from '../../types';
+import { keyToProto, pathKey, type RawEntity, type RawValue, type Step } from './protos';
+import { isPlainObject } from '../values';
 
 /** Datastore's largest indexed string or blob, in bytes. */
 const MAX_INDEXED_BYTES = 1500;

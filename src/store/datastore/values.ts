@@ -12,11 +12,11 @@
  * compare-and-swap commit both encode, so both write an entity the same way.
  */
 import { Datastore, type Key } from '@google-cloud/datastore';
-import type { Properties } from '../types';
-import type { EntityWrite } from './datastore-encode';
-import { pathKey, type Shape, type Step } from './datastore-protos';
-import { copyKey } from './keys';
-import { copyProperties, isPlainObject } from './values';
+import type { Properties } from '../../types';
+import type { EntityWrite } from './encode';
+import { pathKey, type Shape, type Step } from './protos';
+import { copyKey } from '../../keys/keys';
+import { copyProperties, isPlainObject } from '../values';
 
 /**
  * What to write for `properties` (copied and checked: a value the store cannot hold is a

@@ -1,11 +1,11 @@
 /**
  * The events port: one bound `emit`, the only edge from the parts up to the Locker's listeners
- * (docs/design.md, section 15). Each listener is called in turn, isolated: one that throws, or
+ * and the one place the counters are fed from (docs/design.md, section 15). Each listener is called in turn, isolated: one that throws, or
  * returns a promise that rejects, is logged and ignored. It never changes an answer or a stored
  * state, and never crashes the process (also when the event comes from a timer, such as a renewal).
  */
 import type { EventEmitter } from 'node:events';
-import type { LockerEvents } from '../events';
+import type { LockerEvents } from './events';
 import { describeError } from '../rules/lock-fields';
 import type { Logger } from '../types';
 
@@ -27,9 +27,20 @@ export function emitIsolated<K extends keyof LockerEvents>(emitter: EventEmitter
   return listeners.length > 0;
 }
 
-/** The bound `emit` the parts are given. */
-export function emitTo(emitter: EventEmitter<LockerEvents>, logger: Logger): Emit {
-  return (name, ...args) => emitIsolated(emitter, logger, name, args);
+/** Where the facts the events carry are counted (`Telemetry.recordEvent`): the metrics are derived from the events. */
+export interface EventMetrics {
+  recordEvent<K extends keyof LockerEvents>(name: K, args: LockerEvents[K]): void;
+}
+
+/**
+ * The bound `emit` the parts are given: each event is counted by `metrics` (the counters derived
+ * from the events) and reported to the Locker's listeners, so a fact is recorded once, where it happens.
+ */
+export function emitTo(emitter: EventEmitter<LockerEvents>, logger: Logger, metrics?: EventMetrics): Emit {
+  return (name, ...args) => {
+    metrics?.recordEvent(name, args);
+    return emitIsolated(emitter, logger, name, args);
+  };
 }
 
 function listenerFailed(logger: Logger, name: string, error: unknown): void {

@@ -3,10 +3,10 @@
  * (`lock_state`, `lock_ts`), with a cursor that names the last entity returned.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Properties } from '../types';
-import { checkLockQuery, type LockPage, type LockQuery } from './lock-query';
-import { copyKey, keyString } from './keys';
-import { copyProperties } from './values';
+import type { Properties } from '../../types';
+import { checkLockQuery, type LockPage, type LockQuery } from '../lock-query';
+import { copyKey, keyString } from '../../keys/keys';
+import { copyProperties } from '../values';
 
 /** An entity as the memory store holds it. */
 export interface MemoryEntity {

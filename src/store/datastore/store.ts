@@ -49,29 +49,29 @@
  * `namespaces` to list the namespaces to sweep explicitly, which also saves the metadata query.
  */
 import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
-import { ConfigError } from '../errors/errors';
-import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
-import { platformLogger } from '../log/platform-logger';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../types';
-import { backendOf, type Backend, type ProbeTarget } from './datastore-backend';
-import { MAX_MUTATIONS, readMany, replaceMany } from './datastore-batch';
-import { findDatastoreKeys } from './datastore-key-query';
-import type { KeyQuery } from './key-query';
-import { entityProto } from './datastore-encode';
-import { grpcCode } from './datastore-errors';
-import { lookup, lookupMany } from './datastore-lookup';
-import { decodeEntity, keyToProto } from './datastore-protos';
-import { allNamespaces, queryDue } from './datastore-ledger-query';
-import { queryDatastoreLocks } from './datastore-query';
-import type { LockPage, LockQuery } from './lock-query';
-import { replaceAtVersion } from './datastore-replace';
-import { DatastoreRpc } from './datastore-rpc';
-import { entityVersionOf, snapshotOf } from './datastore-snapshot';
-import { DatastoreTransaction } from './datastore-transaction';
-import { writeArgs } from './datastore-values';
+import { ConfigError } from '../../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
+import { platformLogger } from '../../log/platform-logger';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
+import { BackendChecks, type Backend, type ProbeTarget } from './backend';
+import { MAX_MUTATIONS, readMany, replaceMany } from './batch';
+import { findDatastoreKeys } from './key-query';
+import type { KeyQuery } from '../key-query';
+import { entityProto } from './encode';
+import { grpcCode } from './errors';
+import { lookup, lookupMany } from './lookup';
+import { decodeEntity, keyToProto } from './protos';
+import { allNamespaces, queryDue } from './ledger-query';
+import { queryDatastoreLocks } from './query';
+import type { LockPage, LockQuery } from '../lock-query';
+import { replaceAtVersion } from './replace';
+import { DatastoreRpc } from './rpc';
+import { entityVersionOf, snapshotOf } from './snapshot';
+import { DatastoreTransaction } from './transaction';
+import { writeArgs } from './values';
 import { KeyGate } from './key-gate';
-import { keyString } from './keys';
-import { dueFirst, ledgerKey, readLedger } from './ledger-entity';
+import { keyString } from '../../keys/keys';
+import { dueFirst, ledgerKey, readLedger } from '../ledger-entity';
 
 /** Options of {@link DatastoreStore}. None is needed: the store checks what its backend supports. */
 export interface DatastoreStoreOptions {
@@ -125,7 +125,7 @@ const OPTION_NAMES: OptionNames<DatastoreStoreOptions> = {
 };
 
 /** gRPC codes a refused `__namespace__` query answers with (the Firestore emulator's is the first). */
-const UNSUPPORTED = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
+const UNSUPPORTED: ReadonlySet<number> = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
 
 /** A {@link Store} on Google Cloud Datastore. */
 export class DatastoreStore implements Store {
@@ -136,6 +136,8 @@ export class DatastoreStore implements Store {
   private readonly ownsClient: boolean;
   private readonly overrides: Partial<Backend>;
   private readonly probeTarget: ProbeTarget;
+  /** What this store found its backend does (checked once, before its first compare-and-swap or transaction). */
+  private readonly checks = new BackendChecks();
   private readonly gate = new KeyGate();
   /** Namespaces this store wrote ledger records to: the fallback when namespaces can't be listed. */
   private readonly writtenNamespaces = new Set<string>(['']);
@@ -161,7 +163,6 @@ export class DatastoreStore implements Store {
     this.probeTarget = {
       rpc: this.rpc,
       datastore,
-      ...(options.client && { injected: options.client }),
       logger: options.logger ?? platformLogger(),
     };
     const projectId = datastore.options?.projectId;
@@ -290,7 +291,7 @@ export class DatastoreStore implements Store {
 
   /** What the backend supports: the overrides, and the check for what they leave open. */
   private backend(): Promise<Backend> {
-    return backendOf(this.probeTarget, this.overrides);
+    return this.checks.backendOf(this.probeTarget, this.overrides);
   }
 
   /** The namespaces to sweep: as configured, else all (or, where that query is refused, the known ones). */

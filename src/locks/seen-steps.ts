@@ -25,7 +25,7 @@ import type { Key } from '@google-cloud/datastore';
 import { LRUCache } from 'lru-cache';
 import type { Decision } from '../rules/decision';
 import { DropReason } from '../rules/decision';
-import { keyIdentity } from '../store/key-path';
+import { keyIdentity } from '../keys/key-path';
 import { readLock } from '../rules/lock-fields';
 import { StepState, type Properties } from '../types';
 

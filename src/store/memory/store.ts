@@ -17,16 +17,16 @@
  * - Failures can be injected (`fault`, `failNext`) to test how callers live through an outage.
  */
 import type { Key } from '@google-cloud/datastore';
-import { ContentionError, StoreUnavailableError } from '../errors/errors';
-import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRecord, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../types';
-import { copyKey, keyString } from './keys';
-import { keyPath } from './key-path';
-import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from './ledger-entity';
-import { copyProperties } from './values';
-import type { LockPage, LockQuery } from './lock-query';
-import { queryMemory } from './memory-query';
-import { findMemoryKeys, type KeyQuery } from './key-query';
+import { ContentionError, StoreUnavailableError } from '../../errors/errors';
+import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRecord, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
+import { copyKey, keyString } from '../../keys/keys';
+import { keyPath } from '../../keys/key-path';
+import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from '../ledger-entity';
+import { copyProperties } from '../values';
+import type { LockPage, LockQuery } from '../lock-query';
+import { queryMemory } from './query';
+import { findMemoryKeys, type KeyQuery } from '../key-query';
 
 /** The operations a fault can be injected into. */
 export type MemoryStoreOperation =

@@ -7,16 +7,16 @@
  * transaction that only writes begins at commit.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { LedgerRecord, Properties, StoreTransaction } from '../types';
-import { rollBack } from './datastore-commit';
-import { entityProto } from './datastore-encode';
-import { unavailable } from './datastore-errors';
-import { BEGIN_TRANSACTION, lookup, type LookupResult } from './datastore-lookup';
-import { decodeEntity, keyToProto, type Shape } from './datastore-protos';
-import type { DatastoreRpc, Mutation } from './datastore-rpc';
-import { writeArgs } from './datastore-values';
-import { keyString } from './keys';
-import { LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from './ledger-entity';
+import type { LedgerRecord, Properties, StoreTransaction } from '../../types';
+import { rollBack } from './commit';
+import { entityProto } from './encode';
+import { unavailable } from './errors';
+import { BEGIN_TRANSACTION, lookup, type LookupResult } from './lookup';
+import { decodeEntity, keyToProto, type Shape } from './protos';
+import type { DatastoreRpc, Mutation } from './rpc';
+import { writeArgs } from './values';
+import { keyString } from '../../keys/keys';
+import { LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from '../ledger-entity';
 
 /** What a transaction needs from its store. */
 export interface TransactionConfig {

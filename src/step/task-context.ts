@@ -1,0 +1,123 @@
+/**
+ * The task context a running handler is given (`ctx`): what it can do to its step, with
+ * `schedule()` (the next step and its task, committed together through the ledger), `complete()`
+ * and `fanOut()`, all fenced by the lease.
+ */
+import { createHash } from 'node:crypto';
+import type { Key } from '@google-cloud/datastore';
+import type { Arrival } from './arrival';
+import { entityProperties, type ScheduledStep, type TaskContext } from './handler-types';
+import { StepAlreadyFinishedError } from '../errors/errors';
+import { keyPath } from '../keys/key-codec';
+import type { Lease } from './lease';
+import { sameLock, type Lock } from '../rules/lock-fields';
+import { checkStep, commitNextStep, sendNextStep } from '../chain/next-step';
+import type { LedgerRecord } from '../types';
+import { newChainId } from '../rules/ledger-record';
+import { fanOut as startFanOut } from '../fanout/start';
+import { fanIn } from '../fanout/fan-in';
+import { sealedBy, sealInTx } from '../fanout/seal';
+import { setChildResult } from '../fanout/settle';
+import { completeStep, type StepParts } from './finish';
+
+/**
+ * What the attempt learns from the handler's own `schedule()`/`complete()`: whether the step was
+ * finished, the next step, and the transient store error that made finishing give up, if any.
+ */
+export interface StepProgress {
+  done: boolean;
+  next: number | undefined;
+  /** The error a `schedule()`/`complete()` gave up with after its retries under the lease. */
+  settleError?: unknown;
+}
+
+/** The handler's context; `step` records whether the handler scheduled or completed the step itself. */
+export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entity: E, step: StepProgress, chain: string | undefined): TaskContext<E> {
+  const finishOnce = (): void => {
+    if (step.done) throw new StepAlreadyFinishedError(`step ${a.seq} of ${keyPath(a.key)} was already scheduled or completed by this handler`);
+  };
+  return {
+    key: a.key,
+    entity,
+    seq: a.seq,
+    payload: a.payload,
+    attempt: a.attempt,
+    get task() {
+      return a.task; // parsed on first use
+    },
+    get signal() {
+      return lease.signal; // made on first use: most handlers never look
+    },
+    request: a.request,
+    idempotencyKey: idempotencyKey(a.key, chain, a.seq),
+    handBack(): never {
+      const signal = lease.signal;
+      if (signal.aborted) throw signal.reason;
+      throw new Error(`ctx.handBack() was called on ${keyPath(a.key)} step ${a.seq}, but nothing asked the attempt to stop (ctx.signal has not aborted)`);
+    },
+    async schedule(path, payload, options): Promise<ScheduledStep> {
+      finishOnce();
+      const next = checkStep(parts, path, payload, options);
+      const own = await remember(step, Promise.resolve().then(() => entityProperties(entity)));
+      const alertsSent = await lease.sentAlerts(); // an overwrite's alerts, sent while the handler ran (none in the usual case)
+      const now = new Date(parts.config.clock());
+      let planned: { lock: Lock; record: LedgerRecord } | undefined;
+      const record = await remember(step, parts.telemetry.span('finish', a, () => lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
+        const chain = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
+        planned = commitNextStep(parts, tx, a.key, props, lock, { chain, step: next, how: 'schedule', own, sent: alertsSent }, now);
+        return planned.record;
+      }, (lock) => (planned && sameLock(lock, planned.lock) ? planned.record : undefined)))));
+      step.done = true;
+      step.next = record.seq;
+      parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: record.seq });
+      return sendNextStep(parts, record, a.attempt);
+    },
+    async complete(): Promise<void> {
+      finishOnce();
+      await remember(step, Promise.resolve().then(() => completeStep(parts, a, lease, entity)));
+      step.done = true;
+    },
+    async fanOut(children, options) {
+      finishOnce();
+      const started = await remember(step, startFanOut(parts, a, lease, children, options, async (header) => {
+        const own = entityProperties(entity);
+        const alertsSent = await lease.sentAlerts();
+        const now = new Date(parts.config.clock());
+        await parts.telemetry.span('finish', a, () => lease.settle('fan out', () => lease.fenced(
+          (tx, props, lock) => sealInTx(parts, tx, a.key, props, lock, header, own, alertsSent, now),
+          (lock) => (sealedBy(lock, header) ? lock : undefined),
+        )));
+          step.done = true;
+        step.next = header.seq + 1;
+        parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: header.seq + 1 });
+      }));
+      return started;
+    },
+    fanIn() {
+      return fanIn(parts, a.key, a.chain, a.seq);
+    },
+    setResult(value) {
+      return setChildResult(parts, a.key, a.chain, value);
+    },
+  };
+}
+
+/**
+ * The idempotency key of step `seq` of `chain` on `key` (`ctx.idempotencyKey`): a hash of the
+ * three, so every attempt of the step gets the same key and the next step or chain another.
+ */
+export function idempotencyKey(key: Key, chain: string | undefined, seq: number): string {
+  const hash = createHash('sha256').update(`idempotency\n${key.namespace ?? ''}\n${keyPath(key)}\n${chain ?? ''}\n${seq}`).digest('hex').slice(0, 32);
+  return `${hash}-${seq}`;
+}
+
+/** Notes on `step` the error a finishing write gave up with, and rethrows it to the handler. */
+async function remember<T>(step: StepProgress, settling: Promise<T>): Promise<T> {
+  try {
+    return await settling;
+  } catch (error) {
+    step.settleError = error;
+    throw error;
+  }
+}
+

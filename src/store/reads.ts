@@ -1,0 +1,58 @@
+/**
+ * The store's read port (docs/design.md, section 15): the reads of records that are not a lock's
+ * (ledger records due, fan-out headers, pages and child records, the status page's listing), for
+ * the parts above the store. Locks are read through the lock part (`locks.ts`), which owns their
+ * writes; nothing above the store holds the `Store` itself.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { DueLedger, KeyQuery, LockPage, LockQuery, Properties, Store } from '../types';
+
+/** Keys per lookup (Datastore takes 1,000). */
+const LOOKUP = 1000;
+
+/** The read port (see the file's comment); built once per Locker. */
+export class StoreReads {
+  constructor(private readonly store: Store) {}
+
+  /** The properties of `key`, strongly consistent; undefined when it does not exist. */
+  get(key: Key): Promise<Properties | undefined> {
+    return this.store.get(key);
+  }
+
+  /** Reads many keys, in order (a lookup per 1,000 keys where the store has `readMany`). */
+  async getMany(keys: readonly Key[]): Promise<(Properties | undefined)[]> {
+    const { store } = this;
+    const out: (Properties | undefined)[] = [];
+    for (let start = 0; start < keys.length; start += LOOKUP) {
+      const slice = keys.slice(start, start + LOOKUP);
+      if (store.readMany) out.push(...(await store.readMany(slice)).map((r) => r.properties));
+      else out.push(...await Promise.all(slice.map((k) => store.get(k))));
+    }
+    return out;
+  }
+
+  /** Up to `limit` ledger records due by `now`, oldest due first. */
+  listDue(now: Date, limit: number): Promise<DueLedger> {
+    return this.store.listDue(now, limit);
+  }
+
+  /** Whether the store finds keys by one property (`findKeys`). */
+  get findsKeys(): boolean {
+    return this.store.findKeys !== undefined;
+  }
+
+  /** Keys of the entities one property matches (only where `findsKeys`). */
+  findKeys(query: KeyQuery): Promise<Key[]> {
+    return this.store.findKeys!(query);
+  }
+
+  /** Whether the store pages through locks by state (`queryLocks`). */
+  get queriesLocks(): boolean {
+    return typeof this.store.queryLocks === 'function';
+  }
+
+  /** One page of locks (only where `queriesLocks`). */
+  queryLocks(query: LockQuery): Promise<LockPage> {
+    return this.store.queryLocks!(query);
+  }
+}
