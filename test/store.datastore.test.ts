@@ -157,7 +157,9 @@ describe('DatastoreStore on the Datastore emulator', () => {
   }
 
   it('takes the project id from its client', () => {
-    assert.equal(new DatastoreStore(client).projectId, 'locker-test');
+    // The project the emulator client was made for (test/support/emulator.ts): each test file gets its own.
+    assert.equal(new DatastoreStore(client).projectId, process.env.DATASTORE_PROJECT_ID ?? 'locker-test');
+    assert.notEqual(new DatastoreStore(client).projectId, undefined);
   });
 
   it('refuses a missing client and bad options with ConfigError', () => {
