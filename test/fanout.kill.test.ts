@@ -8,43 +8,24 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import type { Datastore } from '@google-cloud/datastore';
 import { childChain, fanOutId } from '../src/fanout/records';
+import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from './support/crash-app-run';
 import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
 
-const ROOT = path.resolve(__dirname, '..');
 const CHILDREN = 150;
 const POINTS = ['before-header', 'mid-pages', 'before-seal', 'after-seal'] as const;
 
-interface Run { child: ChildProcess; out: string[]; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
+type Run = CrashAppRun;
 
 function run(env: Record<string, string>): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/fan-crash-app.ts'], {
-    cwd: ROOT, env: { ...process.env, METADATA_SERVER_DETECTION: 'none', CHILDREN: String(CHILDREN), LEASE_MS: '3000', STALL_MS: '3000', SWEEP_MS: '200', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const out: string[] = [];
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => out.push(c));
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => out.push(c));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  return { child, out, exited };
+  return runCrashApp('test/support/fan-crash-app.ts', { CHILDREN: String(CHILDREN), LEASE_MS: '3000', STALL_MS: '3000', SWEEP_MS: '200', ...env });
 }
 
-function stop(app: Run): Promise<unknown> {
-  if (app.child.exitCode === null && app.child.signalCode === null) process.kill(app.child.pid!, 'SIGKILL');
-  return app.exited;
-}
+const stop = stopCrashApp;
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, app: Run, limitMs = 300_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline || app.child.exitCode !== null) throw new Error(`no ${what} (exit ${String(app.child.exitCode)})\n${app.out.join('').slice(-4000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+function until<T>(what: string, check: () => Promise<T | undefined>, app: Run, limitMs = 300_000): Promise<T> {
+  return untilCrashApp(what, check, app, limitMs, 250);
 }
 
 for (const [emulator, open] of [['legacy', legacyDatastore], ['firestore', firestoreDatastore]] as const) {

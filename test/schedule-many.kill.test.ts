@@ -7,47 +7,29 @@
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import type { Key } from '@google-cloud/datastore';
 import { DatastoreStore } from '../src/store/datastore/store';
 import { kickoffChainId } from '../src/rules/kickoff-plan';
 import { keyString } from '../src/keys/keys';
 import { StepState } from '../src/types';
+import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from './support/crash-app-run';
 import { legacyDatastore, uniqueNamespace } from './support/emulator';
 import { readAll } from './schedule-many-suite';
 import { BATCH } from '../src/chain/schedule-many';
 
-const ROOT = path.resolve(__dirname, '..');
 const ITEMS = 5_000;
 const datastore = legacyDatastore();
 
-interface Run { child: ChildProcess; out: string[]; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> }
+type Run = CrashAppRun;
 
 function run(env: Record<string, string>): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/bulk-crash-app.ts'], {
-    cwd: ROOT, env: { ...process.env, ITEMS: String(ITEMS), STALL_MS: '3000', LEASE_MS: '3000', SWEEP_MS: '300', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const out: string[] = [];
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => out.push(c));
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => out.push(c));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  return { child, out, exited };
+  return runCrashApp('test/support/bulk-crash-app.ts', { ITEMS: String(ITEMS), STALL_MS: '3000', LEASE_MS: '3000', SWEEP_MS: '300', ...env });
 }
 
-function stop(app: Run): Promise<unknown> {
-  if (app.child.exitCode === null && app.child.signalCode === null) process.kill(app.child.pid!, 'SIGKILL');
-  return app.exited;
-}
+const stop = stopCrashApp;
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, app: Run, limitMs = 240_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline || app.child.exitCode !== null) throw new Error(`no ${what} (exit ${String(app.child.exitCode)})\n${app.out.join('').slice(-4000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-  }
+function until<T>(what: string, check: () => Promise<T | undefined>, app: Run, limitMs = 240_000): Promise<T> {
+  return untilCrashApp(what, check, app, limitMs, 300);
 }
 
 /** Where to kill: before the Nth call of a kind, N random in the range where the call is busy with that kind. */
