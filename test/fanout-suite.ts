@@ -65,6 +65,23 @@ function assertChildrenRanOnce(rig: FanRig, expected: Array<{ name: string; mode
   }
 }
 
+/**
+ * Holds the transaction writing a fan-out's second page (`-p1`) before its commit: `atPage`
+ * resolves once it is held, `release()` lets it commit. Matched by its key, not counted: a page
+ * transaction retried on contention runs its callback again.
+ */
+function holdSecondPage(rig: FanRig): { atPage: Promise<void>; release: () => void } {
+  let reached!: () => void;
+  const atPage = new Promise<void>((resolve) => { reached = resolve; });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => { release = resolve; });
+  rig.store.hold('LockerFanOutPage', async () => {
+    reached();
+    await released;
+  }, { match: (k) => k.name!.endsWith('-p1') });
+  return { atPage, release };
+}
+
 /** Resolves once `keys`' chains all ended (complete or failed); bounded. */
 async function allEnded(rig: FanRig, keys: readonly Key[], limitMs = 120_000): Promise<void> {
   const deadline = Date.now() + limitMs;
@@ -389,20 +406,12 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
     it('cancelFanOut() while the parent is still writing: the seal is fenced off, no join runs; asking for the join is refused', async () => {
       const parent = parentKey();
       const children = lines(`cw${counter}`, 150, 'hang');
-      let reached!: () => void;
-      const atPage = new Promise<void>((resolve) => { reached = resolve; });
-      let release!: () => void;
-      const released = new Promise<void>((resolve) => { release = resolve; });
       // The first page (100 children) is started; the second page's transaction waits before its
       // commit. It has read the header (a page commits before a cancel or not at all): on a store
       // with locking reads (the Firestore emulator) the cancel waits for it, so it is released
       // while the cancel is under way; each of the second page's child records commits before the
-      // cancel (and is cancelled by it) or sees it and is not written. Matched by its key, not counted: a page transaction retried on
-      // contention runs its callback again.
-      rig.store.hold('LockerFanOutPage', async () => {
-        reached();
-        await released;
-      }, { match: (k) => k.name!.endsWith('-p1') });
+      // cancel (and is cancelled by it) or sees it and is not written.
+      const { atPage, release } = holdSecondPage(rig);
       await rig.start(parent, children);
       await atPage;
       await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), /never sealed/);
@@ -569,14 +578,7 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
         const children = lines(`orph${counter}`, 150, 'hang');
         let id = '';
         if (how === 'cancel() while it adds children') {
-          let reached!: () => void;
-          const atPage = new Promise<void>((resolve) => { reached = resolve; });
-          let release!: () => void;
-          const released = new Promise<void>((resolve) => { release = resolve; });
-          rig.store.hold('LockerFanOutPage', async () => {
-            reached();
-            await released;
-          }, { match: (k) => k.name!.endsWith('-p1') });
+          const { atPage, release } = holdSecondPage(rig);
           await rig.start(parent, children);
           await atPage;
           id = fanOutId(parent, String((await rig.store.get(parent))?.lock_chain), 1);
