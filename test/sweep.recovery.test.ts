@@ -131,11 +131,18 @@ describe('numeric ids up to 2^63-1, end to end', () => {
   });
 
   it('schedule() refuses a key it could not deliver, before writing anything', async () => {
-    rig ??= await chainRig({ store, steps: 1 });
-    const unsafe = keys.key({ namespace, path: ['Chain', 2 ** 53 + 2] });
-    await assert.rejects(rig.locker.schedule(unsafe, {}, '/step'), (e: unknown) => e instanceof TypeError && /cannot be delivered/.test(e.message));
-    const tooBig = keys.key({ namespace, path: ['Chain', Datastore.int('9223372036854775808')] });
-    await assert.rejects(rig.locker.schedule(tooBig, {}, '/step'), /2\^63-1/);
-    assert.equal((await store.listDue(new Date(Date.now() + 3_600_000), 10)).records.length, 0, 'no ledger record was written');
+    // A namespace of its own: the chains above may still be clearing their last ledger records.
+    const own = uniqueNamespace('bigid-refused');
+    const ownStore = new DatastoreStore(legacyDatastore(), { namespaces: [own] });
+    const refusing = await chainRig({ store: ownStore, steps: 1 });
+    try {
+      const unsafe = keys.key({ namespace: own, path: ['Chain', 2 ** 53 + 2] });
+      await assert.rejects(refusing.locker.schedule(unsafe, {}, '/step'), (e: unknown) => e instanceof TypeError && /cannot be delivered/.test(e.message));
+      const tooBig = keys.key({ namespace: own, path: ['Chain', Datastore.int('9223372036854775808')] });
+      await assert.rejects(refusing.locker.schedule(tooBig, {}, '/step'), /2\^63-1/);
+      assert.equal((await ownStore.listDue(new Date(Date.now() + 3_600_000), 10)).records.length, 0, 'no ledger record was written');
+    } finally {
+      await refusing.close();
+    }
   });
 });
