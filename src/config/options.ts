@@ -33,6 +33,9 @@ export interface LockerOptions {
   /**
    * How long a lease lasts without renewal, ms. A running handler renews it every third of this;
    * a lease not renewed for this long is stale and may be overwritten. Defaults to 60 000 (1 min).
+   * On Firestore in Datastore mode keep it at least 60 000: a process killed inside a transaction
+   * holds its locks until Firestore expires the transaction (60 s after its last use), and the
+   * attempt that waits on them meanwhile would see a shorter lease lapse, each lapse a retry.
    */
   leaseDuration?: number;
   /**
