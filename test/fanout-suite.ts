@@ -605,6 +605,11 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
         });
         for (const c of children.slice(0, 100)) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, StepState.cancelled, `${c.name}'s chain is cancelled`);
         if (how === 'cancel() while it adds children') {
+          // The status page says who cancelled it and why, not "an operator".
+          const page = await request(express().use('/ops', rig.locker.statusRouter({ authenticate: () => ({ ok: true }), kinds: ['Order'] }))).get(`/ops/step?key=${encodeURIComponent(rig.locker.encodeKey(parent))}`);
+          assert.match(page.text, /data-fanout-state="cancelled"/);
+          assert.match(page.text, /<div class="help">the sweep cancelled it and its children: its parent&#39;s step was cancelled before the fan-out was sealed<\/div>/);
+          assert.doesNotMatch(page.text, /an operator cancelled the fan-out/);
           await assert.rejects(rig.locker.cancelFanOut(parent), /already cancelled/, 'cancelling it again is refused');
           await assert.rejects(rig.locker.retryFanOutChildren(parent), /cancelled/, 'no child retry once cancelled');
         }

@@ -132,7 +132,11 @@ export class Inspector {
       leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
     };
     if (lock.err) detail.error = splitError(scrub(lock.err, secrets));
-    const fanOut = await viewFanOut(this.parts, key, lock.chain, lock.seq - 1, (k) => this.parts.dispatcher.encodeKey(k));
+    // The fan-out the step before started (the step is its join), else the one this step started:
+    // still being added, or left behind when the step failed or was cancelled before its seal.
+    const encode = (k: Key): string => this.parts.dispatcher.encodeKey(k);
+    const fanOut = await viewFanOut(this.parts, key, lock.chain, lock.seq - 1, encode)
+      ?? await viewFanOut(this.parts, key, lock.chain, lock.seq, encode);
     if (fanOut) detail.fanOut = await this.scrubFanOut(fanOut, secrets);
     if (read.record && read.record.seq === lock.seq && keyIdentity(read.record.key) === keyIdentity(key)) {
       detail.ledger = viewLedger(read.record, clock.now);

@@ -92,13 +92,19 @@ const FAN_OUT_HELP: Record<FanOutView['state'], string> = {
   cancelled: 'an operator cancelled the fan-out',
 };
 
+/** The help line under a fan-out's state: a fan-out the sweep cancelled because its parent abandoned it says so, and why. */
+function fanOutHelp(f: FanOutView): string {
+  if (f.state === 'cancelled' && f.reason !== undefined) return `the sweep cancelled it and its children: ${f.reason}`;
+  return FAN_OUT_HELP[f.state];
+}
+
 /** A parent's fan-out on its detail page: state, counts per state, the oldest pending child, sample failures (errors already redacted). */
 function fanOutHtml(f: FanOutView, now: number): string {
   const c = f.counts;
   const counts = (['pending', 'succeeded', 'failed', 'cancelled', 'timedOut'] as const)
     .map((state) => `<span data-count="${state}">${c[state]}</span> ${state}`).join(' · ');
   const rows: Array<[string, string]> = [
-    ['State', `${escapeHtml(f.state)}${f.outcome !== undefined ? `, outcome ${code(f.outcome)}` : ''}<div class="help">${escapeHtml(FAN_OUT_HELP[f.state])}</div>`],
+    ['State', `${escapeHtml(f.state)}${f.outcome !== undefined ? `, outcome ${code(f.outcome)}` : ''}<div class="help">${escapeHtml(fanOutHelp(f))}</div>`],
     ['Children', `${counts} of <span data-count="total">${c.total}</span>`],
   ];
   if (f.oldestPending) {
