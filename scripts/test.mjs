@@ -35,8 +35,9 @@ async function main() {
     console.error(`TEST_CONCURRENCY must be a whole number of files at a time, 1 or more; got ${JSON.stringify(process.env.TEST_CONCURRENCY)}`);
     return 1;
   }
+  const timings = pathToFileURL(join(root, 'scripts', 'test-timings.mjs')).href;
   const ownProject = pathToFileURL(join(root, 'test', 'support', 'own-project.mjs')).href;
-  const args = ['--import', 'tsx', '--import', ownProject, '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', '--test-reporter-destination=stdout', ...files];
+  const args = ['--import', 'tsx', '--import', ownProject, '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${timings}`, '--test-reporter-destination=stdout', ...files];
   process.chdir(root);
   // What several files would each compute the same way (the documentation's type-check: see
   // test/support/doc-typecheck.ts) is kept here for the run, and removed with it.
