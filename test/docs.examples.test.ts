@@ -245,18 +245,17 @@ function lockerBlocks(): DocBlock[] {
   return docPages().flatMap((page) => docBlocks(page, 'ts')).filter((b) => b.code.includes('new Locker('));
 }
 
-describe('every documented example that builds a Locker runs', { skip: process.env.DATASTORE_EMULATOR_HOST ? false : 'DATASTORE_EMULATOR_HOST is not set (npm test starts the emulator)' }, () => {
+// The rows run four at a time: each with a Cloud Tasks server and a Datastore project of its own,
+// so no row sees another's tasks, planned failures or entities.
+describe('every documented example that builds a Locker runs', { concurrency: 4, skip: process.env.DATASTORE_EMULATOR_HOST ? false : 'DATASTORE_EMULATOR_HOST is not set (npm test starts the emulator)' }, () => {
   const blocks = lockerBlocks();
-  let tasks: CloudTasksServer;
   const children: Run[] = [];
 
-  before(async () => {
-    tasks = await startCloudTasksServer();
+  before(() => {
     mkdirSync(DIR, { recursive: true });
   });
-  after(async () => {
+  after(() => {
     for (const run of children) run.kill('SIGKILL');
-    await tasks.close();
     rmSync(DIR, { recursive: true, force: true });
   });
 
@@ -269,8 +268,8 @@ describe('every documented example that builds a Locker runs', { skip: process.e
     }
   });
 
-  /** Writes the block as a file and returns a starter for it. */
-  function rig(block: DocBlock): Rig {
+  /** Writes the block as a file and returns a starter for it, with its own Cloud Tasks server and Datastore project. */
+  function rig(block: DocBlock, tasks: CloudTasksServer, project: string): Rig {
     const file = join(DIR, `${block.page.replace(/[/.]/g, '_')}-${block.index}.ts`);
     const to = (target: string): string => relative(DIR, join(ROOT, target)).replace(/\\/g, '/');
     writeFileSync(file, `${block.code
@@ -284,7 +283,7 @@ describe('every documented example that builds a Locker runs', { skip: process.e
         const child = spawn(process.execPath, ['--import', 'tsx', RUNNER], {
           cwd: ROOT,
           env: {
-            ...clean, METADATA_SERVER_DETECTION: 'none', DOCS_BLOCK: file, PORT: String(port), CLOUD_TASKS_TEST_PORT: String(tasks.port),
+            ...clean, METADATA_SERVER_DETECTION: 'none', DOCS_BLOCK: file, PORT: String(port), CLOUD_TASKS_TEST_PORT: String(tasks.port), DATASTORE_PROJECT_ID: project,
             ...(probe === undefined ? {} : { DOCS_PROBE: JSON.stringify(probe) }), ...env,
           },
           stdio: ['ignore', 'pipe', 'pipe'],
@@ -333,11 +332,14 @@ describe('every documented example that builds a Locker runs', { skip: process.e
         return;
       }
       assert.ok(example.check, 'a row runs its block or names the test that does');
-      const running = children.length;
+      const tasks = await startCloudTasksServer();
+      const own: Run[] = [];
+      const mine = rig(block, tasks, `${process.env.DATASTORE_PROJECT_ID ?? 'locker-test'}-${example.page.replace(/[^a-z0-9]+/gi, '-')}-${example.index}`.toLowerCase());
       try {
-        await example.check(rig(block));
+        await example.check({ tasks, start: async (env, probe) => { const run = await mine.start(env, probe); own.push(run); return run; } });
       } finally {
-        for (const run of children.slice(running)) run.kill('SIGKILL'); // what the row left running
+        for (const run of own) run.kill('SIGKILL'); // what the row left running
+        await tasks.close();
       }
     });
   }
