@@ -17,7 +17,6 @@ import { Lease, type Interruption } from './lease';
 import { describeError, readLock, userProperties } from '../rules/lock-fields';
 import { take } from './take';
 import { scrubError, secretsOf } from '../alert/redact';
-import { settleAfterAnswer } from '../fanout/settle';
 import { Attr } from '../telemetry/telemetry';
 import type { Properties } from '../types';
 
@@ -32,7 +31,7 @@ export async function runAttempt<E, P>(
     const answer = await parts.seen.coalesce(arrival.key, arrival.seq, () => attempt(parts, arrival, handler, factory));
     // A fan-out child whose chain may have ended settles and runs the completion check before the
     // answer is sent (fanout/settle.ts says why); it never throws.
-    if (endedStep(answer)) await settleAfterAnswer(parts, arrival.key, arrival.chain);
+    if (endedStep(answer)) await parts.fanouts.settleAfterAnswer(arrival.key, arrival.chain);
     return answer;
   } catch (error) {
     return unexpected(parts, arrival, error);

@@ -11,7 +11,7 @@ import { finish as finishStep } from '../rules/transitions';
 import { alertGrace, endStepAlerts } from '../rules/alert-markers';
 
 /** The parts a handler's finishing writes use. */
-export type StepParts = Pick<Parts, 'config' | 'locks' | 'reads' | 'emit' | 'dispatcher' | 'ledger' | 'telemetry'>;
+export type StepParts = Pick<Parts, 'config' | 'locks' | 'reads' | 'emit' | 'dispatcher' | 'ledger' | 'telemetry' | 'fanouts'>;
 
 /**
  * Marks the step complete (`lock_seq + 1`, nothing scheduled) and saves the entity; fenced, and

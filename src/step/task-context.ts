@@ -14,10 +14,7 @@ import { sameLock, type Lock } from '../rules/lock-fields';
 import { checkStep, commitNextStep, sendNextStep } from '../chain/next-step';
 import type { LedgerRecord } from '../types';
 import { newChainId } from '../rules/ledger-record';
-import { fanOut as startFanOut } from '../fanout/start';
-import { fanIn } from '../fanout/fan-in';
-import { sealedBy, sealInTx } from '../fanout/seal';
-import { setChildResult } from '../fanout/settle';
+import { sealedBy } from '../fanout/seal';
 import { completeStep, type StepParts } from './finish';
 
 /**
@@ -79,12 +76,12 @@ export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entit
     },
     async fanOut(children, options) {
       finishOnce();
-      const started = await remember(step, startFanOut(parts, a, lease, children, options, async (header) => {
+      const started = await remember(step, parts.fanouts.start(a, lease, children, options, async (header) => {
         const own = entityProperties(entity);
         const alertsSent = await lease.sentAlerts();
         const now = new Date(parts.config.clock());
         await parts.telemetry.span('finish', a, () => lease.settle('fan out', () => lease.fenced(
-          (tx, props, lock) => sealInTx(parts, tx, a.key, props, lock, header, own, alertsSent, now),
+          (tx, props, lock) => parts.fanouts.seal(tx, a.key, props, lock, header, own, alertsSent, now),
           (lock) => (sealedBy(lock, header) ? lock : undefined),
         )));
           step.done = true;
@@ -94,10 +91,10 @@ export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entit
       return started;
     },
     fanIn() {
-      return fanIn(parts, a.key, a.chain, a.seq);
+      return parts.fanouts.fanIn(a.key, a.chain, a.seq);
     },
     setResult(value) {
-      return setChildResult(parts, a.key, a.chain, value);
+      return parts.fanouts.setResult(a.key, a.chain, value);
     },
   };
 }
