@@ -12,6 +12,7 @@ import { ConfigErrorLog } from './errors/faults';
 import type { LockerEvents } from './events/events';
 import { Drain } from './step/drain';
 import { FanOuts } from './fanout/fan-outs';
+import { AttemptEnds } from './step/attempt-end';
 import { SeenSteps } from './locks/seen-steps';
 import { Locks } from './locks/locks';
 import { StoreReads } from './store/reads';
@@ -45,6 +46,8 @@ export interface Parts {
   readonly ledger: Ledger;
   /** The fan-out part: what a step's attempt does with fan-outs (`ctx.fanOut()`, `ctx.fanIn()`, a child's settle). */
   readonly fanouts: FanOuts;
+  /** How attempts end: finished, next step scheduled, sealed, failed, handed back, lost. */
+  readonly ends: AttemptEnds;
 }
 
 /** Builds the parts of a Locker whose events go to `emitter`; `ready` resolves once the store's project id is known, or could not be. */
@@ -56,6 +59,8 @@ export function buildParts(config: Config, ready: Promise<void>, emitter: EventE
   const reads = new StoreReads(config.store);
   const dispatcher = new Dispatcher(config, ready);
   const ledger = new Ledger({ records: config.store, logger: config.logger }, (fn) => locks.transact(fn));
+  const alerts = new AlertSender(config, locks);
+  const fanouts = new FanOuts({ config, locks, reads, emit, dispatcher, ledger });
   return {
     config,
     configErrors: new ConfigErrorLog(),
@@ -65,9 +70,10 @@ export function buildParts(config: Config, ready: Promise<void>, emitter: EventE
     emit,
     locks,
     reads,
-    alerts: new AlertSender(config, locks),
+    alerts,
     dispatcher,
     ledger,
-    fanouts: new FanOuts({ config, locks, reads, emit, dispatcher, ledger }),
+    fanouts,
+    ends: new AttemptEnds({ config, locks, emit, alerts, ledger, dispatcher, fanouts, telemetry }),
   };
 }
