@@ -13,6 +13,7 @@ import type { LockerEvents } from './events/events';
 import { Drain } from './step/drain';
 import { FanOuts } from './fanout/fan-outs';
 import { AttemptEnds } from './step/attempt-end';
+import { LeaseTaker } from './step/take';
 import { SeenSteps } from './locks/seen-steps';
 import { Locks } from './locks/locks';
 import { StoreReads } from './store/reads';
@@ -46,6 +47,8 @@ export interface Parts {
   readonly ledger: Ledger;
   /** The fan-out part: what a step's attempt does with fan-outs (`ctx.fanOut()`, `ctx.fanIn()`, a child's settle). */
   readonly fanouts: FanOuts;
+  /** Takes the lease when a task arrives, or answers a task that does not run. */
+  readonly taker: LeaseTaker;
   /** How attempts end: finished, next step scheduled, sealed, failed, handed back, lost. */
   readonly ends: AttemptEnds;
 }
@@ -74,6 +77,7 @@ export function buildParts(config: Config, ready: Promise<void>, emitter: EventE
     dispatcher,
     ledger,
     fanouts,
+    taker: new LeaseTaker({ config, locks, seen, emit, alerts }),
     ends: new AttemptEnds({ config, locks, emit, alerts, ledger, dispatcher, fanouts, telemetry }),
   };
 }

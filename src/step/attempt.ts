@@ -14,7 +14,6 @@ import { classify, FaultClass } from '../errors/faults';
 import { keyPath } from '../keys/key-codec';
 import { Lease } from './lease';
 import { describeError, readLock, userProperties } from '../rules/lock-fields';
-import { take } from './take';
 import { scrubError, secretsOf } from '../alert/redact';
 import { Attr } from '../telemetry/telemetry';
 import type { Properties } from '../types';
@@ -39,7 +38,7 @@ export async function runAttempt<E, P>(
 
 async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Outcome> {
   const taken = await parts.telemetry.span('take', a, async (span) => {
-    const result = await take(parts, a);
+    const result = await parts.taker.take(a);
     span.setAttribute(Attr.outcome, 'answer' in result ? takeOutcome(result.answer) : 'taken');
     return result;
   });
