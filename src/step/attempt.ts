@@ -12,15 +12,22 @@ import { endedStep, outcomes, takeOutcome, type Outcome } from './outcome';
 import type { Arrival } from './arrival';
 import { classify, FaultClass } from '../errors/faults';
 import { keyPath } from '../keys/key-codec';
-import { Lease } from './lease';
+import type { Lease } from './lease';
+import type { Config } from '../config/options';
 import { describeError, readLock, userProperties } from '../rules/lock-fields';
 import { scrubError, secretsOf } from '../alert/redact';
 import { Attr } from '../telemetry/telemetry';
 import type { Properties } from '../types';
 
+/** What an attempt reads of the configuration: the logger and the redaction (each part it uses has its own settings). */
+export type AttemptSettings = Pick<Config, 'logger' | 'redact'>;
+
+/** The parts an attempt uses, with its settings. */
+export type AttemptParts = Pick<Parts, 'seen' | 'drain' | 'telemetry' | 'taker' | 'ends' | 'fanouts' | 'configErrors'> & { readonly config: AttemptSettings };
+
 /** Runs one attempt and returns its answer. Store outages and lost leases become 503s, logged. */
 export async function runAttempt<E, P>(
-  parts: Parts,
+  parts: AttemptParts,
   arrival: Arrival,
   handler: TaskHandler<E, P>,
   factory: EntityFactory<E>,
@@ -36,14 +43,14 @@ export async function runAttempt<E, P>(
   }
 }
 
-async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Outcome> {
+async function attempt<E, P>(parts: AttemptParts, a: Arrival, handler: TaskHandler<E, P>, factory: EntityFactory<E>): Promise<Outcome> {
   const taken = await parts.telemetry.span('take', a, async (span) => {
     const result = await parts.taker.take(a);
     span.setAttribute(Attr.outcome, 'answer' in result ? takeOutcome(result.answer) : 'taken');
     return result;
   });
   if ('answer' in taken) return taken.answer;
-  const lease = new Lease(parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt, undefined, taken.alerting);
+  const { lease } = taken;
   try {
     return await runUnderLease(parts, a, lease, taken.props, handler, factory);
   } finally {
@@ -54,7 +61,7 @@ async function attempt<E, P>(parts: Parts, a: Arrival, handler: TaskHandler<E, P
 
 /** Runs the handler under the lease, then ends the attempt (`parts.ends`): finished, released or failed, handed back, or lost. */
 async function runUnderLease<E, P>(
-  parts: Pick<Parts, 'config' | 'drain' | 'telemetry' | 'fanouts' | 'ends'>, a: Arrival, lease: Lease, props: Properties, handler: TaskHandler<E, P>, factory: EntityFactory<E>,
+  parts: AttemptParts, a: Arrival, lease: Lease, props: Properties, handler: TaskHandler<E, P>, factory: EntityFactory<E>,
 ): Promise<Outcome> {
   const step: StepProgress = { done: false, next: undefined };
   let entity: E | undefined;
@@ -115,7 +122,7 @@ async function runUnderLease<E, P>(
 }
 
 /** The answer to an attempt ended by an error nobody handled: a store fault, classified once, or a bug. */
-function unexpected(parts: Parts, a: Arrival, error: unknown): Outcome {
+function unexpected(parts: Pick<AttemptParts, 'config' | 'configErrors'>, a: Arrival, error: unknown): Outcome {
   const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, error: describeError(error) };
   switch (classify(error)) {
     case FaultClass.transient:

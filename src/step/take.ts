@@ -20,13 +20,14 @@ import type { LockRead, SwapStep } from '../locks/locks';
 import { expire, overwrite, take as takeLease } from '../rules/transitions';
 import type { LedgerRecord, Properties, Snapshot } from '../types';
 import { taskName } from '../rules/ledger-record';
+import { Lease, type LeaseSettings } from './lease';
 
 /** What taking a lease reads of the configuration: the clock, the logger, the lease's and Go's durations, the retries, the refusal's status, the alert rules. */
 export type TakeSettings = Pick<Config, 'clock' | 'logger' | 'leaseDuration' | 'goLeaseTimeout' | 'maxRetries' | 'lockFailedStatus'> & AlertRules;
 
-/** What taking a lease uses: its settings, the lock part, the duplicate cache, the events port, the alert part. */
+/** What taking a lease uses: its settings (and those of the lease it takes), the lock part, the duplicate cache, the events port, the alert part. */
 export interface TakeParts {
-  readonly config: TakeSettings;
+  readonly config: TakeSettings & LeaseSettings;
   readonly locks: Locks;
   readonly seen: SeenSteps;
   readonly emit: Emit;
@@ -37,9 +38,15 @@ export interface TakeParts {
 export class LeaseTaker {
   constructor(private readonly parts: TakeParts) {}
 
-  /** Takes the lease for arrival `a`, or answers it (see {@link take}). */
-  take(a: Arrival): Promise<{ answer: Outcome } | Taken> {
-    return take(this.parts, a);
+  /**
+   * Takes the lease for arrival `a` (see {@link take}): resolves to the `Lease` taken, which carries
+   * the sends of the alerts it claimed, and the entity's properties as read; or to the answer of a
+   * task that does not run.
+   */
+  async take(a: Arrival): Promise<{ answer: Outcome } | { lease: Lease; props: Properties }> {
+    const taken = await take(this.parts, a);
+    if ('answer' in taken) return taken;
+    return { lease: new Lease(this.parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt, undefined, taken.alerting), props: taken.props };
   }
 }
 
