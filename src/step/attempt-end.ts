@@ -1,11 +1,11 @@
 /**
  * How an attempt ends, in one place: a part built once per Locker with the narrow things an end
- * uses (the end's settings, and the lock part, events, alerts, ledger, dispatcher, fan-out part and
- * telemetry), so that no end is handed the whole of the parts; each end is told the arrival and
- * its lease. A step ends by its last write under the lease: finished (`complete`, or `finish` when the handler
- * returned), its next step scheduled (`schedule`), or sealed after fanning out (`seal`); an attempt
- * that does not finish its step fails (`fail`: released for a retry or failed for good), hands its
- * lease back (`handBack`), or has lost it (`lost`).
+ * uses (its settings, and the lock part, events, alerts, ledger, dispatcher, fan-out part and
+ * telemetry), so no end is handed the whole of the parts; each end is told the arrival and its
+ * lease. A step ends by its last write under the lease: finished (`complete`, or `finish` when the
+ * handler returned), its next step scheduled (`schedule`), or sealed after fanning out (`seal`).
+ * An attempt that does not finish its step fails (`fail`: released for a retry or failed for
+ * good), hands its lease back (`handBack`), or has lost it (`lost`).
  */
 import type { Arrival } from './arrival';
 import { failAttempt, type FailSettings } from './fail';
@@ -101,10 +101,10 @@ export class AttemptEnds {
 
   /**
    * The last write of a step that fanned out (`ctx.fanOut()`, once every child was started): the
-   * seal, fenced and settled under the lease; `sealed` is told the join's step before the step is
+   * seal, fenced and settled under the lease; `movedOn` is told the join's step before the step is
    * reported completed.
    */
-  async seal(a: Arrival, lease: Lease, entity: unknown, header: Header, sealed: (next: number) => void): Promise<void> {
+  async seal(a: Arrival, lease: Lease, entity: unknown, header: Header, movedOn: (next: number) => void): Promise<void> {
     const own = entityProperties(entity);
     const alertsSent = await lease.sentAlerts();
     const now = new Date(this.parts.config.clock());
@@ -112,7 +112,7 @@ export class AttemptEnds {
       (tx, props, lock) => this.parts.fanouts.seal(tx, a.key, props, lock, header, own, alertsSent, now),
       (lock) => (sealedBy(lock, header) ? lock : undefined),
     )));
-    sealed(header.seq + 1);
+    movedOn(header.seq + 1);
     this.parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: header.seq + 1 });
   }
 

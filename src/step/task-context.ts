@@ -31,7 +31,8 @@ export function makeContext<E>(parts: Pick<Parts, 'ends' | 'fanouts'>, a: Arriva
   const finishOnce = (): void => {
     if (step.done) throw new StepAlreadyFinishedError(`step ${a.seq} of ${keyPath(a.key)} was already scheduled or completed by this handler`);
   };
-  const sealed = (next: number): void => {
+  /** The handler's own finishing write moved the chain on to step `next`. */
+  const movedOn = (next: number): void => {
     step.done = true;
     step.next = next;
   };
@@ -59,7 +60,7 @@ export function makeContext<E>(parts: Pick<Parts, 'ends' | 'fanouts'>, a: Arriva
       const next = parts.ends.nextStep(path, payload, options);
       const own = await remember(step, Promise.resolve().then(() => entityProperties(entity)));
       const record = await remember(step, parts.ends.schedule(a, lease, own, next));
-      sealed(record.seq);
+      movedOn(record.seq);
       return parts.ends.scheduled(a, record);
     },
     async complete(): Promise<void> {
@@ -69,7 +70,7 @@ export function makeContext<E>(parts: Pick<Parts, 'ends' | 'fanouts'>, a: Arriva
     },
     async fanOut(children, options) {
       finishOnce();
-      return remember(step, parts.fanouts.start(a, lease, children, options, (header) => parts.ends.seal(a, lease, entity, header, sealed)));
+      return remember(step, parts.fanouts.start(a, lease, children, options, (header) => parts.ends.seal(a, lease, entity, header, movedOn)));
     },
     fanIn() {
       return parts.fanouts.fanIn(a.key, a.chain, a.seq);
