@@ -1,7 +1,8 @@
 /**
  * Taking the lease when a task arrives: one strongly consistent read decides (most duplicates end
  * there), then a compare-and-swap on the version read writes the lock `take`, `overwrite` or
- * `expire` makes. A task that does not run is answered here.
+ * `expire` makes. A task that does not run is answered here. The lease taker (`LeaseTaker`) is the
+ * part that does it, built once with its settings and ports; it hands back the `Lease` it took.
  */
 import { claimAlert, type AlertRules } from '../rules/alert-markers';
 import { unsentOverwriteAlerts } from '../alert/resend';
