@@ -11,6 +11,9 @@ import type { Config } from './config/options';
 import { ConfigErrorLog } from './errors/faults';
 import type { LockerEvents } from './events/events';
 import { Drain } from './step/drain';
+import { FanOuts } from './fanout/fan-outs';
+import { AttemptEnds } from './step/attempt-end';
+import { LeaseTaker } from './step/take';
 import { SeenSteps } from './locks/seen-steps';
 import { Locks } from './locks/locks';
 import { StoreReads } from './store/reads';
@@ -42,6 +45,12 @@ export interface Parts {
   readonly dispatcher: Dispatcher;
   /** Claims a record's next send, retires records. */
   readonly ledger: Ledger;
+  /** The fan-out part: what a step's attempt does with fan-outs (`ctx.fanOut()`, `ctx.fanIn()`, a child's settle). */
+  readonly fanouts: FanOuts;
+  /** Takes the lease when a task arrives, or answers a task that does not run. */
+  readonly taker: LeaseTaker;
+  /** How attempts end: finished, next step scheduled, sealed, failed, handed back, lost. */
+  readonly ends: AttemptEnds;
 }
 
 /** Builds the parts of a Locker whose events go to `emitter`; `ready` resolves once the store's project id is known, or could not be. */
@@ -49,17 +58,26 @@ export function buildParts(config: Config, ready: Promise<void>, emitter: EventE
   const seen = new SeenSteps(config.duplicateCache);
   const locks = new Locks(config, seen);
   const telemetry = new Telemetry(config.telemetry ? loadOtelApi() : undefined);
+  const emit = emitTo(emitter, config.logger, telemetry);
+  const reads = new StoreReads(config.store);
+  const dispatcher = new Dispatcher(config, ready);
+  const ledger = new Ledger({ records: config.store, logger: config.logger }, (fn) => locks.transact(fn));
+  const alerts = new AlertSender(config, locks);
+  const fanouts = new FanOuts({ config, locks, reads, emit, dispatcher, ledger });
   return {
     config,
     configErrors: new ConfigErrorLog(),
     seen,
     telemetry,
     drain: new Drain(),
-    emit: emitTo(emitter, config.logger, telemetry),
+    emit,
     locks,
-    reads: new StoreReads(config.store),
-    alerts: new AlertSender(config, locks),
-    dispatcher: new Dispatcher(config, ready),
-    ledger: new Ledger({ records: config.store, logger: config.logger }, (fn) => locks.transact(fn)),
+    reads,
+    alerts,
+    dispatcher,
+    ledger,
+    fanouts,
+    taker: new LeaseTaker({ config, locks, seen, emit, alerts }),
+    ends: new AttemptEnds({ config, locks, emit, alerts, ledger, dispatcher, fanouts, telemetry }),
   };
 }

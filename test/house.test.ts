@@ -167,12 +167,55 @@ function moduleLevelCollections(file: string): string[] {
   return found;
 }
 
+/** Where the whole parsed configuration may be handled: where it is parsed, the parts' builder, and the facade that holds it. */
+const WHOLE_CONFIG = (file: string): boolean => file.startsWith('config/') || file === 'parts.ts' || file === 'locker.ts';
+
+/**
+ * Every place in `file` that is handed the whole `Config` of `config/options.ts`: the type named
+ * other than as the first argument of a `Pick<Config, …>` (or an indexed `Config['x']`), or a
+ * `Pick<Parts, …>` that takes `config` (the parts' `config` is the whole of it), or the whole `Parts`.
+ */
+function wholeConfigs(file: string): string[] {
+  const source = parsed.get(file)!;
+  const found: string[] = [];
+  const where = (node: ts.Node, what: string): string => `${name(file)}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1} ${what}`;
+  const importsConfig = source.statements.some((s) => ts.isImportDeclaration(s) && ts.isStringLiteral(s.moduleSpecifier) && /config\/options$/.test(s.moduleSpecifier.text)
+    && s.importClause?.namedBindings !== undefined && ts.isNamedImports(s.importClause.namedBindings)
+    && s.importClause.namedBindings.elements.some((e) => e.name.text === 'Config'));
+  const visit = (node: ts.Node): void => {
+    if (ts.isTypeReferenceNode(node) && ts.isIdentifier(node.typeName)) {
+      const ref = node.typeName.text;
+      if (importsConfig && ref === 'Config') {
+        const parent = node.parent;
+        const picked = ts.isTypeReferenceNode(parent) && parent.typeName.getText() === 'Pick' && parent.typeArguments?.[0] === node;
+        if (!picked && !ts.isIndexedAccessTypeNode(parent)) found.push(where(node, node.getText()));
+      }
+      if (ref === 'Pick' && node.typeArguments?.[0]?.getText() === 'Parts' && /'config'/.test(node.typeArguments[1]?.getText() ?? '')) found.push(where(node, node.getText()));
+      // The whole of the parts (its `config` included), not a Pick of them.
+      if (ref === 'Parts') {
+        const parent = node.parent;
+        const picked = ts.isTypeReferenceNode(parent) && parent.typeName.getText() === 'Pick' && parent.typeArguments?.[0] === node;
+        if (!picked) found.push(where(node, node.getText()));
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
 describe('the parts and their ports (docs/design.md, section 15)', () => {
   it('reads the store only in the store and the lock part: every other part goes through the lock part or the read port', () => {
     const outside = files.filter((file) => !STORE_READERS(name(file))).flatMap(storeReads);
     assert.deepEqual(outside, []);
     // The check sees what it looks for: the lock part reads the store.
     assert.ok(storeReads(join(src, 'locks', 'locks.ts')).length > 0, 'locks.ts reads the store');
+  });
+
+  it('hands no function the whole configuration: each part and function names the settings it reads (a Pick<Config, …>)', () => {
+    assert.deepEqual(files.filter((file) => !WHOLE_CONFIG(name(file))).flatMap(wholeConfigs), []);
+    // The check sees what it looks for: the parts' builder takes the whole configuration.
+    assert.ok(wholeConfigs(join(src, 'parts.ts')).length > 0, 'parts.ts takes the whole Config');
   });
 
   it('keeps no mutable Map, Set, WeakMap or WeakSet at module level in src/: state lives in the parts a Locker builds', () => {

@@ -8,11 +8,18 @@
 import type { Key } from '@google-cloud/datastore';
 import { alertGrace, carriedFailures, failureMarker, markAlertsSent, unsentFailure, unsentOverwrites, type AlertRules, type FailureClaim, type OverwriteClaim } from '../rules/alert-markers';
 import { alertEvent, type ClaimedAlert } from './event';
-import type { Parts } from '../parts';
+import type { Config } from '../config/options';
+import type { AlertSender } from './sender';
 import { keyPath } from '../keys/key-codec';
 import type { Lock } from '../rules/lock-fields';
 import { recordsFailedStep } from '../rules/stall';
 import { AlertReason, type AlertEvent, type LedgerRecord, type Properties, type TaskInfo } from '../types';
+
+/** What the sweep's resends use: the alert rules and the logger, and the alert part that sends and marks. */
+export interface ResendParts {
+  readonly config: AlertRules & Pick<Config, 'logger'>;
+  readonly alerts: AlertSender;
+}
 
 /**
  * The events of the lock's claims still unmarked that whoever takes the lease, or the sweep, sends:
@@ -64,7 +71,7 @@ export interface OverwriteResend {
  * lease over from it: each sends what is unmarked when it takes the lease.
  */
 export async function resendUnsentOverwrites(
-  parts: Pick<Parts, 'config' | 'alerts'>, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
+  parts: ResendParts, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
 ): Promise<OverwriteResend | undefined> {
   if (!props || !lock || lock.req !== '') return undefined;
   const alerts = unsentOverwriteAlerts(parts.config, record.key, lock, props, { source: 'none', name: record.task }, lock.ts ?? new Date(now));
@@ -85,7 +92,7 @@ export async function resendUnsentOverwrites(
  * look again (the grace has not passed, or the alerter failed again), or to undefined (nothing to send).
  */
 export async function resendUnsentFailure(
-  parts: Pick<Parts, 'config' | 'alerts'>, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
+  parts: ResendParts, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
 ): Promise<'sent' | number | undefined> {
   if (!props || !parts.config.alerter || !parts.config.alertOnFailure || !recordsFailedStep(lock, record)) return undefined;
   const due = (lock.ts?.getTime() ?? 0) + alertGrace(parts.config);

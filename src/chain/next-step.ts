@@ -5,10 +5,13 @@
  * (`sendNextStep`, through the dispatcher); the sweep re-delivers what stalls (`sweep.ts`).
  */
 import type { Key } from '@google-cloud/datastore';
-import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
+import { endStepAlerts, NO_ALERTS, type AlertRules } from '../rules/alert-markers';
+import type { Config } from '../config/options';
 import { rejectUnknownOptions } from '../config/option-names';
 import { ChainBusyError, ConfigError } from '../errors/errors';
-import type { Parts } from '../parts';
+import type { Dispatcher } from './dispatcher';
+import type { Emit } from '../events/emit';
+import type { Locks } from '../locks/locks';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { newChainId, scheduledStep, type NextStep } from '../rules/ledger-record';
 import { entityProperties, SCHEDULE_OPTION_NAMES, type ScheduledStep, type ScheduleOptions } from '../step/handler-types';
@@ -20,8 +23,14 @@ import type { Json, LedgerRecord, Properties, StoreTransaction } from '../types'
 const MAX_BODY_BYTES = 100 * 1024 - 4 * 1024; // headroom for headers and the task's own fields
 const MAX_AHEAD_MS = 30 * 24 * 60 * 60 * 1000;
 
+/**
+ * What scheduling a next step reads of the configuration: whether there is a queue, the clock,
+ * when a step's record comes due (`stallAfter`), and the alert rules its end keeps unsent claims by.
+ */
+export type ChainSettings = Pick<Config, 'queue' | 'clock' | 'stallAfter'> & AlertRules;
+
 /** Checks what a caller asked to schedule; throws a `TypeError`/`RangeError` saying what is wrong. */
-export function checkStep(parts: Pick<Parts, 'config'>, path: string, payload: Json | undefined, options: ScheduleOptions = {}): NextStep {
+export function checkStep(parts: { readonly config: Pick<ChainSettings, 'queue' | 'clock' | 'stallAfter'> }, path: string, payload: Json | undefined, options: ScheduleOptions = {}): NextStep {
   if (!parts.config.queue) throw new ConfigError('schedule() needs a queue: pass `queue` to the Locker.');
   rejectUnknownOptions('schedule()', options, SCHEDULE_OPTION_NAMES);
   if (typeof path !== 'string' || !/^\/[\x21-\x7e]*$/.test(path)) {
@@ -59,7 +68,7 @@ function scheduleTime(now: number, options: ScheduleOptions): Date | undefined {
  * kickoff finds the chain busy.
  */
 export function commitNextStep(
-  parts: Pick<Parts, 'config' | 'locks'>, tx: StoreTransaction, key: Key, props: Properties, from: Lock,
+  parts: { readonly config: ChainSettings; readonly locks: Locks }, tx: StoreTransaction, key: Key, props: Properties, from: Lock,
   next: { chain: string; step: NextStep; how: 'schedule' | 'kickoff'; own: Properties; sent: readonly string[] }, now: Date,
 ): { lock: Lock; record: LedgerRecord } {
   const planned = endStepAlerts(parts.config, scheduledStep(key, from, next.chain, next.step, now, next.how), from, next.sent, now);
@@ -70,7 +79,7 @@ export function commitNextStep(
 }
 
 /** After the commit: reports the step scheduled and creates its task (a failure is left to the sweep). */
-export async function sendNextStep(parts: Pick<Parts, 'emit' | 'dispatcher'>, record: LedgerRecord, attempt: string): Promise<ScheduledStep> {
+export async function sendNextStep(parts: { readonly emit: Emit; readonly dispatcher: Dispatcher }, record: LedgerRecord, attempt: string): Promise<ScheduledStep> {
   parts.emit('scheduled', { key: record.key, seq: record.seq, attempt, task: record.task, path: record.path });
   const sent = await parts.dispatcher.send(record);
   return { seq: record.seq, task: record.task, sent };
@@ -83,7 +92,7 @@ export async function sendNextStep(parts: Pick<Parts, 'emit' | 'dispatcher'>, re
  * when the key could not be delivered in a task.
  */
 export async function kickoff(
-  parts: Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher'>, key: Key, entity: unknown, path: string, payload?: Json, options?: ScheduleOptions,
+  parts: { readonly config: ChainSettings & Pick<Config, 'keyAppId'>; readonly locks: Locks; readonly emit: Emit; readonly dispatcher: Dispatcher }, key: Key, entity: unknown, path: string, payload?: Json, options?: ScheduleOptions,
 ): Promise<ScheduledStep> {
   const step = checkStep(parts, path, payload, options);
   checkDeliverable(key, parts.config.keyAppId);

@@ -17,6 +17,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Parts } from '../parts';
+import type { Config } from '../config/options';
+import type { ChainSettings } from './next-step';
 import { ConfigError, StoreUnavailableError } from '../errors/errors';
 import { checkDeliverable, keyPath } from '../keys/key-codec';
 import { planKickoff, kickoffChainId, kickoffRecord, kickoffRecordKey, type Carry, type KickoffPlan } from '../rules/kickoff-plan';
@@ -33,8 +35,11 @@ import {
 import { keyString } from '../keys/keys';
 import { StepState, type ConditionalWrite, type LedgerRecord, type Properties, type VersionedRead } from '../types';
 
-/** The parts a bulk kickoff uses. */
-type KickoffParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher' | 'ledger'>;
+/** What a bulk kickoff reads of the configuration: the chain settings, the logger, the key's app id. */
+type KickoffSettings = ChainSettings & Pick<Config, 'logger' | 'keyAppId'>;
+
+/** The parts a bulk kickoff uses, with its settings. */
+type KickoffParts = Pick<Parts, 'locks' | 'emit' | 'dispatcher' | 'ledger'> & { readonly config: KickoffSettings };
 
 /**
  * Items per batch: one lookup (the entities and their kickoff records) and three commits of 125 mutations (Datastore takes 1,000 keys and 500

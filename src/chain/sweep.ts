@@ -7,6 +7,8 @@
  * back a record the step removed. One record's failure never stops the others.
  */
 import type { Parts } from '../parts';
+import type { Config } from '../config/options';
+import type { FanOutSettings } from '../fanout/read-children';
 import { resendUnsentFailure, resendUnsentOverwrites } from '../alert/resend';
 import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
@@ -14,8 +16,11 @@ import { failureInterval, resendInterval, stallVerdict } from '../rules/stall';
 import type { LedgerRecord } from '../types';
 import { sweepFanOuts } from '../fanout/sweep';
 
-/** The parts a sweep uses. */
-export type SweepParts = Pick<Parts, 'config' | 'emit' | 'alerts' | 'locks' | 'reads' | 'dispatcher' | 'ledger'>;
+/** What a sweep reads of the configuration: the fan-out settings (the clock, the logger, `stallAfter`, the alert rules) and the lease's duration. */
+export type SweepSettings = FanOutSettings & Pick<Config, 'leaseDuration'>;
+
+/** The parts a sweep uses, with its settings. */
+export type SweepParts = Pick<Parts, 'emit' | 'alerts' | 'locks' | 'reads' | 'dispatcher' | 'ledger'> & { readonly config: SweepSettings };
 
 /** What a sweep did. */
 export interface SweepResult {

@@ -4,16 +4,36 @@
  * pending" this way, never by a query alone.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Parts } from '../parts';
+import type { Config } from '../config/options';
+import type { ChainSettings } from '../chain/next-step';
+import type { Dispatcher } from '../chain/dispatcher';
+import type { Ledger } from '../chain/ledger';
+import type { Emit } from '../events/emit';
+import type { Locks } from '../locks/locks';
+import type { StoreReads } from '../store/reads';
 import { decodeKey } from '../keys/key-codec';
 import type { Properties } from '../types';
 import { childKey, doneKey, headerKey, pageKey, readChild, readHeader, readPage, type ChildRecord, type Header } from './records';
 
-/** The parts fan-out code reads and writes through. */
-export type FanParts = Pick<Parts, 'config' | 'locks' | 'reads' | 'emit' | 'dispatcher' | 'ledger'>;
+/**
+ * What fan-out code reads of the configuration: the clock, the logger, when the sweep looks again
+ * (`stallAfter`), whether there is a queue, the key's app id, and the alert rules a seal keeps
+ * unsent claims by (never the store, the queue or the alerter themselves: they are reached through their parts).
+ */
+export type FanOutSettings = ChainSettings & Pick<Config, 'logger' | 'keyAppId'>;
+
+/** The port fan-out code reads and writes through: the parts it uses, with its settings (not the whole configuration). */
+export interface FanParts {
+  readonly config: FanOutSettings;
+  readonly locks: Locks;
+  readonly reads: StoreReads;
+  readonly emit: Emit;
+  readonly dispatcher: Dispatcher;
+  readonly ledger: Ledger;
+}
 
 /** What a read of the records needs. */
-export type ReadParts = Pick<Parts, 'reads'>;
+export type ReadParts = Pick<FanParts, 'reads'>;
 
 /** Reads many keys, in order (a lookup per 1,000 keys where the store has `readMany`). */
 export function getMany(parts: ReadParts, keys: readonly Key[]): Promise<(Properties | undefined)[]> {

@@ -4,10 +4,11 @@
  * store), run the attempt, and answer. Works with Express 4 and 5, with or without a body parser in front.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import { runAttempt } from '../step/attempt';
+import { runAttempt, type AttemptParts } from '../step/attempt';
 import { answers, answerTo, type Answer } from './answer';
 import type { EntityFactory, TaskHandler } from '../step/handler-types';
 import type { Parts } from '../parts';
+import type { Config } from '../config/options';
 import { BadRequestError } from '../errors/errors';
 import { decodeKey } from '../keys/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
@@ -55,14 +56,21 @@ export const DEFAULT_MAX_BODY = 100 * 1024;
 const SEQ_PATTERN = /^[1-9][0-9]{0,14}$/;
 const CHAIN_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** What the sweep route uses: the settings, and a sweep unless one started less than `minIntervalMs` ago (a function port). */
-interface Sweeper extends Pick<Parts, 'config'> {
+/** What the task and sweep routes read of the configuration: the logger and the authenticator. */
+export type HttpSettings = Pick<Config, 'logger' | 'authenticate'>;
+
+/** What the task route uses: the parts an attempt uses, the drain and the events port, with the route's settings. */
+export type TaskRouteParts = AttemptParts & Pick<Parts, 'drain' | 'emit'> & { readonly config: HttpSettings };
+
+/** What the sweep route uses: its settings, and a sweep unless one started less than `minIntervalMs` ago (a function port). */
+interface Sweeper {
+  readonly config: HttpSettings;
   sweep(minIntervalMs: number): Promise<SweepResult> | TooEarly;
   /** Whether the Locker is shutting down: the route then answers 503 without sweeping. */
   stopping(): boolean;
 }
 
-export function handleMiddleware<E, P>(parts: Parts, handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions): RequestHandler {
+export function handleMiddleware<E, P>(parts: TaskRouteParts, handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions): RequestHandler {
   if (typeof handler !== 'function') throw new TypeError('handle(handler, factory): handler must be a function');
   if (typeof factory !== 'function') throw new TypeError('handle(handler, factory): factory must be a function (properties, key) => entity');
   rejectUnknownOptions('handle()', options, HANDLE_OPTION_NAMES);
@@ -159,7 +167,7 @@ export function sweepMiddleware(parts: Sweeper, options: SweepHandlerOptions): R
 }
 
 /** Admits a sweep request: POST, or GET when an authenticator is in effect (see `sweepMiddleware`). */
-function admitSweep(parts: Pick<Parts, 'config'>, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
+function admitSweep(parts: { readonly config: HttpSettings }, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
   const authenticate = routeAuth ?? parts.config.authenticate;
   if (req.method === 'GET' && authenticate === false) return answers.wrongMethod('a sweep without an authenticator takes POSTs only');
   if (req.method !== 'POST' && req.method !== 'GET') return answers.wrongMethod('a sweep is a POST (Cloud Scheduler) or a GET (App Engine cron)');
@@ -168,7 +176,7 @@ function admitSweep(parts: Pick<Parts, 'config'>, req: Request, routeAuth: Authe
 }
 
 /** Authenticates a request; returns the refusal, or undefined to go on (a promise of it when an authenticator runs). */
-function admit(parts: Pick<Parts, 'config'>, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
+function admit(parts: { readonly config: HttpSettings }, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
   if (req.method !== 'POST') return answers.wrongMethod('task requests are POSTs', 'method');
   const authenticate = routeAuth ?? parts.config.authenticate;
   if (authenticate === false) return undefined;
@@ -176,7 +184,7 @@ function admit(parts: Pick<Parts, 'config'>, req: Request, routeAuth: Authentica
 }
 
 /** What the authenticator says of the request: undefined to go on, or the refusal (a failing authenticator refuses). */
-async function authenticated(parts: Pick<Parts, 'config'>, req: Request, authenticate: Authenticator): Promise<Answer | undefined> {
+async function authenticated(parts: { readonly config: HttpSettings }, req: Request, authenticate: Authenticator): Promise<Answer | undefined> {
   try {
     const verdict = await authenticate({ method: req.method, url: req.originalUrl ?? req.url, headers: req.headers });
     if (verdict.ok) return undefined;
@@ -216,7 +224,7 @@ function single(value: string | string[] | undefined): string | undefined {
   return one;
 }
 
-function rejected(parts: Pick<Parts, 'config'>, req: Request, error: unknown): Answer {
+function rejected(parts: { readonly config: HttpSettings }, req: Request, error: unknown): Answer {
   if (error instanceof BadRequestError) {
     parts.config.logger.warn('task request rejected', { reason: error.message, path: req.path });
     return answers.badRequest(error.message);

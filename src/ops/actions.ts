@@ -12,11 +12,15 @@ import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { Lock } from '../rules/lock-fields';
 import { nextSend } from '../rules/ledger-record';
 import { alerted, cancel, resend, retry } from '../rules/transitions';
-import { alertGrace, endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
+import { alertGrace, endStepAlerts, NO_ALERTS, type AlertRules } from '../rules/alert-markers';
+import type { Config } from '../config/options';
 import type { LedgerRecord, Properties, StoreTransaction } from '../types';
 
-/** The parts an operator's action uses. */
-export type ActionParts = Pick<Parts, 'config' | 'locks' | 'emit' | 'dispatcher'>;
+/** What an operator's action reads of the configuration: the clock, the logger, when a record comes due, the alert rules. */
+export type ActionSettings = Pick<Config, 'clock' | 'logger' | 'stallAfter'> & AlertRules;
+
+/** The parts an operator's action uses, with its settings. */
+export type ActionParts = Pick<Parts, 'locks' | 'emit' | 'dispatcher'> & { readonly config: ActionSettings };
 
 /** What an action may be told about the step the operator saw. */
 export interface ActionOptions {

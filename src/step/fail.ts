@@ -3,11 +3,13 @@
  * failed for good (200, alerted). The handler's changes are left out; the error is kept in
  * `lock_err`, shorter when the store refuses it whole.
  */
-import { claimAlert, failureMarker, markAlertsSent } from '../rules/alert-markers';
+import { claimAlert, failureMarker, markAlertsSent, type AlertRules } from '../rules/alert-markers';
 import { alertEvent } from '../alert/event';
 import { outcomes, type Outcome } from './outcome';
 import type { Arrival } from './arrival';
-import type { Parts } from '../parts';
+import type { AlertSender } from '../alert/sender';
+import type { Emit } from '../events/emit';
+import type { Config } from '../config/options';
 import { afterFailure } from '../rules/decision';
 import { PermanentError, StoreRejectedError } from '../errors/errors';
 import { keyPath } from '../keys/key-codec';
@@ -17,11 +19,21 @@ import { alerted, fail as failStep, release } from '../rules/transitions';
 import { AlertReason, type Properties } from '../types';
 import { scrubError, secretsOf } from '../alert/redact';
 
+/** What a failed attempt reads of the configuration: the clock, the logger, the retries, the redaction, the alert rules. */
+export type FailSettings = Pick<Config, 'clock' | 'logger' | 'maxRetries' | 'redact'> & AlertRules;
+
+/** The parts a failed attempt writes and reports through, with its settings. */
+export interface FailParts {
+  readonly config: FailSettings;
+  readonly emit: Emit;
+  readonly alerts: AlertSender;
+}
+
 /**
  * The handler threw (or the store refused the step's changes): release the lease for a retry
  * (500), or fail the step for good (200). A lost lease is thrown as `LeaseLostError`.
  */
-export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error: unknown): Promise<Outcome> {
+export async function failAttempt(parts: FailParts, a: Arrival, lease: Lease, error: unknown): Promise<Outcome> {
   let outcome: FailOutcome;
   const sent = await lease.sentAlerts(); // an overwrite's alerts, sent while the handler ran: this write marks them
   try {
@@ -55,7 +67,7 @@ export async function failAttempt(parts: Parts, a: Arrival, lease: Lease, error:
 interface FailOutcome { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties; at: Date }
 
 /** Writes a failed attempt (`release`, or `fail` for good) on the stored entity, the handler's changes left out; settled under the lease. */
-async function writeFailure(parts: Parts, lease: Lease, error: unknown, err: string, sent: readonly string[]): Promise<FailOutcome> {
+async function writeFailure(parts: FailParts, lease: Lease, error: unknown, err: string, sent: readonly string[]): Promise<FailOutcome> {
   const now = new Date(parts.config.clock());
   let decided: FailOutcome | undefined;
   let intended: Lock | undefined;

@@ -1,23 +1,34 @@
 /**
  * Finishing a step when its handler returned without scheduling (or called `ctx.complete()`): the
- * `finish` transition, fenced and settled under the lease; the parts a handler's finishing writes use.
+ * `finish` transition, fenced and settled under the lease.
  */
 import type { Arrival } from './arrival';
 import { entityProperties } from './handler-types';
-import type { Parts } from '../parts';
+import type { Ledger } from '../chain/ledger';
+import type { Emit } from '../events/emit';
+import type { Telemetry } from '../telemetry/telemetry';
 import type { Lease } from './lease';
 import { sameLock, type Lock } from '../rules/lock-fields';
 import { finish as finishStep } from '../rules/transitions';
-import { alertGrace, endStepAlerts } from '../rules/alert-markers';
+import { alertGrace, endStepAlerts, type AlertRules } from '../rules/alert-markers';
+import type { Config } from '../config/options';
 
-/** The parts a handler's finishing writes use. */
-export type StepParts = Pick<Parts, 'config' | 'locks' | 'reads' | 'emit' | 'dispatcher' | 'ledger' | 'telemetry'>;
+/** What finishing a step reads of the configuration: the clock and the alert rules. */
+export type FinishSettings = Pick<Config, 'clock'> & AlertRules;
+
+/** The parts finishing a step writes and reports through, with its settings. */
+export interface FinishParts {
+  readonly config: FinishSettings;
+  readonly emit: Emit;
+  readonly ledger: Ledger;
+  readonly telemetry: Telemetry;
+}
 
 /**
  * Marks the step complete (`lock_seq + 1`, nothing scheduled) and saves the entity; fenced, and
  * retried under the live lease when the store fails transiently (`Lease.settle`).
  */
-export async function completeStep(parts: StepParts, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
+export async function completeStep(parts: FinishParts, a: Arrival, lease: Lease, entity: unknown): Promise<void> {
   const own = entityProperties(entity);
   const alertsSent = await lease.sentAlerts(); // an overwrite's alerts, sent while the handler ran (none in the usual case)
   const now = new Date(parts.config.clock());

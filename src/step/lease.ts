@@ -9,7 +9,9 @@
  * through `settle`, which retries transient failures under the live lease.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Parts } from '../parts';
+import type { Config } from '../config/options';
+import type { Emit } from '../events/emit';
+import type { Locks } from '../locks/locks';
 import { holds } from '../rules/decision';
 import { NO_ALERTS } from '../rules/alert-markers';
 import type { Interruptible } from './drain';
@@ -41,6 +43,16 @@ export function proofWindow(leaseDuration: number): number {
   return leaseDuration - Math.ceil(leaseDuration / 6);
 }
 
+/** What a lease reads of the configuration: the clock, the logger, the lease's durations, the request's time limit and the stop's grace. */
+export type LeaseSettings = Pick<Config, 'clock' | 'logger' | 'leaseDuration' | 'leaseTimeout' | 'requestTimeout' | 'stepLimit' | 'stepGrace'>;
+
+/** What a lease is built with: its settings, the lock part it writes through, the events port. */
+export interface LeaseParts {
+  readonly config: LeaseSettings;
+  readonly locks: Locks;
+  readonly emit: Emit;
+}
+
 /** Why an attempt is stopped for a hand-back: the Locker shuts down, or the request nears its time limit. */
 export type Interruption = ShutdownError | RequestTimeoutError;
 
@@ -67,7 +79,7 @@ export class Lease implements Interruptible {
   private renewDueAt = 0;
 
   constructor(
-    private readonly parts: Pick<Parts, 'config' | 'locks' | 'emit'>,
+    private readonly parts: LeaseParts,
     readonly key: Key,
     readonly seq: number,
     readonly attempt: string,

@@ -1,14 +1,19 @@
 /**
  * Taking the lease when a task arrives: one strongly consistent read decides (most duplicates end
  * there), then a compare-and-swap on the version read writes the lock `take`, `overwrite` or
- * `expire` makes. A task that does not run is answered here.
+ * `expire` makes. A task that does not run is answered here. The lease taker (`LeaseTaker`) is the
+ * part that does it, built once with its settings and ports; it hands back the `Lease` it took.
  */
-import { claimAlert } from '../rules/alert-markers';
+import { claimAlert, type AlertRules } from '../rules/alert-markers';
 import { unsentOverwriteAlerts } from '../alert/resend';
 import { reportTakeover, startAlerts } from './takeover-report';
 import { outcomes, type Outcome } from './outcome';
 import type { Arrival } from './arrival';
-import type { Parts } from '../parts';
+import type { AlertSender } from '../alert/sender';
+import type { Config } from '../config/options';
+import type { Emit } from '../events/emit';
+import type { SeenSteps } from '../locks/seen-steps';
+import type { Locks } from '../locks/locks';
 import { decide, type Decision } from '../rules/decision';
 import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
@@ -16,13 +21,42 @@ import type { LockRead, SwapStep } from '../locks/locks';
 import { expire, overwrite, take as takeLease } from '../rules/transitions';
 import type { LedgerRecord, Properties, Snapshot } from '../types';
 import { taskName } from '../rules/ledger-record';
+import { Lease, type LeaseSettings } from './lease';
+
+/** What taking a lease reads of the configuration: the clock, the logger, the lease's and Go's durations, the retries, the refusal's status, the alert rules. */
+export type TakeSettings = Pick<Config, 'clock' | 'logger' | 'leaseDuration' | 'goLeaseTimeout' | 'maxRetries' | 'lockFailedStatus'> & AlertRules;
+
+/** What taking a lease uses: its settings (and those of the lease it takes), the lock part, the duplicate cache, the events port, the alert part. */
+export interface TakeParts {
+  readonly config: TakeSettings & LeaseSettings;
+  readonly locks: Locks;
+  readonly seen: SeenSteps;
+  readonly emit: Emit;
+  readonly alerts: AlertSender;
+}
+
+/** The part that takes leases as tasks arrive (see the file's comment); built once per Locker. */
+export class LeaseTaker {
+  constructor(private readonly parts: TakeParts) {}
+
+  /**
+   * Takes the lease for arrival `a` (see {@link take}): resolves to the `Lease` taken, which carries
+   * the sends of the alerts it claimed, and the entity's properties as read; or to the answer of a
+   * task that does not run.
+   */
+  async take(a: Arrival): Promise<{ answer: Outcome } | { lease: Lease; props: Properties }> {
+    const taken = await take(this.parts, a);
+    if ('answer' in taken) return taken;
+    return { lease: new Lease(this.parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt, undefined, taken.alerting), props: taken.props };
+  }
+}
 
 /**
  * Takes the lease, or outcomes. One strongly consistent read decides; most duplicates end there.
  * A lease is taken by a compare-and-swap on the version read: when another attempt wrote first,
  * the entity is read again and decided again (bounded, with backoff).
  */
-export async function take(parts: Parts, a: Arrival): Promise<{ answer: Outcome } | Taken> {
+export async function take(parts: TakeParts, a: Arrival): Promise<{ answer: Outcome } | Taken> {
   const { leaseDuration } = parts.config;
   const now = new Date(parts.config.clock());
   const known = a.resent ? undefined : parts.seen.recall(a.key, a.seq, a.chain, now.getTime());
@@ -82,7 +116,7 @@ type Swapped = { decision: Decision } | { decision: Decision; written: Snapshot;
  * second read, on a path only hand-made requests take). Only the Go library's locks (no chain, no
  * record) take tasks unchecked.
  */
-async function readStep(parts: Parts, a: Arrival): Promise<{ answer: Outcome } | { read: LockRead | undefined }> {
+async function readStep(parts: TakeParts, a: Arrival): Promise<{ answer: Outcome } | { read: LockRead | undefined }> {
   if (!parts.locks.readsWithRecord) return { read: await parts.locks.read(a.key) };
   if (a.chain !== undefined) {
     const { snapshot, record } = await parts.locks.readWithRecord(a.key, taskName(a.key, a.chain, a.seq));
@@ -95,7 +129,7 @@ async function readStep(parts: Parts, a: Arrival): Promise<{ answer: Outcome } |
   return checked(parts, a, read, record, lock.chain);
 }
 
-function checked(parts: Parts, a: Arrival, read: LockRead | undefined, record: LedgerRecord | undefined, chain: string): { answer: Outcome } | { read: LockRead | undefined } {
+function checked(parts: TakeParts, a: Arrival, read: LockRead | undefined, record: LedgerRecord | undefined, chain: string): { answer: Outcome } | { read: LockRead | undefined } {
   const mismatch = record && record.seq === a.seq && record.chain === chain ? stepMismatch(record, a) : undefined;
   if (!mismatch) return { read };
   parts.config.logger.warn('task request refused: it does not match its step', {
@@ -117,7 +151,7 @@ function stepMismatch(record: LedgerRecord, a: Arrival): 'route' | 'body' | unde
 }
 
 /** The lock an arriving attempt writes when it takes the lease (or fails a step whose leases kept expiring). */
-function takeover(parts: Parts, a: Arrival, d: Decision, lock: Lock, now: Date): { lock: Lock; alerts: string[] | undefined } {
+function takeover(parts: TakeParts, a: Arrival, d: Decision, lock: Lock, now: Date): { lock: Lock; alerts: string[] | undefined } {
   if (d.action === 'overwrite') {
     const alerts = claimAlert(parts.config, lock, { previous: d.previous, next: a.attempt });
     return { lock: overwrite(lock, { now, attempt: a.attempt, alerts }), alerts };
@@ -130,7 +164,7 @@ function takeover(parts: Parts, a: Arrival, d: Decision, lock: Lock, now: Date):
   return { lock: takeLease(lock, { now, attempt: a.attempt }), alerts: undefined };
 }
 
-function arrivalDecision(parts: Parts, a: Arrival, lock: Lock | undefined): Decision {
+function arrivalDecision(parts: TakeParts, a: Arrival, lock: Lock | undefined): Decision {
   return decide({
     lock,
     seq: a.seq,
@@ -144,7 +178,7 @@ function arrivalDecision(parts: Parts, a: Arrival, lock: Lock | undefined): Deci
 }
 
 /** The answer to a task that does not run. */
-function answerFor(parts: Parts, a: Arrival, d: Decision): Outcome {
+function answerFor(parts: TakeParts, a: Arrival, d: Decision): Outcome {
   if (d.action === 'refuse') {
     parts.emit('refused', { key: a.key, seq: a.seq, attempt: a.attempt, holder: d.holder, retryAfterMs: d.retryAfterMs });
     const retryAfter = Math.max(1, Math.ceil(Math.min(d.retryAfterMs, parts.config.leaseDuration) / 1000));

@@ -6,17 +6,27 @@ import { failureMarker } from '../rules/alert-markers';
 import { alertEvent, type ClaimedAlert } from '../alert/event';
 import { unsentOverwriteAlerts } from '../alert/resend';
 import type { Arrival } from './arrival';
-import type { Parts } from '../parts';
+import type { AlertSender } from '../alert/sender';
+import type { Config } from '../config/options';
+import type { Emit } from '../events/emit';
+import type { AlertRules } from '../rules/alert-markers';
 import type { Decision } from '../rules/decision';
 import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { AlertReason, type Properties } from '../types';
 
+/** What reporting a takeover uses: the alert rules and the logger, the events port, the alert part. */
+export interface TakeoverParts {
+  readonly config: AlertRules & Pick<Config, 'logger'>;
+  readonly emit: Emit;
+  readonly alerts: AlertSender;
+}
+
 /**
  * Starts sending `alerts` for the attempt that took the lease, without waiting (the handler runs
  * meanwhile): resolves to the markers the alerter took; undefined when there are none (the usual case).
  */
-export function startAlerts(parts: Pick<Parts, 'alerts'>, alerts: readonly ClaimedAlert[]): Promise<string[]> | undefined {
+export function startAlerts(parts: Pick<TakeoverParts, 'alerts'>, alerts: readonly ClaimedAlert[]): Promise<string[]> | undefined {
   return alerts.length > 0 ? parts.alerts.sendAll(alerts) : undefined;
 }
 
@@ -29,7 +39,7 @@ export function startAlerts(parts: Pick<Parts, 'alerts'>, alerts: readonly Claim
  * started (the lease carries them).
  */
 export async function reportTakeover(
-  parts: Pick<Parts, 'config' | 'emit' | 'alerts'>, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, written: Lock, claimed: boolean, now: Date,
+  parts: TakeoverParts, a: Arrival, d: Extract<Decision, { action: 'overwrite' | 'expire' }>, props: Properties, written: Lock, claimed: boolean, now: Date,
 ): Promise<{ sending: Promise<string[]> | undefined }> {
   const lock = readLock(props);
   const retries = lock.tries + 1;

@@ -10,15 +10,7 @@ import { entityProperties, type ScheduledStep, type TaskContext } from './handle
 import { StepAlreadyFinishedError } from '../errors/errors';
 import { keyPath } from '../keys/key-codec';
 import type { Lease } from './lease';
-import { sameLock, type Lock } from '../rules/lock-fields';
-import { checkStep, commitNextStep, sendNextStep } from '../chain/next-step';
-import type { LedgerRecord } from '../types';
-import { newChainId } from '../rules/ledger-record';
-import { fanOut as startFanOut } from '../fanout/start';
-import { fanIn } from '../fanout/fan-in';
-import { sealedBy, sealInTx } from '../fanout/seal';
-import { setChildResult } from '../fanout/settle';
-import { completeStep, type StepParts } from './finish';
+import type { Parts } from '../parts';
 
 /**
  * What the attempt learns from the handler's own `schedule()`/`complete()`: whether the step was
@@ -31,10 +23,18 @@ export interface StepProgress {
   settleError?: unknown;
 }
 
-/** The handler's context; `step` records whether the handler scheduled or completed the step itself. */
-export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entity: E, step: StepProgress, chain: string | undefined): TaskContext<E> {
+/**
+ * The handler's context; `step` records whether the handler scheduled or completed the step itself.
+ * Its finishing calls are the attempt's ends (`parts.ends`); fan-out reads and results go to the fan-out part.
+ */
+export function makeContext<E>(parts: Pick<Parts, 'ends' | 'fanouts'>, a: Arrival, lease: Lease, entity: E, step: StepProgress, chain: string | undefined): TaskContext<E> {
   const finishOnce = (): void => {
     if (step.done) throw new StepAlreadyFinishedError(`step ${a.seq} of ${keyPath(a.key)} was already scheduled or completed by this handler`);
+  };
+  /** The handler's own finishing write moved the chain on to step `next`. */
+  const movedOn = (next: number): void => {
+    step.done = true;
+    step.next = next;
   };
   return {
     key: a.key,
@@ -57,47 +57,26 @@ export function makeContext<E>(parts: StepParts, a: Arrival, lease: Lease, entit
     },
     async schedule(path, payload, options): Promise<ScheduledStep> {
       finishOnce();
-      const next = checkStep(parts, path, payload, options);
+      const next = parts.ends.nextStep(path, payload, options);
       const own = await remember(step, Promise.resolve().then(() => entityProperties(entity)));
-      const alertsSent = await lease.sentAlerts(); // an overwrite's alerts, sent while the handler ran (none in the usual case)
-      const now = new Date(parts.config.clock());
-      let planned: { lock: Lock; record: LedgerRecord } | undefined;
-      const record = await remember(step, parts.telemetry.span('finish', a, () => lease.settle('schedule', () => lease.fenced((tx, props, lock) => {
-        const chain = lock.chain ?? newChainId(); // entities the Go library wrote have no chain yet
-        planned = commitNextStep(parts, tx, a.key, props, lock, { chain, step: next, how: 'schedule', own, sent: alertsSent }, now);
-        return planned.record;
-      }, (lock) => (planned && sameLock(lock, planned.lock) ? planned.record : undefined)))));
-      step.done = true;
-      step.next = record.seq;
-      parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: record.seq });
-      return sendNextStep(parts, record, a.attempt);
+      const record = await remember(step, parts.ends.schedule(a, lease, own, next));
+      movedOn(record.seq);
+      return parts.ends.scheduled(a, record);
     },
     async complete(): Promise<void> {
       finishOnce();
-      await remember(step, Promise.resolve().then(() => completeStep(parts, a, lease, entity)));
+      await remember(step, Promise.resolve().then(() => parts.ends.complete(a, lease, entity)));
       step.done = true;
     },
     async fanOut(children, options) {
       finishOnce();
-      const started = await remember(step, startFanOut(parts, a, lease, children, options, async (header) => {
-        const own = entityProperties(entity);
-        const alertsSent = await lease.sentAlerts();
-        const now = new Date(parts.config.clock());
-        await parts.telemetry.span('finish', a, () => lease.settle('fan out', () => lease.fenced(
-          (tx, props, lock) => sealInTx(parts, tx, a.key, props, lock, header, own, alertsSent, now),
-          (lock) => (sealedBy(lock, header) ? lock : undefined),
-        )));
-          step.done = true;
-        step.next = header.seq + 1;
-        parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: header.seq + 1 });
-      }));
-      return started;
+      return remember(step, parts.fanouts.start(a, lease, children, options, (header) => parts.ends.seal(a, lease, entity, header, movedOn)));
     },
     fanIn() {
-      return fanIn(parts, a.key, a.chain, a.seq);
+      return parts.fanouts.fanIn(a.key, a.chain, a.seq);
     },
     setResult(value) {
-      return setChildResult(parts, a.key, a.chain, value);
+      return parts.fanouts.setResult(a.key, a.chain, value);
     },
   };
 }

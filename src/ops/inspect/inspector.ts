@@ -7,6 +7,7 @@ import { redactProperties, scrub, secretsOf, type Redaction } from '../../alert/
 import { viewFanOut, type FanOutView } from '../../fanout/view';
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../../parts';
+import type { Config } from '../../config/options';
 import { ConfigError } from '../../errors/errors';
 import { keyIdentity } from '../../keys/key-path';
 import { readLock } from '../../rules/lock-fields';
@@ -80,10 +81,13 @@ const MAX_BATCHES = 4;
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
 
+/** What the operator's view reads of the configuration: the clock, the lease's duration, `stallAfter`, the retries, the redaction. */
+export type InspectSettings = Pick<Config, 'clock' | 'leaseDuration' | 'stallAfter' | 'maxRetries' | 'redact'>;
+
 /** Lists and shows steps; made by `locker.inspect()`. */
 export class Inspector {
   /** @internal */
-  constructor(private readonly parts: Pick<Parts, 'config' | 'locks' | 'reads' | 'dispatcher'>) {}
+  constructor(private readonly parts: Pick<Parts, 'locks' | 'reads' | 'dispatcher'> & { readonly config: InspectSettings }) {}
 
   /** One page of the steps in `query.state`, by last progress. */
   async list(query: ListQuery): Promise<StepPage> {
@@ -177,7 +181,7 @@ export class Inspector {
 }
 
 /** How long without progress makes a scheduled step stalled: the Locker's `stallAfter`, as the sweep sees it. */
-export function stallAfterOf(parts: Pick<Parts, 'config'>): number {
+export function stallAfterOf(parts: { readonly config: Pick<Config, 'stallAfter'> }): number {
   return parts.config.stallAfter;
 }
 
