@@ -34,20 +34,20 @@ for (const [emulator, open] of [['legacy', legacyDatastore], ['firestore', fires
   // Firestore emulator three of them wait out a dead transaction's 60 s, which need not add up.
   describe(`SIGKILL while a parent starts 150 children, then a restart (${emulator === 'legacy' ? 'the Datastore emulator' : 'the Firestore emulator in Datastore mode'})`, { concurrency: true }, () => {
     for (const point of POINTS) {
-      // A process killed inside a transaction on Firestore (the header's `writing` or the seal's,
-      // before its commit) leaves that transaction's locks on the parent and the header until
+      // A process killed inside a transaction on Firestore (the header's `writing`, a page's, which
+      // reads the header, or the seal's, before its commit) leaves that transaction's locks until
       // Firestore expires it: 60 s after its last use, on the service ("Transactions expire after
       // 270 seconds or if idle for 60 seconds") and on its emulator alike (measured: a transaction
       // on the emulator whose process was SIGKILLed blocks others with "Transaction lock timeout"
       // for 60 s, then is gone). Meanwhile the resumed parent's attempt holds its lease and waits.
       // With the 3 s lease the other points use, that lease lapses and is taken over about 20
       // times in those 60 s, each a retry, and the step fails for good after 5 (as the library
-      // promises for a lease that keeps expiring). So these two points run with the default lease,
+      // promises for a lease that keeps expiring). So these three points run with the default lease,
       // 60 s, as long as Firestore's idle expiry: the restarted process takes the dead attempt's
       // lease over once (alerted), waits out the dead transaction, and finishes (`stallAfter` may not
       // be shorter than the lease, so it is 60 s too). The legacy
       // emulator, which does not lock on reads, keeps the short lease.
-      const lockedByDeadTransaction = emulator === 'firestore' && (point === 'before-header' || point === 'before-seal');
+      const lockedByDeadTransaction = emulator === 'firestore' && point !== 'after-seal';
       it(`killed ${point}: resumed, no child started twice, each child ran once, the join ran once after all settled and saw them all`, { timeout: 400_000 }, async () => {
         const namespace = uniqueNamespace(`fan-kill-${point}`);
         const env = { NAMESPACE: namespace, EMULATOR: emulator, PARENT: 'order', ...(lockedByDeadTransaction ? { LEASE_MS: '60000', STALL_MS: '60000' } : {}) };
