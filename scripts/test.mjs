@@ -88,10 +88,11 @@ function printTimings(cache) {
   } catch {
     return; // no file reported a time (every group failed to start)
   }
-  const perFile = new Map(text.split('\n').filter(Boolean).map((line) => {
+  const perFile = new Map();
+  for (const line of text.split('\n').filter(Boolean)) {
     const { file, ms } = JSON.parse(line);
-    return [file, ms];
-  }));
+    perFile.set(file, (perFile.get(file) ?? 0) + ms); // a suite shared by files of several groups adds up
+  }
   console.log(slowestFiles(perFile, root));
 }
 
