@@ -33,7 +33,7 @@ import { checkJoin } from './join-trigger';
 import { checkPolicy } from './policy';
 import type { FanParts } from './read-children';
 import {
-  childChain, childKey, childProperties, fanOutId, headerKey, headerProperties, PAGE_SIZE, pageKey, readHeader, readPage, UNINDEXED, type Header,
+  childChain, childKey, childProperties, fanOutId, headerKey, headerProperties, PAGE_SIZE, pageKey, readChild, readHeader, readPage, UNINDEXED, type Header,
 } from './records';
 import { settleRecord } from './settle';
 import { FAN_OUT_OPTION_NAMES, type FanOutChild, type FanOutOptions, type FanOutStarted } from './types';
@@ -137,8 +137,8 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   // it commits before a cancel (every child it lists has its record, so the cancel, reading the
   // pages and then the records by key, finds them all) or after one, seeing `cancelled` and
   // writing nothing. Nothing reads a child record its page does not list, and no chain is started
-  // before its page is written, so records left unlisted by a cancel (or a crash) change nothing
-  // (a retried attempt lists them). Only the page's transaction reads the header: child-record
+  // before its page is written, so records left unlisted change nothing: a cancel's are removed here,
+  // a crash's are listed by the retried attempt. Only the page's transaction reads the header: child-record
   // transactions reading it too would contend on it (measured on the legacy emulator: starting
   // children at half the rate).
   const cancelled = (props: Properties | undefined): boolean => readHeader(header.id, props, decodeKey)?.state === 'cancelled';
@@ -153,11 +153,25 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
       if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now }, encode), UNINDEXED);
     });
   })));
-  await parts.locks.transact(async (tx) => {
-    if (cancelled(await tx.get(headerKey(header.id, ns)))) throw stopped();
-    const ids = [...new Set([...readPage(await tx.get(pageKey(header.id, n, ns))), ...page.map((c) => c.id)])];
-    tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids }, UNINDEXED);
+  const refused = await parts.locks.transact(async (tx) => {
+    const [stored, listedBefore] = await Promise.all([tx.get(headerKey(header.id, ns)), tx.get(pageKey(header.id, n, ns))]);
+    const before = readPage(listedBefore);
+    if (cancelled(stored)) return new Set(before);
+    tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids: [...new Set([...before, ...page.map((c) => c.id)])] }, UNINDEXED);
+    return undefined;
   });
+  if (refused) {
+    // Cancelled before this page was listed: the records just written that no page lists are read
+    // by nothing; remove them (those an earlier attempt listed stay, for the cancel to settle).
+    const unlisted = page.filter((c) => !refused.has(c.id));
+    const groups: Checked[][] = [];
+    for (let start = 0; start < unlisted.length; start += GROUPS) groups.push(unlisted.slice(start, start + GROUPS));
+    await Promise.all(groups.map((group) => parts.locks.transact(async (tx) => {
+      const records = await Promise.all(group.map((c) => tx.get(childKey(c.id, ns))));
+      group.forEach((c, i) => { if (readChild(c.id, records[i], decodeKey)?.state === 'pending') tx.delete(childKey(c.id, ns)); });
+    }))).catch(() => undefined); // best effort: an unlisted record left behind changes nothing
+    throw stopped();
+  }
   await startChildren(parts, page, result);
 }
 
