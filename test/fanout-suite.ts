@@ -406,11 +406,12 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
     it('cancelFanOut() while the parent is still writing: the seal is fenced off, no join runs; asking for the join is refused', async () => {
       const parent = parentKey();
       const children = lines(`cw${counter}`, 150, 'hang');
-      // The first page (100 children) is started; the second page's transaction waits before its
-      // commit. It has read the header (a page commits before a cancel or not at all): on a store
-      // with locking reads (the Firestore emulator) the cancel waits for it, so it is released
-      // while the cancel is under way; each of the second page's child records commits before the
-      // cancel (and is cancelled by it) or sees it and is not written.
+      // The first page (100 children) is started; the second page's child records are written and
+      // its page transaction waits before its commit. It has read the header (a page is listed
+      // before a cancel or not at all): on a store with locking reads (the Firestore emulator) the
+      // cancel waits for it, so it is released while the cancel is under way. Either the second
+      // page is listed first and cancelled with the rest, or it is refused and its unlisted child
+      // records removed; its children never start.
       const { atPage, release } = holdSecondPage(rig);
       await rig.start(parent, children);
       await atPage;
@@ -420,12 +421,18 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       release();
       const result = await cancelling;
       assert.equal(result.was, 'writing');
-      const recorded = (await Promise.all(children.map((c) => rig.store.get(childKey(childChain(result.fanout, rig.key('Line', c.name)), rig.namespace))))).filter((r) => r !== undefined);
-      // The first page, and whichever of the second page's child records committed before the cancel.
-      assert.ok(recorded.length >= 100 && recorded.length <= 150, `the first page and part of the second recorded (${recorded.length})`);
-      assert.ok(recorded.every((r) => r.state === 'cancelled'), 'every child recorded is cancelled');
-      assert.equal(result.children, recorded.length, 'the children of the pages recorded before the cancel are cancelled');
-      await rig.settle();
+      await rig.settle(); // the attempt adding children has ended (its second page listed, or refused and cleaned up)
+      const listed = (await Promise.all([0, 1].map(async (n) => (await rig.store.get(pageKey(result.fanout, n, rig.namespace)))?.ids as string[] | undefined))).flatMap((x) => x ?? []);
+      const ids = children.map((c) => childChain(result.fanout, rig.key('Line', c.name)));
+      const records = await Promise.all(ids.map((id) => rig.store.get(childKey(id, rig.namespace))));
+      const recorded = ids.filter((_, i) => records[i] !== undefined);
+      assert.ok(listed.length === 100 || listed.length === 150, `the first page, and the second if it was listed before the cancel (${listed.length})`);
+      assert.deepEqual(recorded.sort(), [...listed].sort(), 'a child has a record exactly when a page lists it: the refused page\'s records were removed');
+      assert.ok(records.every((r) => r === undefined || r.state === 'cancelled'), 'every child recorded is cancelled');
+      assert.equal(result.children, listed.length, 'the children of the pages listed before the cancel are cancelled');
+      for (const [i, c] of children.entries()) {
+        if (!listed.includes(ids[i]!)) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, undefined, `${c.name}, never listed, never started`);
+      }
       const header = await rig.store.get(headerKey(result.fanout, rig.namespace));
       assert.equal(header?.state, 'cancelled', 'the seal did not overwrite the cancel');
       assert.equal((await rig.store.get(parent))?.lock_state, StepState.cancelled, 'the parent\'s fanning-out step is cancelled');
