@@ -28,7 +28,7 @@ import { keyString } from '../keys/keys';
 import type { Lease } from '../step/lease';
 import type { BatchLockWrite } from '../locks/locks';
 import { entityProperties } from '../step/handler-types';
-import type { LedgerRecord, Properties } from '../types';
+import type { LedgerRecord } from '../types';
 import { checkJoin } from './join-trigger';
 import { checkPolicy } from './policy';
 import type { FanParts } from './read-children';
@@ -137,17 +137,12 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   // it commits before a cancel (every child it lists has its record, so the cancel, reading the
   // pages and then the records by key, finds them all) or after one, seeing `cancelled` and
   // writing nothing. Nothing reads a child record its page does not list, and no chain is started
-  // before its page is written, so records left unlisted change nothing: a cancel's are removed here,
-  // a crash's are listed by the retried attempt. Only the page's transaction reads the header: child-record
-  // transactions reading it too would contend on it (measured on the legacy emulator: starting
-  // children at half the rate).
-  const cancelled = (props: Properties | undefined): boolean => readHeader(header.id, props, decodeKey)?.state === 'cancelled';
-  const stopped = (): TransitionError => new TransitionError(`fanOut(): fan-out ${header.id} was cancelled while its children were being added`);
-  if (cancelled(await parts.reads.get(headerKey(header.id, ns)))) throw stopped();
+  // before its page is written, so records left unlisted change nothing: a cancel's are removed
+  // here, a crash's are listed by the retried attempt. Only the page's transaction reads the
+  // header: child-record transactions reading it too would contend on it (measured on the legacy
+  // emulator: starting children at half the rate).
   // Child records in transactions of GROUPS (legacy Datastore takes 25 entity groups per transaction); one already there is kept.
-  const chunks: Checked[][] = [];
-  for (let start = 0; start < page.length; start += GROUPS) chunks.push(page.slice(start, start + GROUPS));
-  await Promise.all(chunks.map((chunk) => parts.locks.transact(async (tx) => {
+  await Promise.all(groupsOf(page).map((chunk) => parts.locks.transact(async (tx) => {
     const records = await Promise.all(chunk.map((c) => tx.get(childKey(c.id, ns))));
     chunk.forEach((c, i) => {
       if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now }, encode), UNINDEXED);
@@ -156,23 +151,27 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   const refused = await parts.locks.transact(async (tx) => {
     const [stored, listedBefore] = await Promise.all([tx.get(headerKey(header.id, ns)), tx.get(pageKey(header.id, n, ns))]);
     const before = readPage(listedBefore);
-    if (cancelled(stored)) return new Set(before);
+    if (readHeader(header.id, stored, decodeKey)?.state === 'cancelled') return new Set(before);
     tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids: [...new Set([...before, ...page.map((c) => c.id)])] }, UNINDEXED);
     return undefined;
   });
   if (refused) {
     // Cancelled before this page was listed: the records just written that no page lists are read
     // by nothing; remove them (those an earlier attempt listed stay, for the cancel to settle).
-    const unlisted = page.filter((c) => !refused.has(c.id));
-    const groups: Checked[][] = [];
-    for (let start = 0; start < unlisted.length; start += GROUPS) groups.push(unlisted.slice(start, start + GROUPS));
-    await Promise.all(groups.map((group) => parts.locks.transact(async (tx) => {
+    await Promise.all(groupsOf(page.filter((c) => !refused.has(c.id))).map((group) => parts.locks.transact(async (tx) => {
       const records = await Promise.all(group.map((c) => tx.get(childKey(c.id, ns))));
       group.forEach((c, i) => { if (readChild(c.id, records[i], decodeKey)?.state === 'pending') tx.delete(childKey(c.id, ns)); });
     }))).catch(() => undefined); // best effort: an unlisted record left behind changes nothing
-    throw stopped();
+    throw new TransitionError(`fanOut(): fan-out ${header.id} was cancelled while its children were being added`);
   }
   await startChildren(parts, page, result);
+}
+
+/** `items` in runs of at most {@link GROUPS}, one transaction's worth each. */
+function groupsOf(items: readonly Checked[]): Checked[][] {
+  const groups: Checked[][] = [];
+  for (let start = 0; start < items.length; start += GROUPS) groups.push(items.slice(start, start + GROUPS));
+  return groups;
 }
 
 /** Starts the chains of a page's children (one lookup and one batch write a round); returns nothing, counts in `result`. */
