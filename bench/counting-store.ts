@@ -26,6 +26,8 @@ export class CountingStore implements Store {
   readonly total = new Map<string, number>();
   /** The most writes of one entity, per kind. */
   private byKind = new Map<string, number>();
+  /** Each entity's kind. */
+  private kinds = new Map<string, string>();
 
   constructor(private readonly inner: Store) {}
 
@@ -38,12 +40,17 @@ export class CountingStore implements Store {
     this.perSecond.clear();
     this.total.clear();
     this.byKind.clear();
+    this.kinds.clear();
   }
 
-  /** The entity written most in any one second since the last reset. */
-  hottest(): HottestEntity {
+  /** The entity written most in any one second since the last reset; with `kinds`, among entities of those kinds only. */
+  hottest(kinds?: readonly string[]): HottestEntity {
     let best: HottestEntity = { entity: '', writes: 0 };
-    for (const [at, writes] of this.perSecond) if (writes > best.writes) best = { entity: at.slice(at.indexOf('|') + 1), writes };
+    for (const [at, writes] of this.perSecond) {
+      const entity = at.slice(at.indexOf('|') + 1);
+      if (kinds && !kinds.includes(this.kinds.get(entity) ?? '')) continue;
+      if (writes > best.writes) best = { entity, writes };
+    }
     return best;
   }
 
@@ -55,6 +62,7 @@ export class CountingStore implements Store {
   private count(entity: string, kind = 'LockerOutbox'): void {
     const at = `${Math.floor(Date.now() / 1000)}|${entity}`;
     this.perSecond.set(at, (this.perSecond.get(at) ?? 0) + 1);
+    this.kinds.set(entity, kind);
     const total = (this.total.get(entity) ?? 0) + 1;
     this.total.set(entity, total);
     this.byKind.set(kind, Math.max(this.byKind.get(kind) ?? 0, total));

@@ -43,11 +43,21 @@ export interface FanOutReport {
   fanOutRpcsPerChild: number;
   /** The most writes any one entity received in any one second while the fan-out ran. */
   hottest: HottestEntity;
+  /** The same among the entities every child's settle may touch: the parent, the header, the pages and their done marks. */
+  hottestShared: HottestEntity;
   /** Writes of the parent entity, and the most of any fan-out header, over the fan-out. */
   parentWrites: number;
   headerWrites: number;
   /** The join saw every child succeeded. */
   joinSawAll: boolean;
+}
+
+/** The kinds of the entities a fan-out's children share (a child's own entity and record are its own). */
+const SHARED_KINDS = ['BenchParent', 'LockerFanOut', 'LockerFanOutPage', 'LockerFanOutDone'];
+
+/** `hot` with its entity's name without the namespace part. */
+function named(hot: HottestEntity): HottestEntity {
+  return { ...hot, entity: hot.entity.replace(/^[^\u0000]*\u0000/, '') };
 }
 
 /** Runs the plain chains, then the fan-out, with `children` entities each. */
@@ -128,7 +138,8 @@ export async function measureFanOut(datastore: Datastore, keys: KeySource, child
       settleToJoinMs: joinStarted - lastChildSettled,
       plainRpcsPerChain,
       fanOutRpcsPerChild,
-      hottest: { ...store.hottest(), entity: store.hottest().entity.replace(/^[^\u0000]*\u0000/, '') },
+      hottest: named(store.hottest()),
+      hottestShared: named(store.hottest(SHARED_KINDS)),
       parentWrites: store.mostWritesOfKind('BenchParent'),
       headerWrites: store.mostWritesOfKind('LockerFanOut'),
       joinSawAll,
@@ -151,6 +162,7 @@ export function fanOutLines(r: FanOutReport): string[] {
     `  last child settled -> join started          ${r.settleToJoinMs.toFixed(0).padStart(8)} ms`,
     `  RPCs per child over its life                ${r.fanOutRpcsPerChild.toFixed(2).padStart(8)}   plain one-step chain ${r.plainRpcsPerChain.toFixed(2)}, beyond it ${(r.fanOutRpcsPerChild - r.plainRpcsPerChain).toFixed(2)}`,
     `  most writes to one entity in one second     ${String(r.hottest.writes).padStart(8)}   (${r.hottest.entity}); parent written ${r.parentWrites}×, header ${r.headerWrites}× in all`,
+    `    of the entities the children share         ${String(r.hottestShared.writes).padStart(8)}   (${r.hottestShared.entity || 'none written'}: the parent, the header, the pages, their done marks)`,
     `  the join saw every child succeeded: ${r.joinSawAll ? 'yes' : 'NO'}`,
   ];
 }
@@ -169,6 +181,8 @@ export function fanOutJson(r: FanOutReport): Record<string, unknown> {
     fanOutExtraRpcsPerChild: Math.round((r.fanOutRpcsPerChild - r.plainRpcsPerChain) * 100) / 100,
     fanOutMaxWritesPerEntitySecond: r.hottest.writes,
     fanOutHottestEntity: r.hottest.entity,
+    fanOutMaxWritesPerSharedEntitySecond: r.hottestShared.writes,
+    fanOutHottestSharedEntity: r.hottestShared.entity,
     fanOutParentWrites: r.parentWrites,
     fanOutHeaderWrites: r.headerWrites,
     fanOutJoinSawAll: r.joinSawAll,

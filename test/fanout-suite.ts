@@ -82,6 +82,16 @@ function holdSecondPage(rig: FanRig): { atPage: Promise<void>; release: () => vo
   return { atPage, release };
 }
 
+/**
+ * Resolves once the chains of the first page's children (the first 100) all started: pages are
+ * written side by side, so the first page's kickoffs may still be under way while the second
+ * page's transaction is held.
+ */
+async function firstPageStarted(rig: FanRig, children: ReadonlyArray<{ name: string }>): Promise<void> {
+  const keys = children.slice(0, 100).map((c) => rig.key('Line', c.name));
+  await until('the first page\'s children started', async () => (await Promise.all(keys.map((k) => rig.store.get(k)))).every((e) => e?.lock_state !== undefined));
+}
+
 /** Resolves once `keys`' chains all ended (complete or failed); bounded. */
 async function allEnded(rig: FanRig, keys: readonly Key[], limitMs = 120_000): Promise<void> {
   const deadline = Date.now() + limitMs;
@@ -415,6 +425,7 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       const { atPage, release } = holdSecondPage(rig);
       await rig.start(parent, children);
       await atPage;
+      await firstPageStarted(rig, children);
       await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), /never sealed/);
       const cancelling = rig.locker.cancelFanOut(parent);
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -588,6 +599,7 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
           const { atPage, release } = holdSecondPage(rig);
           await rig.start(parent, children);
           await atPage;
+          await firstPageStarted(rig, children);
           id = fanOutId(parent, String((await rig.store.get(parent))?.lock_chain), 1);
           await assert.rejects(rig.locker.retryFanOutChildren(parent), /writing/, 'no child retry while writing');
           // The held page transaction has read the header: on a store with locking reads the cancel

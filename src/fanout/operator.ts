@@ -26,9 +26,9 @@ import { retry } from '../rules/transitions';
 import { decodeKey, keyPath } from '../keys/key-codec';
 import { StepState, type LedgerRecord, type StoreTransaction } from '../types';
 import { commitJoin } from './join-trigger';
-import { allChildren, type FanParts } from './read-children';
+import { allChildren, pagesFrom, type FanParts } from './read-children';
 import {
-  childKey, childProperties, doneKey, fanOutId, headerKey, headerProperties, pageKey, readChild, readHeader, readPage, UNINDEXED, type ChildRecord, type FanOutState, type Header,
+  childKey, childProperties, doneKey, fanOutId, headerKey, headerProperties, readChild, readHeader, UNINDEXED, type ChildRecord, type FanOutState, type Header,
 } from './records';
 import { childEnd, settleRecord } from './settle';
 
@@ -131,13 +131,11 @@ export async function cancelFanOut(parts: FanParts, key: Key, options: CancelFan
 
 /**
  * The children of a fan-out; one never sealed (its page count is not known yet) by its page records
- * in turn, until the first absent one.
+ * in turn, until a window of absent ones (`pagesFrom()`).
  */
 async function childrenSoFar(parts: FanParts, header: Header): Promise<ChildRecord[]> {
   if (header.pages > 0) return allChildren(parts, header);
-  let pages = 0;
-  while (readPage(await parts.reads.get(pageKey(header.id, pages, header.parent.namespace))).length > 0) pages++;
-  return allChildren(parts, { ...header, pages });
+  return allChildren(parts, { ...header, pages: await pagesFrom(parts, header.id, header.parent.namespace, 0) });
 }
 
 /** Commits the join of a fan-out cancelled with `join`, on its children as they are now. */

@@ -13,7 +13,7 @@ import type { Locks } from '../locks/locks';
 import type { StoreReads } from '../store/reads';
 import { decodeKey } from '../keys/key-codec';
 import type { Properties } from '../types';
-import { childKey, doneKey, headerKey, pageKey, readChild, readHeader, readPage, type ChildRecord, type Header } from './records';
+import { childKey, doneKey, headerKey, PAGE_WINDOW, pageKey, readChild, readHeader, readPage, type ChildRecord, type Header } from './records';
 
 /**
  * What fan-out code reads of the configuration: the clock, the logger, when the sweep looks again
@@ -48,6 +48,22 @@ export async function getHeader(parts: ReadParts, id: string, namespace: string 
 /** The child ids page `n` lists. */
 export async function pageIds(parts: ReadParts, fanout: string, n: number, namespace: string | undefined): Promise<string[]> {
   return readPage(await parts.reads.get(pageKey(fanout, n, namespace)));
+}
+
+/**
+ * The page count of fan-out `fanout` as written so far, pages `from` on read in windows of
+ * {@link PAGE_WINDOW}: one past the last page that lists a child, or `from` if none past it does.
+ * Pages are written PAGE_WINDOW at a time, so a crash leaves fewer than PAGE_WINDOW absent pages
+ * between two written ones; a window with none written ends the search.
+ */
+export async function pagesFrom(parts: ReadParts, fanout: string, namespace: string | undefined, from: number): Promise<number> {
+  let count = from;
+  for (let start = from; ; start += PAGE_WINDOW) {
+    const pages = await getMany(parts, Array.from({ length: PAGE_WINDOW }, (_, i) => pageKey(fanout, start + i, namespace)));
+    const written = pages.map((p, i) => (readPage(p).length > 0 ? start + i + 1 : 0));
+    if (Math.max(...written) === 0) return count;
+    count = Math.max(...written);
+  }
 }
 
 /** The child records of `ids`, read by key; a missing record reads as undefined. */

@@ -35,6 +35,14 @@ export const DONE_KIND = 'LockerFanOutDone';
 /** Children per page record (and per batch of kickoffs). */
 export const PAGE_SIZE = 100;
 
+/**
+ * Pages `fanOut()` writes at once. Page n starts only once page n - PAGE_WINDOW is written, so
+ * pages interrupted by a crash leave at most PAGE_WINDOW - 1 absent pages between two written
+ * ones, and a reader that stops after PAGE_WINDOW absent pages in a row has found them all
+ * (`pagesFrom()`).
+ */
+export const PAGE_WINDOW = 4;
+
 /** Where a fan-out is. */
 export type FanOutState = 'writing' | 'sealed' | 'joining' | 'cancelled';
 /** Where one child is: pending until its chain ended. */
