@@ -3,7 +3,7 @@
 // cancel while writing) read pages in windows of PAGE_WINDOW until one has none written, so they
 // find every page written past fewer than PAGE_WINDOW absent ones
 // (`pagesFrom()`). A store wrapper on the in-memory store times each page's child records and
-// its page record while 1,000 children (ten pages) are added.
+// its page record while 2,000 children (twenty pages) are added.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
@@ -14,7 +14,7 @@ import { PAGE_WINDOW, pageKey } from '../src/fanout/records';
 import type { Properties, Store, StoreTransaction } from '../src/types';
 import { fanRig, type FanRig } from './support/fan-rig';
 
-const CHILDREN = 1_000;
+const CHILDREN = 2_000;
 
 /** When each page's first child record transaction began, and when its page record committed (ms, from performance.now()). */
 interface PageTimes { recordsBegan: Map<number, number>; listed: Map<number, number>; inFlight: number; mostInFlight: number }

@@ -41,7 +41,7 @@ export const PAGE_SIZE = 100;
  * ones, and a reader that stops after PAGE_WINDOW absent pages in a row has found them all
  * (`pagesFrom()`).
  */
-export const PAGE_WINDOW = 4;
+export const PAGE_WINDOW = 8;
 
 /** Where a fan-out is. */
 export type FanOutState = 'writing' | 'sealed' | 'joining' | 'cancelled';
