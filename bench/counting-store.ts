@@ -43,12 +43,17 @@ export class CountingStore implements Store {
     this.kinds.clear();
   }
 
-  /** The entity written most in any one second since the last reset; with `kinds`, among entities of those kinds only. */
-  hottest(kinds?: readonly string[]): HottestEntity {
+  /**
+   * The entity written most in any one second since the last reset; with `kinds`, among entities
+   * of those kinds only; with `during` (wall-clock ms, `Date.now()`), in the seconds of that span only.
+   */
+  hottest(kinds?: readonly string[], during?: { from: number; to: number }): HottestEntity {
     let best: HottestEntity = { entity: '', writes: 0 };
     for (const [at, writes] of this.perSecond) {
       const entity = at.slice(at.indexOf('|') + 1);
       if (kinds && !kinds.includes(this.kinds.get(entity) ?? '')) continue;
+      const second = Number(at.slice(0, at.indexOf('|')));
+      if (during && (second < Math.floor(during.from / 1000) || second > Math.floor(during.to / 1000))) continue;
       if (writes > best.writes) best = { entity, writes };
     }
     return best;

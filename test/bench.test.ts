@@ -114,7 +114,7 @@ describe('npm run bench', () => {
     assert.ok(typeof result.fanOutSettleToJoinMs === 'number' && Number.isFinite(result.fanOutSettleToJoinMs), `fanOutSettleToJoinMs is a number, got ${String(result.fanOutSettleToJoinMs)}`);
     assert.equal(typeof result.fanOutExtraRpcsPerChild, 'number');
     assert.equal(typeof result.fanOutHottestEntity, 'string');
-    assert.ok(typeof result.fanOutMaxWritesPerSharedEntitySecond === 'number' && result.fanOutMaxWritesPerSharedEntitySecond > 0, 'the parent (at least) was written');
+    assert.ok(typeof result.fanOutMaxWritesPerSharedEntitySecond === 'number' && result.fanOutMaxWritesPerSharedEntitySecond >= 1, 'a page\'s done mark (at least) was written while the children settled');
     assert.match(String(result.fanOutHottestSharedEntity), /^(BenchParent|LockerFanOut)/, 'the hottest shared entity is the parent or a fan-out record');
     assert.equal(result.fanOutJoinSawAll, true, 'the join saw every child succeeded');
     assert.equal(typeof result.fanOutTargetMet, 'boolean');
