@@ -77,7 +77,12 @@ export interface FanRig {
 
 let rigs = 0;
 
-export async function fanRig(inner: Store, namespace: string | undefined, loss?: { kind: Loss; every: number }): Promise<FanRig> {
+/**
+ * `timing`: the Locker's lease and `stallAfter`; by default 3 s each, so that the sweep's repairs
+ * show within a test. `'defaults'` keeps the Locker's own (a 60 s lease, `stallAfter` 5 minutes),
+ * as the fan-out guide advises for a fan-out whose children wait in the queue longer than 3 s.
+ */
+export async function fanRig(inner: Store, namespace: string | undefined, loss?: { kind: Loss; every: number }, timing: 'short' | 'defaults' = 'short'): Promise<FanRig> {
   const app = express();
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
@@ -87,7 +92,7 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   const local = new LocalQueue({ baseUrl: `http://127.0.0.1:${port}`, logger, minBackoffMs: 20, maxBackoffMs: 200, onDelivered: (task) => { delivered.push(task); } });
   const queue = lossyQueue(local, loss?.kind ?? 'drop', loss?.every ?? Number.MAX_SAFE_INTEGER);
   const store = new SeamStore(inner);
-  const locker = new Locker({ store, queue, logger, leaseDuration: 3_000, stallAfter: 3_000, maxRetries: 3 });
+  const locker = new Locker({ store, queue, logger, ...(timing === 'short' && { leaseDuration: 3_000, stallAfter: 3_000 }), maxRetries: 3 });
   const rig = ++rigs;
   const joins: JoinRun[] = [];
   const joinAttempts: string[] = [];
