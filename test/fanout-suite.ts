@@ -16,7 +16,7 @@ import { Locker } from '../src/locker';
 import { keyPath } from '../src/keys/key-codec';
 import { StepState } from '../src/types';
 import { TransitionError } from '../src/errors/errors';
-import { childChain, childKey, fanOutId, headerKey, pageKey } from '../src/fanout/records';
+import { childChain, childKey, fanOutId, headerKey, PAGE_SIZE, pageKey } from '../src/fanout/records';
 import type { StoreUnderTest } from './handle-suite';
 
 let counter = 0;
@@ -88,7 +88,7 @@ function holdSecondPage(rig: FanRig): { atPage: Promise<void>; release: () => vo
  * page's transaction is held.
  */
 async function firstPageStarted(rig: FanRig, children: ReadonlyArray<{ name: string }>): Promise<void> {
-  const keys = children.slice(0, 100).map((c) => rig.key('Line', c.name));
+  const keys = children.slice(0, PAGE_SIZE).map((c) => rig.key('Line', c.name));
   await until('the first page\'s children started', async () => (await Promise.all(keys.map((k) => rig.store.get(k)))).every((e) => e?.lock_state !== undefined));
 }
 

@@ -60,9 +60,9 @@ export async function pagesFrom(parts: ReadParts, fanout: string, namespace: str
   let count = from;
   for (let start = from; ; start += PAGE_WINDOW) {
     const pages = await getMany(parts, Array.from({ length: PAGE_WINDOW }, (_, i) => pageKey(fanout, start + i, namespace)));
-    const written = pages.map((p, i) => (readPage(p).length > 0 ? start + i + 1 : 0));
-    if (Math.max(...written) === 0) return count;
-    count = Math.max(...written);
+    const last = Math.max(...pages.map((p, i) => (readPage(p).length > 0 ? start + i + 1 : 0)));
+    if (last === 0) return count;
+    count = last;
   }
 }
 

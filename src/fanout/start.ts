@@ -8,9 +8,10 @@
  *    started and does not count; a record no page lists is never read), then the children's kickoffs in one
  *    batch, each chain id derived from the fan-out and the child's key. A retried attempt finds
  *    the chains it started (the kickoff recognises its own chain) and never starts a child twice.
- *    A child whose entity is busy with another chain, or whose write the store refuses (not a store
- *    fault that may pass: that child is read and tried again, then the step retried), settles `failed`
- *    at once.
+ *    Up to {@link PAGE_WINDOW} pages are under way at once, their page records written one at a
+ *    time, in page order. A child whose entity is busy with another chain, or whose write the
+ *    store refuses (not a store fault that may pass: that child is read and tried again, then the
+ *    step retried), settles `failed` at once.
  * 3. The seal, fenced on the parent's lease, in one transaction: the header `sealed`, the parent's
  *    step finished and its join step scheduled with no ledger record yet (so no task runs it, and a
  *    kickoff on the parent finds it busy). Then the completion check runs, since every child may
@@ -146,13 +147,13 @@ function checkChild(parts: FanParts, header: Header, child: FanOutChild, seen: S
   return { child, id: childChain(header.id, child.key), step };
 }
 
-/** Writes page `n` (its record and pending child records), then starts its children's chains. */
 /** A page's turn for its page transaction: `after` the page before's ended; `done()` gives the next page its turn. */
 interface Turn {
   after: Promise<unknown>;
   done: () => void;
 }
 
+/** Writes page `n` (its pending child records, then, in its turn, its record), then starts its children's chains. */
 async function writePage(parts: FanParts, header: Header, n: number, page: readonly Checked[], result: FanOutStarted, turn: Turn): Promise<void> {
   const now = new Date(parts.config.clock());
   const encode = (k: Key): string => parts.dispatcher.encodeKey(k);
