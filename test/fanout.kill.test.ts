@@ -63,7 +63,27 @@ for (const [emulator, open] of [['legacy', legacyDatastore], ['firestore', fires
             const [entity] = await datastore.get(datastore.key({ namespace, path: [kind, name] }));
             return entity as Record<string, unknown> | undefined;
           };
-          await until('the parent complete', async () => ((await get('FanCrashOrder', 'order'))?.lock_state === 'complete' ? true : undefined), second);
+          // The parent's lock, in the failure message: a parent that failed for good fails the test
+          // at once, saying why, instead of after the wait.
+          const lockOf = (p: Record<string, unknown> | undefined): string => JSON.stringify(Object.fromEntries(Object.entries(p ?? {}).filter(([k]) => k.startsWith('lock_'))));
+          let parentLock = '';
+          try {
+            await until('the parent complete', async () => {
+              const p = await get('FanCrashOrder', 'order');
+              parentLock = lockOf(p);
+              if (p?.lock_state === 'failed') throw new Error(`the parent failed for good: ${parentLock}\n${second.out.join('').slice(-4000)}`);
+              return p?.lock_state === 'complete' ? true : undefined;
+            }, second);
+          } catch (error) {
+            // And where the children are (state and step, counted), which says what the join waits for.
+            const children = new Map<string, number>();
+            for (let i = 0; i < CHILDREN; i++) {
+              const line = await get('FanCrashLine', `line-${i}`).catch(() => undefined);
+              const where = `${String(line?.lock_state)}@${String(line?.lock_seq)}`;
+              children.set(where, (children.get(where) ?? 0) + 1);
+            }
+            throw new Error(`${error instanceof Error ? error.message : String(error)}\nthe parent's lock: ${parentLock}\nthe children (state@step: how many): ${JSON.stringify(Object.fromEntries(children))}`);
+          }
           // A few more sweeps (each `SWEEP_MS`): nothing runs again.
           await new Promise((resolve) => setTimeout(resolve, 3_000));
           const parent = await get('FanCrashOrder', 'order');

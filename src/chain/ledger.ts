@@ -8,7 +8,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { nextSend } from '../rules/ledger-record';
 import { keyPath } from '../keys/key-codec';
-import type { LedgerRecord, StoreTransaction } from '../types';
+import type { LedgerRecord, Properties, StoreTransaction } from '../types';
 import type { Timers } from '../config/timers';
 import { LedgerRemovals, type LedgerRemovalSettings } from './ledger-removals';
 
@@ -71,9 +71,22 @@ export class Ledger {
     }
   }
 
-  /** Removes the ledger record `id` of `key` now, in a commit of its own (the sweep's clearing of a record no longer needed). */
-  remove(key: Key, id: string): Promise<void> {
-    return this.settings.records.deleteLedger(key, id);
+  /**
+   * The sweep's clearing of a record no longer needed: removes it in a transaction that reads the
+   * entity and the record again, and only while `why(entity, record)` still names a reason (and the
+   * record still names the same task and send). Resolves to the reason, or undefined when the
+   * record was kept: the step came alive meanwhile. A batch kickoff writes its records before its
+   * entities (`replaceMany` on Datastore), so a sweep may read a record whose entity is not written
+   * yet; the entity written after the sweep's read but before this transaction keeps the record.
+   */
+  clear(record: LedgerRecord, why: (entity: Properties | undefined, record: LedgerRecord) => string | undefined): Promise<string | undefined> {
+    return this.transact(async (tx) => {
+      const [entity, current] = await Promise.all([tx.get(record.key), tx.getLedger(record.key, record.id)]);
+      if (!current || current.task !== record.task || current.sends !== record.sends) return undefined;
+      const reason = why(entity, current);
+      if (reason !== undefined) tx.deleteLedger(record.key, record.id);
+      return reason;
+    });
   }
 
   /** Sends the removals still waiting for their group, and resolves once every removal settled. */

@@ -94,10 +94,17 @@ async function sweepOne(parts: SweepParts, record: LedgerRecord, result: SweepRe
   result.alerted += overwrites?.sent ?? 0;
   // Alerts still owed keep the record (also that of a step no longer live) and bring it back by then.
   const alertsDue = Math.min(typeof failure === 'number' ? failure : Infinity, overwrites?.due ?? Infinity);
-  const verdict = stallVerdict(lock, record, { now, stallAfter, leaseDuration });
+  const timings = { now, stallAfter, leaseDuration };
+  const verdict = stallVerdict(lock, record, timings);
   if (verdict.action === 'clear' && alertsDue === Infinity) {
-    await parts.ledger.remove(record.key, record.id);
-    parts.config.logger.info('ledger record cleared', { ...where(record), why: verdict.why });
+    // Cleared only if the step is still not live when read again with the record, in one
+    // transaction: a batch kickoff's entity may land after the read above (its record came first).
+    const why = await parts.ledger.clear(record, (entity, current) => {
+      const again = stallVerdict(entity ? readLock(entity) : undefined, current, timings);
+      return again.action === 'clear' ? again.why : undefined;
+    });
+    if (why === undefined) return 'waiting'; // the next sweep looks again
+    parts.config.logger.info('ledger record cleared', { ...where(record), why });
     return 'cleared';
   }
   if (verdict.action !== 'resend') {

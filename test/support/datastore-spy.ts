@@ -1,7 +1,8 @@
 /**
  * A seam in front of Datastore for the tests: a real generated `v1.DatastoreClient` (the store's
  * `client` option) whose five RPCs are recorded, and whose requests a test may rewrite before they
- * are sent (e.g. drop `baseVersion`, to play a backend that ignores it).
+ * are sent (e.g. drop `baseVersion`, to play a backend that ignores it), or hold a request back
+ * until the test lets it go (a slow call, at a chosen point).
  */
 import { DatastoreClient, type Datastore } from '@google-cloud/datastore';
 
@@ -42,11 +43,13 @@ export interface SpyOptions {
   rewrite?: Rewrite;
   /** Keep every request in `sent`. Defaults to true; false keeps only the method names. */
   keepRequests?: boolean;
+  /** Called before each request is sent; the request waits until what it returns resolves. */
+  hold?: (method: RpcMethod, request: SentRpc['request']) => Promise<void> | undefined;
 }
 
 /** A generated client on `datastore`'s options whose RPCs are recorded (and rewritten). */
 export function spyClient(datastore: Datastore, options: SpyOptions = {}): SpiedClient {
-  const { rewrite, keepRequests = true } = options;
+  const { rewrite, keepRequests = true, hold } = options;
   const real = new DatastoreClient({ ...datastore.options });
   const calls: RpcMethod[] = [];
   const sent: SentRpc[] = [];
@@ -59,9 +62,13 @@ export function spyClient(datastore: Datastore, options: SpyOptions = {}): Spied
       return (request: SentRpc['request'], ...rest: unknown[]) => {
         const method = property as RpcMethod;
         const actual = rewrite ? rewrite(method, request) : request;
-        calls.push(method);
-        if (keepRequests) sent.push({ method, request: actual });
-        return (value as (...args: unknown[]) => unknown).call(target, actual, ...rest);
+        const send = (): unknown => {
+          calls.push(method);
+          if (keepRequests) sent.push({ method, request: actual });
+          return (value as (...args: unknown[]) => unknown).call(target, actual, ...rest);
+        };
+        const held = hold?.(method, actual);
+        return held ? held.then(send) : send();
       };
     },
   });

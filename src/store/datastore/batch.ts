@@ -9,6 +9,8 @@
  *   version and reports `conflictDetected` on the others. A non-transactional commit is not
  *   atomic, so the record goes first: an entity is never written without its record, and a record
  *   left by a conflict or a crash names a step its entity does not run, which the sweep clears.
+ *   The sweep may clear a record whose entity is about to be written, too: so the records of the
+ *   entities written are then looked up, and any gone put back (`restoreRecords`).
  *   Then the kickoff records (`ConditionalWrite.marker`) of the entities written, in one more
  *   commit, before the call returns (and so before any task is sent).
  * - in transactions (the Firestore emulator, which ignores `baseVersion`): a transaction per
@@ -36,6 +38,8 @@ import { withContentionRetry } from '../../locks/retry';
 
 /** Datastore's most mutations in one commit. */
 export const MAX_MUTATIONS = 500;
+/** Datastore's most keys in one lookup. */
+const MAX_LOOKUP_KEYS = 1_000;
 /** Entities per transaction where compare-and-swaps run as transactions (each with its record and its kickoff record: three mutations). */
 export const TRANSACTION_WRITES = 150;
 /** The largest commit request sent, bytes (Datastore takes 10 MiB). */
@@ -69,6 +73,7 @@ interface Encoded {
   key: Key;
   entity: RawEntity;
   record: RawEntity;
+  recordKey: Key;
   /** The kickoff's record of the chain, stored once the entity is (see `ConditionalWrite.marker`). */
   marker?: RawEntity;
   base: string;
@@ -100,7 +105,7 @@ function encode(config: BatchConfig, write: ConditionalWrite, index: number): En
   const recordKey = ledgerKey(config.ledgerKind, write.record.key.namespace, write.record.id);
   const record = entityProto(writeArgs(recordKey, ledgerProperties(write.record), LEDGER_UNINDEXED));
   const marker = write.marker ? entityProto(writeArgs(write.marker.key, write.marker.properties, write.marker.excludeFromIndexes)) : undefined;
-  return { index, key, entity, record, ...(marker ? { marker } : {}), base: version.version, bytes: approxBytes(entity) + approxBytes(record) + (marker ? approxBytes(marker) : 0) };
+  return { index, key, entity, record, recordKey, ...(marker ? { marker } : {}), base: version.version, bytes: approxBytes(entity) + approxBytes(record) + (marker ? approxBytes(marker) : 0) };
 }
 
 /** Records first, then the entities at their versions, each in commits of at most {@link MAX_MUTATIONS}. */
@@ -123,11 +128,35 @@ async function conditional(config: BatchConfig, writes: Encoded[], outcomes: Con
       });
     });
   }
+  await restoreRecords(config, recorded.filter((w) => outcomes[w.index]?.outcome === 'written'), outcomes);
   // The kickoff records of the entities written, before the call returns (so before any task is
   // sent). One that cannot be stored is logged by the caller's outcome: the write stays written.
   const marked = recorded.filter((w) => w.marker && outcomes[w.index]?.outcome === 'written');
   for (const chunk of chunks(marked, MAX_MUTATIONS, (w) => approxBytes(w.marker!))) {
     await config.rpc.commit(chunk.map((w) => ({ upsert: w.marker! }))).catch(() => undefined);
+  }
+}
+
+/**
+ * Puts back the records of entities written whose record is gone. Between a record's commit and
+ * its entity's, the sweep sees a record whose entity is absent (or runs another step), which it
+ * clears; its clearing reads the entity again in a transaction, so it either sees the entity and
+ * keeps the record, or commits before the entity's write, and then this lookup, after that write,
+ * finds the record gone and puts it back: a written entity is never left without its record. A
+ * record this cannot check or put back fails its write's outcome with `StoreUnavailableError` (the
+ * entity is written: the caller's next round finds its own chain).
+ */
+async function restoreRecords(config: BatchConfig, written: Encoded[], outcomes: ConditionalOutcome[]): Promise<void> {
+  for (let start = 0; start < written.length; start += MAX_LOOKUP_KEYS) {
+    const part = written.slice(start, start + MAX_LOOKUP_KEYS);
+    try {
+      const found = await lookupMany(config.rpc, part.map((w) => w.recordKey));
+      const gone = part.filter((_, i) => !found[i]!.entity);
+      for (const chunk of chunks(gone, MAX_MUTATIONS, (w) => approxBytes(w.record))) await config.rpc.commit(chunk.map((w) => ({ upsert: w.record })));
+    } catch (error) {
+      const cause = error instanceof Error ? error.message : String(error);
+      for (const w of part) outcomes[w.index] = failed(new StoreUnavailableError(`the entity was written, but whether its ledger record is still there is not known: ${cause}`));
+    }
   }
 }
 
