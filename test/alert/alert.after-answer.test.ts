@@ -10,17 +10,17 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Key } from '@google-cloud/datastore';
-import { alertId } from '../src/alert/event';
-import { EmailAlerter } from '../src/alert/email';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { AlertReason, StepState, type AlertEvent, type TaskRequest } from '../src/types';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
-import { spyClient } from './support/datastore-spy';
-import { KeptTasks, deliver } from './support/kept-tasks';
-import { TestSmtpServer } from './support/smtp';
-import { Counter, keys, taskApp, TEST_TOKEN, type TaskApp } from './support/task-app';
+import { alertId } from '../../src/alert/event';
+import { EmailAlerter } from '../../src/alert/email';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { AlertReason, StepState, type AlertEvent, type TaskRequest } from '../../src/types';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { spyClient } from '../support/datastore-spy';
+import { KeptTasks, deliver } from '../support/kept-tasks';
+import { TestSmtpServer } from '../support/smtp';
+import { Counter, keys, taskApp, TEST_TOKEN, type TaskApp } from '../support/task-app';
 
-const ROOT = path.resolve(__dirname, '..');
+const ROOT = path.resolve(__dirname, '..', '..');
 const MIN = 60_000;
 const ALERT_TIMEOUT_MS = 400;
 

@@ -2,10 +2,10 @@ import { describe, it, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore } from '@google-cloud/datastore';
 import nodemailer from 'nodemailer';
-import { EmailAlerter, SMTP_TIMEOUT_DEFAULTS, type EmailAlerterOptions } from '../src/alert/email';
-import { ConfigError } from '../src/errors/errors';
-import { AlertReason, type AlertEvent } from '../src/types';
-import { TestSmtpServer, type ReceivedMail } from './support/smtp';
+import { EmailAlerter, SMTP_TIMEOUT_DEFAULTS, type EmailAlerterOptions } from '../../src/alert/email';
+import { ConfigError } from '../../src/errors/errors';
+import { AlertReason, type AlertEvent } from '../../src/types';
+import { TestSmtpServer, type ReceivedMail } from '../support/smtp';
 
 const datastore = new Datastore({ projectId: 'alert-test' });
 const AT = new Date('2030-04-05T06:07:08.009Z');

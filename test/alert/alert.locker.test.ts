@@ -4,16 +4,16 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { EmailAlerter } from '../src/alert/email';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { MAX_ERROR_LENGTH } from '../src/rules/lock-fields';
-import { StepState, type Properties, type Store } from '../src/types';
-import { legacyDatastore, uniqueNamespace, closedPort } from './support/emulator';
-import { TestSmtpServer } from './support/smtp';
-import { keys, taskApp, type TaskApp } from './support/task-app';
-import { keyPath as keyPathOf } from '../src/keys/key-codec';
-import { alertId } from '../src/alert/event';
-import { AlertReason } from '../src/types';
+import { EmailAlerter } from '../../src/alert/email';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { MAX_ERROR_LENGTH } from '../../src/rules/lock-fields';
+import { StepState, type Properties, type Store } from '../../src/types';
+import { legacyDatastore, uniqueNamespace, closedPort } from '../support/emulator';
+import { TestSmtpServer } from '../support/smtp';
+import { keys, taskApp, type TaskApp } from '../support/task-app';
+import { keyPath as keyPathOf } from '../../src/keys/key-codec';
+import { alertId } from '../../src/alert/event';
+import { AlertReason } from '../../src/types';
 
 describe('alerts from the Locker', () => {
   let smtp: TestSmtpServer;

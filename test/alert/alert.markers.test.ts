@@ -2,11 +2,11 @@
 // still owed, how a mark is written, what a write ending a step keeps, and what a new claim keeps.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { carriedAlerts, claimAlert, markAlertsSent, unsentOverwrite, unsentOverwrites } from '../src/rules/alert-markers';
-import type { Lock } from '../src/rules/lock-fields';
-import { parseOptions } from '../src/config/options';
-import { MemoryStore } from '../src/store/memory/store';
-import { StepState } from '../src/types';
+import { carriedAlerts, claimAlert, markAlertsSent, unsentOverwrite, unsentOverwrites } from '../../src/rules/alert-markers';
+import type { Lock } from '../../src/rules/lock-fields';
+import { parseOptions } from '../../src/config/options';
+import { MemoryStore } from '../../src/store/memory/store';
+import { StepState } from '../../src/types';
 
 const lock = (alerts: string[], seq = 3): Lock => ({
   ts: new Date(0), req: '', seq, tries: 1, state: StepState.scheduled, chain: 'c', task: 't', err: undefined, alerts, legacy: false,

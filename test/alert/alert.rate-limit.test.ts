@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { RateLimiter } from '../src/alert/rate-limit';
-import { ConfigError } from '../src/errors/errors';
+import { RateLimiter } from '../../src/alert/rate-limit';
+import { ConfigError } from '../../src/errors/errors';
 
 /** A clock the test moves by hand. */
 function manualClock(start = 1_000_000): { now: () => number; set: (ms: number) => void } {

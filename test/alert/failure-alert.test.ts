@@ -5,11 +5,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { StepState, type AlertEvent } from '../src/types';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
-import { KeptTasks } from './support/kept-tasks';
-import { Counter, taskApp } from './support/task-app';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { StepState, type AlertEvent } from '../../src/types';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { KeptTasks } from '../support/kept-tasks';
+import { Counter, taskApp } from '../support/task-app';
 
 const SEC = 1_000;
 const START = Date.parse('2031-07-08T09:10:11.000Z');
@@ -92,7 +92,7 @@ describe('failure alerts: sent at least once, the sweep sends again one never ma
     ids.push(s.received[0]!.id);
     const first = await failedStep(0);
     assert.notEqual(first.received[0]!.id, ids[0], 'another step, another id');
-    const { alertId } = await import('../src/alert/event');
+    const { alertId } = await import('../../src/alert/event');
     assert.equal(ids[0], alertId('failure', s.key, 1, s.t.runs[0]!.attempt));
     await Promise.all([s.t.locker.shutdown(), first.t.locker.shutdown()]);
   });

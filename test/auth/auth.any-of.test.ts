@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { anyOf } from '../src/auth/any-of';
-import { appEngineAuthenticator } from '../src/auth/app-engine';
-import { ConfigError } from '../src/errors/errors';
-import type { AuthRequest, AuthVerdict, Authenticator } from '../src/types';
+import { anyOf } from '../../src/auth/any-of';
+import { appEngineAuthenticator } from '../../src/auth/app-engine';
+import { ConfigError } from '../../src/errors/errors';
+import type { AuthRequest, AuthVerdict, Authenticator } from '../../src/types';
 
 const request: AuthRequest = { method: 'POST', url: '/process', headers: {} };
 

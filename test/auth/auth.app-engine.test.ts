@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
-import { appEngineAuthenticator, type AppEngineAuthenticatorOptions } from '../src/auth/app-engine';
-import { ConfigError } from '../src/errors/errors';
-import type { AuthRequest } from '../src/types';
+import { appEngineAuthenticator, type AppEngineAuthenticatorOptions } from '../../src/auth/app-engine';
+import { ConfigError } from '../../src/errors/errors';
+import type { AuthRequest } from '../../src/types';
 
 function request(headers: IncomingHttpHeaders): AuthRequest {
   return { method: 'POST', url: '/process', headers };

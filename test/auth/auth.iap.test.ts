@@ -4,9 +4,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { OAuth2Client } from 'google-auth-library';
-import { iapAuthenticator, IAP_HEADER, type IapTokenVerifier } from '../src/auth/iap';
-import { ConfigError } from '../src/errors/errors';
-import type { AuthVerdict } from '../src/types';
+import { iapAuthenticator, IAP_HEADER, type IapTokenVerifier } from '../../src/auth/iap';
+import { ConfigError } from '../../src/errors/errors';
+import type { AuthVerdict } from '../../src/types';
 
 const AUDIENCE = '/projects/123456/apps/shop-prod';
 const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });

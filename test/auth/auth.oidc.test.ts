@@ -2,9 +2,9 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { OAuth2Client } from 'google-auth-library';
-import { oidcAuthenticator, type OidcAuthenticatorOptions } from '../src/auth/oidc';
-import { ConfigError } from '../src/errors/errors';
-import type { AuthRequest, AuthVerdict, Authenticator } from '../src/types';
+import { oidcAuthenticator, type OidcAuthenticatorOptions } from '../../src/auth/oidc';
+import { ConfigError } from '../../src/errors/errors';
+import type { AuthRequest, AuthVerdict, Authenticator } from '../../src/types';
 import {
   encode,
   generateSigningKey,
@@ -12,7 +12,7 @@ import {
   startOidcIssuer,
   type Claims,
   type OidcIssuer,
-} from './support/oidc-issuer';
+} from '../support/oidc-issuer';
 
 const AUDIENCE = 'https://worker.example.com/process';
 const ACCOUNT = 'tasks@demo-project.iam.gserviceaccount.com';

@@ -5,16 +5,16 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { OAuth2Client, LoginTicket } from 'google-auth-library';
-import { cloudRunIamAuthenticator, type CloudRunIamAuthenticatorOptions } from '../src/auth/cloud-run-iam';
-import { oidcAuthenticator, type OidcTokenVerifier } from '../src/auth/oidc';
-import { iapAuthenticator, IAP_HEADER, type IapTokenVerifier } from '../src/auth/iap';
-import { appEngineAuthenticator } from '../src/auth/app-engine';
-import { appEngineCronAuthenticator } from '../src/auth/app-engine-cron';
-import { anyOf } from '../src/auth/any-of';
-import { STRIPPED_SIGNATURE } from '../src/auth/bearer-jwt';
-import { ConfigError } from '../src/errors/errors';
-import type { AuthRequest, AuthVerdict, Logger } from '../src/types';
-import { encode, idTokenClaims, startOidcIssuer, type Claims, type OidcIssuer } from './support/oidc-issuer';
+import { cloudRunIamAuthenticator, type CloudRunIamAuthenticatorOptions } from '../../src/auth/cloud-run-iam';
+import { oidcAuthenticator, type OidcTokenVerifier } from '../../src/auth/oidc';
+import { iapAuthenticator, IAP_HEADER, type IapTokenVerifier } from '../../src/auth/iap';
+import { appEngineAuthenticator } from '../../src/auth/app-engine';
+import { appEngineCronAuthenticator } from '../../src/auth/app-engine-cron';
+import { anyOf } from '../../src/auth/any-of';
+import { STRIPPED_SIGNATURE } from '../../src/auth/bearer-jwt';
+import { ConfigError } from '../../src/errors/errors';
+import type { AuthRequest, AuthVerdict, Logger } from '../../src/types';
+import { encode, idTokenClaims, startOidcIssuer, type Claims, type OidcIssuer } from '../support/oidc-issuer';
 
 const AUDIENCE = 'https://orders-abc-ew.a.run.app';
 const TASKS = 'tasks@demo-project.iam.gserviceaccount.com';

@@ -6,12 +6,12 @@ import { describe, it, before, beforeEach, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
 import request from 'supertest';
-import { taskApp, keys, Counter, TEST_TOKEN } from './support/task-app';
-import { RecordingQueue } from './support/recording-queue';
-import { ChainBusyError, ConfigError, LeaseLostError, StepAlreadyFinishedError } from '../src/errors/errors';
-import { Locker } from '../src/locker';
-import { Headers, StepState, type Properties, type TaskRequest } from '../src/types';
-import type { StoreUnderTest } from './handle-suite';
+import { taskApp, keys, Counter, TEST_TOKEN } from '../support/task-app';
+import { RecordingQueue } from '../support/recording-queue';
+import { ChainBusyError, ConfigError, LeaseLostError, StepAlreadyFinishedError } from '../../src/errors/errors';
+import { Locker } from '../../src/locker';
+import { Headers, StepState, type Properties, type TaskRequest } from '../../src/types';
+import type { StoreUnderTest } from '../step/handle-suite';
 
 let counter = 0;
 

@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
-import { Locker } from '../src/locker';
-import { LocalQueue } from '../src/queue/local';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { Headers, StepState, type Properties } from '../src/types';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
-import { keys, MemoryLogger } from './support/task-app';
+import { Locker } from '../../src/locker';
+import { LocalQueue } from '../../src/queue/local';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { Headers, StepState, type Properties } from '../../src/types';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { keys, MemoryLogger } from '../support/task-app';
 
 describe('a 10-step chain, end to end', () => {
   let server: Server;

@@ -9,17 +9,17 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { MAX_REMOVALS, REMOVAL_DELAY_MS, LedgerRemovals } from '../src/chain/ledger-removals';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { MemoryStore } from '../src/store/memory/store';
-import { keyString } from '../src/keys/keys';
-import { StoreUnavailableError } from '../src/errors/errors';
-import type { LedgerRecord, LedgerRef, Store } from '../src/types';
-import { FakeTimers } from './support/fake-timers';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
-import { RecordingQueue } from './support/recording-queue';
-import { keys, MemoryLogger, taskApp } from './support/task-app';
-import type { Locker } from '../src/locker';
+import { MAX_REMOVALS, REMOVAL_DELAY_MS, LedgerRemovals } from '../../src/chain/ledger-removals';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { MemoryStore } from '../../src/store/memory/store';
+import { keyString } from '../../src/keys/keys';
+import { StoreUnavailableError } from '../../src/errors/errors';
+import type { LedgerRecord, LedgerRef, Store } from '../../src/types';
+import { FakeTimers } from '../support/fake-timers';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { RecordingQueue } from '../support/recording-queue';
+import { keys, MemoryLogger, taskApp } from '../support/task-app';
+import type { Locker } from '../../src/locker';
 
 interface Subject {
   name: string;

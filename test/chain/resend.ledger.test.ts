@@ -5,11 +5,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore/store';
-import type { Store } from '../src/types';
-import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
-import { deliver, KeptTasks } from './support/kept-tasks';
-import { taskApp } from './support/task-app';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import type { Store } from '../../src/types';
+import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { deliver, KeptTasks } from '../support/kept-tasks';
+import { taskApp } from '../support/task-app';
 
 const MIN = 60_000;
 const START = Date.parse('2031-05-06T07:08:09.000Z');

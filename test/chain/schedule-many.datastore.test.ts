@@ -4,14 +4,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { scheduleManySuite } from './schedule-many-suite';
-import { spyClient } from './support/datastore-spy';
-import { RecordingQueue } from './support/recording-queue';
-import { keys } from './support/task-app';
-import { Locker } from '../src/locker';
-import { StoreRejectedError } from '../src/errors/errors';
-import { BATCH } from '../src/chain/schedule-many';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
+import { spyClient } from '../support/datastore-spy';
+import { RecordingQueue } from '../support/recording-queue';
+import { keys } from '../support/task-app';
+import { Locker } from '../../src/locker';
+import { StoreRejectedError } from '../../src/errors/errors';
+import { BATCH } from '../../src/chain/schedule-many';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { legacyDatastore, firestoreDatastore, uniqueNamespace } from '../support/emulator';
 
 const open = (datastore: () => ReturnType<typeof legacyDatastore>) => async () => {
   const namespace = uniqueNamespace('bulk');

@@ -8,14 +8,14 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { kickoffChainId } from '../src/rules/kickoff-plan';
-import { keyString } from '../src/keys/keys';
-import { StepState } from '../src/types';
-import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from './support/crash-app-run';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { kickoffChainId } from '../../src/rules/kickoff-plan';
+import { keyString } from '../../src/keys/keys';
+import { StepState } from '../../src/types';
+import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../support/crash-app-run';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
 import { readAll } from './schedule-many-suite';
-import { BATCH } from '../src/chain/schedule-many';
+import { BATCH } from '../../src/chain/schedule-many';
 
 const ITEMS = 5_000;
 const datastore = legacyDatastore();

@@ -2,13 +2,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { scheduleManySuite } from './schedule-many-suite';
-import { MemoryStore } from '../src/store/memory/store';
-import { Locker } from '../src/locker';
-import { StoreRejectedError } from '../src/errors/errors';
-import type { Queue, Store } from '../src/types';
-import type { KickoffItem } from '../src/chain/schedule-many-types';
-import { RecordingQueue } from './support/recording-queue';
-import { keys, MemoryLogger } from './support/task-app';
+import { MemoryStore } from '../../src/store/memory/store';
+import { Locker } from '../../src/locker';
+import { StoreRejectedError } from '../../src/errors/errors';
+import type { Queue, Store } from '../../src/types';
+import type { KickoffItem } from '../../src/chain/schedule-many-types';
+import { RecordingQueue } from '../support/recording-queue';
+import { keys, MemoryLogger } from '../support/task-app';
 
 scheduleManySuite('the in-memory store', async () => ({ store: new MemoryStore(), namespace: undefined }));
 

@@ -10,12 +10,12 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { Locker } from '../src/locker';
-import type { Properties, Store } from '../src/types';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
-import { spyClient, type SentRpc } from './support/datastore-spy';
-import { KeptTasks } from './support/kept-tasks';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { Locker } from '../../src/locker';
+import type { Properties, Store } from '../../src/types';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { spyClient, type SentRpc } from '../support/datastore-spy';
+import { KeptTasks } from '../support/kept-tasks';
 
 const datastore = legacyDatastore();
 const LEDGER_KIND = 'LockerOutbox';

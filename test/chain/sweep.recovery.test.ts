@@ -6,12 +6,12 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, type Key } from '@google-cloud/datastore';
-import { keyPath } from '../src/keys/key-codec';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { MemoryStore } from '../src/store/memory/store';
-import type { Store } from '../src/types';
-import { assertRanOnce, chainRig, type ChainRig, type RigTimings } from './support/chain-rig';
-import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
+import { keyPath } from '../../src/keys/key-codec';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { MemoryStore } from '../../src/store/memory/store';
+import type { Store } from '../../src/types';
+import { assertRanOnce, chainRig, type ChainRig, type RigTimings } from '../support/chain-rig';
+import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
 
 const keys = new Datastore({ projectId: 'locker-test' });
 const STEPS = 10;

@@ -6,12 +6,12 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import express from 'express';
 import request from 'supertest';
-import { Locker } from '../src/locker';
-import { ConfigError } from '../src/errors/errors';
-import { MemoryStore } from '../src/store/memory/store';
-import type { DueLedger } from '../src/types';
-import { RecordingQueue } from './support/recording-queue';
-import { MemoryLogger } from './support/task-app';
+import { Locker } from '../../src/locker';
+import { ConfigError } from '../../src/errors/errors';
+import { MemoryStore } from '../../src/store/memory/store';
+import type { DueLedger } from '../../src/types';
+import { RecordingQueue } from '../support/recording-queue';
+import { MemoryLogger } from '../support/task-app';
 
 /** A memory store whose sweep query counts its calls and waits for `release()` when `hold` is set. */
 class CountingStore extends MemoryStore {

@@ -7,13 +7,13 @@ import assert from 'node:assert/strict';
 import express from 'express';
 import request from 'supertest';
 import { Key } from '@google-cloud/datastore';
-import { Locker } from '../src/locker';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { MemoryStore } from '../src/store/memory/store';
-import type { Store, TaskRequest } from '../src/types';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
-import { RecordingQueue } from './support/recording-queue';
-import { MemoryLogger, testAuth, TEST_TOKEN } from './support/task-app';
+import { Locker } from '../../src/locker';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { MemoryStore } from '../../src/store/memory/store';
+import type { Store, TaskRequest } from '../../src/types';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { RecordingQueue } from '../support/recording-queue';
+import { MemoryLogger, testAuth, TEST_TOKEN } from '../support/task-app';
 
 const stores: Array<[string, () => { store: Store; namespace: string | undefined }]> = [
   ['memory store', () => ({ store: new MemoryStore({ projectId: 'shop' }), namespace: undefined })],

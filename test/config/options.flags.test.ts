@@ -2,10 +2,10 @@
 // boolean is a ConfigError naming the option, never a truthy string that silently turns a switch on.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError } from '../src/errors/errors';
-import { Locker } from '../src/locker';
-import type { LockerOptions } from '../src/config/options';
-import { MemoryStore } from '../src/store/memory/store';
+import { ConfigError } from '../../src/errors/errors';
+import { Locker } from '../../src/locker';
+import type { LockerOptions } from '../../src/config/options';
+import { MemoryStore } from '../../src/store/memory/store';
 
 describe('new Locker(): boolean options', () => {
   for (const flag of ['alertOnOverwrite', 'alertOnFailure', 'telemetry'] as const) {

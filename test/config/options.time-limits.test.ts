@@ -6,12 +6,12 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { CloudTasksClient } from '@google-cloud/tasks';
-import { ConfigError } from '../src/errors/errors';
-import { Locker } from '../src/locker';
-import { CloudTasksQueue, type CloudTasksQueueOptions } from '../src/queue/cloud-tasks';
-import { MemoryStore } from '../src/store/memory/store';
-import { MemoryLogger } from './support/task-app';
-import type { LockerOptions } from '../src/config/options';
+import { ConfigError } from '../../src/errors/errors';
+import { Locker } from '../../src/locker';
+import { CloudTasksQueue, type CloudTasksQueueOptions } from '../../src/queue/cloud-tasks';
+import { MemoryStore } from '../../src/store/memory/store';
+import { MemoryLogger } from '../support/task-app';
+import type { LockerOptions } from '../../src/config/options';
 
 process.env.METADATA_SERVER_DETECTION = 'none';
 const client = new CloudTasksClient({ projectId: 'test-project' });

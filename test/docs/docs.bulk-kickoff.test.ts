@@ -4,9 +4,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { docBlockProblems, typeCheckedBlocks } from './support/doc-typecheck';
+import { docBlockProblems, typeCheckedBlocks } from '../support/doc-typecheck';
 
-const root = join(__dirname, '..');
+const root = join(__dirname, '..', '..');
 const guide = readFileSync(join(root, 'docs', 'guides', 'bulk-kickoff.md'), 'utf8');
 
 describe('docs/guides/bulk-kickoff.md', () => {

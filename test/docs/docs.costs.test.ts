@@ -12,14 +12,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Datastore } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { PermanentError } from '../src/errors/errors';
-import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
-import { spyClient, type SpiedClient } from './support/datastore-spy';
-import { KeptTasks, deliver } from './support/kept-tasks';
-import { Counter, keys, taskApp, type TaskApp } from './support/task-app';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { PermanentError } from '../../src/errors/errors';
+import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { spyClient, type SpiedClient } from '../support/datastore-spy';
+import { KeptTasks, deliver } from '../support/kept-tasks';
+import { Counter, keys, taskApp, type TaskApp } from '../support/task-app';
 
-const PAGE = join(__dirname, '..', 'docs', 'reference', 'costs.md');
+const PAGE = join(__dirname, '..', '..', 'docs', 'reference', 'costs.md');
 
 /** The two backends, by the column of the page's table they fill. */
 const BACKENDS = [
@@ -34,7 +34,7 @@ type Row = Record<Column, string> & { tasks: number };
 /** The rows of the page's measured table, by scenario. */
 function documented(): Map<string, Row> {
   const text = readFileSync(PAGE, 'utf8');
-  const table = text.split('<!-- costs: measured by test/docs.costs.test.ts -->')[1]?.split('\n\n')[0];
+  const table = text.split('<!-- costs: measured by test/docs/docs.costs.test.ts -->')[1]?.split('\n\n')[0];
   assert.ok(table, 'the page has the measured table');
   const rows = new Map<string, Row>();
   for (const line of table.trim().split('\n').slice(2)) {

@@ -5,9 +5,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { docBlockProblems, typeCheckedBlocks } from './support/doc-typecheck';
+import { docBlockProblems, typeCheckedBlocks } from '../support/doc-typecheck';
 
-const ROOT = path.join(__dirname, '..');
+const ROOT = path.join(__dirname, '..', '..');
 const PAGES = ['docs/guides/deploy-cloud-run.md', 'docs/guides/deploy-app-engine.md', 'docs/concepts/throttling.md'];
 
 function read(page: string): string {

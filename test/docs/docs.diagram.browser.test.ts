@@ -10,12 +10,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { INSPECT_STATES } from '../src/ops/inspect/step-view';
-import { transitions } from '../src/rules/transitions';
-import { StepState } from '../src/types';
+import { INSPECT_STATES } from '../../src/ops/inspect/step-view';
+import { transitions } from '../../src/rules/transitions';
+import { StepState } from '../../src/types';
 
 const CHROMIUM = '/usr/bin/chromium';
-const root = join(__dirname, '..');
+const root = join(__dirname, '..', '..');
 const svgPath = join(root, 'docs', 'concepts', 'step-states.svg');
 const svgUrl = pathToFileURL(svgPath).href;
 

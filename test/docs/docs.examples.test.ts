@@ -15,11 +15,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { docBlocks, docPages, ROOT, type DocBlock } from './support/doc-blocks';
-import { startCloudTasksServer, type CloudTasksServer, type ReceivedCall } from './support/cloud-tasks-server';
-import { freePort } from './support/free-port';
-import { waitFor } from './support/example-process';
-import { closedPort } from './support/emulator';
+import { docBlocks, docPages, ROOT, type DocBlock } from '../support/doc-blocks';
+import { startCloudTasksServer, type CloudTasksServer, type ReceivedCall } from '../support/cloud-tasks-server';
+import { freePort } from '../support/free-port';
+import { waitFor } from '../support/example-process';
+import { closedPort } from '../support/emulator';
 
 const DIR = join(ROOT, 'test', '.docs-examples');
 const RUNNER = join(ROOT, 'test', 'support', 'docs-block-runner.ts');
@@ -87,7 +87,7 @@ async function stops(run: Run, code: number | null = 0): Promise<void> {
 }
 
 const EXAMPLES: Example[] = [
-  { page: 'README.md', index: 0, shows: "console.log('chain complete')", runBy: 'test/readme.test.ts' },
+  { page: 'README.md', index: 0, shows: "console.log('chain complete')", runBy: 'test/docs/readme.test.ts' },
   {
     page: 'README.md', index: 1, shows: 'cloudRunIamAuthenticator({ audience: url, serviceAccountEmail })',
     async check({ tasks, start }) {
@@ -168,7 +168,7 @@ const EXAMPLES: Example[] = [
       await waitFor('a progress line', async () => (/\r\d+\/10000 settled: [1-9]\d* started/.test(run.stdout()) ? true : undefined), 120_000);
     },
   },
-  { page: 'docs/guides/deploy-app-engine.md', index: 0, shows: 'appEngineCronAuthenticator()', runBy: 'test/guide.app-engine.test.ts' },
+  { page: 'docs/guides/deploy-app-engine.md', index: 0, shows: 'appEngineCronAuthenticator()', runBy: 'test/docs/guide.app-engine.test.ts' },
   {
     page: 'docs/guides/deploy-app-engine.md', index: 1, shows: 'async function kickoff()',
     async check({ tasks, start }) {
@@ -182,10 +182,10 @@ const EXAMPLES: Example[] = [
       assert.match(run.stdout(), /sent: true/);
     },
   },
-  { page: 'docs/guides/deploy-cloud-run.md', index: 0, shows: 'async function start(env: NodeJS.ProcessEnv)', runBy: 'test/guide.cloud-run.test.ts' },
+  { page: 'docs/guides/deploy-cloud-run.md', index: 0, shows: 'async function start(env: NodeJS.ProcessEnv)', runBy: 'test/docs/guide.cloud-run.test.ts' },
   {
     // Builds the Locker and mounts the three routes of the invoice example; the fan-out itself is run
-    // by test/fanout-suite.ts on every store, and by the example app's order flow.
+    // by test/fanout/fanout-suite.ts on every store, and by the example app's order flow.
     page: 'docs/guides/fan-out.md', index: 0, shows: "await ctx.fanOut(ctx.payload.lines.map(",
     async check({ start }) {
       await loads(await start());

@@ -8,10 +8,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULTS } from '../src/config/options';
-import { DEFAULT_REQUEST_TIMEOUT, stepTimes } from '../src/config/time-limits';
-import { BATCH, PARALLEL_BATCHES } from '../src/chain/schedule-many';
-import { docBlocks, docPages, ROOT } from './support/doc-blocks';
+import { DEFAULTS } from '../../src/config/options';
+import { DEFAULT_REQUEST_TIMEOUT, stepTimes } from '../../src/config/time-limits';
+import { BATCH, PARALLEL_BATCHES } from '../../src/chain/schedule-many';
+import { docBlocks, docPages, ROOT } from '../support/doc-blocks';
 
 const read = (page: string): string => readFileSync(join(ROOT, page), 'utf8');
 const pkg = JSON.parse(read('package.json')) as { version: string };

@@ -9,9 +9,9 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as library from '../src/index';
+import * as library from '../../src/index';
 
-const root = join(__dirname, '..');
+const root = join(__dirname, '..', '..');
 const typedoc = join(root, 'node_modules', 'typedoc', 'bin', 'typedoc');
 const installed = existsSync(typedoc);
 // Outside CI a node_modules installed before TypeDoc was added may lack it; CI's `npm ci` has it.

@@ -8,10 +8,10 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { generateSigningKey, idTokenClaims, startOidcIssuer, type OidcIssuer } from './support/oidc-issuer';
-import { startCloudRunFront, STRIPPED, type CloudRunFront } from './support/cloud-run-front';
-import { connectClient, startCloudTasksServer, type CloudTasksServer } from './support/cloud-tasks-server';
-import { backoffMs, startDispatcher } from './support/cloud-tasks-dispatcher';
+import { generateSigningKey, idTokenClaims, startOidcIssuer, type OidcIssuer } from '../support/oidc-issuer';
+import { startCloudRunFront, STRIPPED, type CloudRunFront } from '../support/cloud-run-front';
+import { connectClient, startCloudTasksServer, type CloudTasksServer } from '../support/cloud-tasks-server';
+import { backoffMs, startDispatcher } from '../support/cloud-tasks-dispatcher';
 
 /** A loopback app whose answers the test decides, request by request. */
 async function stubApp(answer: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; url: string; seen: IncomingMessage[] }> {

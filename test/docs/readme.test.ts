@@ -10,9 +10,9 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { docBlockProblems, typeCheckedBlocks } from './support/doc-typecheck';
+import { docBlockProblems, typeCheckedBlocks } from '../support/doc-typecheck';
 
-const root = join(__dirname, '..');
+const root = join(__dirname, '..', '..');
 const dir = join(root, 'test', '.readme-blocks');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string>; repository: { url: string } };
 const REPOSITORY = pkg.repository.url.replace(/^git\+/, '').replace(/\.git$/, '');

@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
-import * as library from '../src/index';
+import * as library from '../../src/index';
 
-const root = join(__dirname, '..');
+const root = join(__dirname, '..', '..');
 const referenceDir = join(root, 'docs', 'reference');
 
 // ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { fetchStatus, startExample, waitFor, type ExampleProcess } from './support/example-process';
+import { fetchStatus, startExample, waitFor, type ExampleProcess } from '../support/example-process';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = '/tmp/status.png';

@@ -14,8 +14,8 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { exampleEnv, fetchStatus, ROOT, startExample, waitFor, type ExampleProcess } from './support/example-process';
-import { freePort } from './support/free-port';
+import { exampleEnv, fetchStatus, ROOT, startExample, waitFor, type ExampleProcess } from '../support/example-process';
+import { freePort } from '../support/free-port';
 
 interface LockEntry { dev?: boolean }
 

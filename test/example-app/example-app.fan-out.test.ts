@@ -7,9 +7,9 @@
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEMO_LINES, type Invoice } from '../example-app/line-order';
-import type { ChainStatus } from '../example-app/status';
-import { fetchStatus, startExample, waitFor, type ExampleProcess } from './support/example-process';
+import { DEMO_LINES, type Invoice } from '../../example-app/line-order';
+import type { ChainStatus } from '../../example-app/status';
+import { fetchStatus, startExample, waitFor, type ExampleProcess } from '../support/example-process';
 
 const LINE_COUNT = DEMO_LINES.length;
 /** What each line item's chain sets as its result: the app prices a line at quantity × unit price. */

@@ -9,14 +9,14 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startCloudTasksServer, type CloudTasksServer } from './support/cloud-tasks-server';
-import { encode, idTokenClaims, startOidcIssuer, type OidcIssuer } from './support/oidc-issuer';
-import { startExample, waitFor, type ExampleProcess } from './support/example-process';
-import { freePort } from './support/free-port';
-import { startCloudRunFront, STRIPPED, type CloudRunFront } from './support/cloud-run-front';
-import { startDispatcher, type CloudTasksDispatcher } from './support/cloud-tasks-dispatcher';
-import { runSchedulerJob } from './support/cloud-scheduler';
-import { uniqueNamespace } from './support/emulator';
+import { startCloudTasksServer, type CloudTasksServer } from '../support/cloud-tasks-server';
+import { encode, idTokenClaims, startOidcIssuer, type OidcIssuer } from '../support/oidc-issuer';
+import { startExample, waitFor, type ExampleProcess } from '../support/example-process';
+import { freePort } from '../support/free-port';
+import { startCloudRunFront, STRIPPED, type CloudRunFront } from '../support/cloud-run-front';
+import { startDispatcher, type CloudTasksDispatcher } from '../support/cloud-tasks-dispatcher';
+import { runSchedulerJob } from '../support/cloud-scheduler';
+import { uniqueNamespace } from '../support/emulator';
 
 const skip = process.env.DATASTORE_EMULATOR_HOST ? false : 'DATASTORE_EMULATOR_HOST is not set (npm test starts the emulator)';
 const TASKS = 'tasks@demo-project.iam.gserviceaccount.com';

@@ -6,7 +6,7 @@ import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
-import { exampleEnv, startExample, TSX_ENTRY, type ExampleProcess } from './support/example-process';
+import { exampleEnv, startExample, TSX_ENTRY, type ExampleProcess } from '../support/example-process';
 
 interface Reply { status: number; text: string }
 

@@ -7,9 +7,9 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, type Key } from '@google-cloud/datastore';
-import { keyPath } from '../src/index';
-import { fetchStatus, startExample, waitFor, type ExampleProcess } from './support/example-process';
-import { legacyDatastore } from './support/emulator';
+import { keyPath } from '../../src/index';
+import { fetchStatus, startExample, waitFor, type ExampleProcess } from '../support/example-process';
+import { legacyDatastore } from '../support/emulator';
 
 const skip = process.env.DATASTORE_EMULATOR_HOST ? false : 'DATASTORE_EMULATOR_HOST is not set (npm test starts the emulator)';
 

@@ -5,8 +5,8 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { COUNTER_STEPS } from '../example-app/chains';
-import { fetchStatus, startExample, waitFor, type ExampleProcess } from './support/example-process';
+import { COUNTER_STEPS } from '../../example-app/chains';
+import { fetchStatus, startExample, waitFor, type ExampleProcess } from '../support/example-process';
 
 const COUNT = 30;
 

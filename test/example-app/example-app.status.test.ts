@@ -7,11 +7,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore } from '@google-cloud/datastore';
-import { Locker } from '../src/locker';
-import { MemoryStore } from '../src/store/memory/store';
-import { StepState, type Properties } from '../src/types';
-import { readStatus } from '../example-app/status';
-import { Records } from '../example-app/records';
+import { Locker } from '../../src/locker';
+import { MemoryStore } from '../../src/store/memory/store';
+import { StepState, type Properties } from '../../src/types';
+import { readStatus } from '../../example-app/status';
+import { Records } from '../../example-app/records';
 
 const LEASE = 1_000;
 const STALL_AFTER = 1_500;

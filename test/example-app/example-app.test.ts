@@ -11,11 +11,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { builtinModules } from 'node:module';
-import { ConfigError, ERRORS_REFERENCE_URL } from '../src/errors/errors';
-import { readConfig, type Env } from '../example-app/config';
-import { COUNTER_STEPS, FORGED_STEP } from '../example-app/chains';
-import type { AnswerCounts, ChainStatus } from '../example-app/status';
-import { exampleEnv, fetchStatus, ROOT, runExample, startExample, waitFor, type ExampleProcess } from './support/example-process';
+import { ConfigError, ERRORS_REFERENCE_URL } from '../../src/errors/errors';
+import { readConfig, type Env } from '../../example-app/config';
+import { COUNTER_STEPS, FORGED_STEP } from '../../example-app/chains';
+import type { AnswerCounts, ChainStatus } from '../../example-app/status';
+import { exampleEnv, fetchStatus, ROOT, runExample, startExample, waitFor, type ExampleProcess } from '../support/example-process';
 
 /** The autostarted counter and order chains, once both are complete and the forged duplicate was dropped. */
 async function demoDone(url: string, keys?: { counter: string; order: string }): Promise<{ counter: ChainStatus; order: ChainStatus }> {

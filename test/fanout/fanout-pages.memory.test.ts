@@ -7,12 +7,12 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { MemoryStore } from '../src/store/memory/store';
-import { keyPath } from '../src/keys/key-codec';
-import { pagesFrom, type ReadParts } from '../src/fanout/read-children';
-import { PAGE_WINDOW, pageKey } from '../src/fanout/records';
-import type { Properties, Store, StoreTransaction } from '../src/types';
-import { fanRig, type FanRig } from './support/fan-rig';
+import { MemoryStore } from '../../src/store/memory/store';
+import { keyPath } from '../../src/keys/key-codec';
+import { pagesFrom, type ReadParts } from '../../src/fanout/read-children';
+import { PAGE_WINDOW, pageKey } from '../../src/fanout/records';
+import type { Properties, Store, StoreTransaction } from '../../src/types';
+import { fanRig, type FanRig } from '../support/fan-rig';
 
 const CHILDREN = 2_000;
 

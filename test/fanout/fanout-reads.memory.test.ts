@@ -5,10 +5,10 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { MemoryStore } from '../src/store/memory/store';
-import { keyPath } from '../src/keys/key-codec';
-import type { KeyQuery, Store, StoreTransaction, VersionedRead } from '../src/types';
-import { fanRig, type FanRig } from './support/fan-rig';
+import { MemoryStore } from '../../src/store/memory/store';
+import { keyPath } from '../../src/keys/key-codec';
+import type { KeyQuery, Store, StoreTransaction, VersionedRead } from '../../src/types';
+import { fanRig, type FanRig } from '../support/fan-rig';
 
 const CHILDREN = 1_000;
 /** Reads of fan-out records (child, page, done mark) per child over the whole fan-out, at most. */

@@ -10,14 +10,14 @@ import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
 import express from 'express';
 import request from 'supertest';
-import { fanRig, type ChildMode, type FanRig, type JoinRun } from './support/fan-rig';
-import { MemoryLogger } from './support/task-app';
-import { Locker } from '../src/locker';
-import { keyPath } from '../src/keys/key-codec';
-import { StepState } from '../src/types';
-import { TransitionError } from '../src/errors/errors';
-import { childChain, childKey, fanOutId, headerKey, PAGE_SIZE, pageKey } from '../src/fanout/records';
-import type { StoreUnderTest } from './handle-suite';
+import { fanRig, type ChildMode, type FanRig, type JoinRun } from '../support/fan-rig';
+import { MemoryLogger } from '../support/task-app';
+import { Locker } from '../../src/locker';
+import { keyPath } from '../../src/keys/key-codec';
+import { StepState } from '../../src/types';
+import { TransitionError } from '../../src/errors/errors';
+import { childChain, childKey, fanOutId, headerKey, PAGE_SIZE, pageKey } from '../../src/fanout/records';
+import type { StoreUnderTest } from '../step/handle-suite';
 
 let counter = 0;
 

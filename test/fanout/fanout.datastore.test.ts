@@ -1,8 +1,8 @@
 // Fan-out and fan-in on the legacy Datastore emulator and on the Firestore emulator in Datastore
 // mode, each with a store that sweeps only its own namespace.
 import { fanOutSuite } from './fanout-suite';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { legacyDatastore, firestoreDatastore, uniqueNamespace } from '../support/emulator';
 
 const open = (datastore: () => ReturnType<typeof legacyDatastore>) => async () => {
   const namespace = uniqueNamespace('fan');

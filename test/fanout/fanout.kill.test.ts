@@ -9,9 +9,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Datastore } from '@google-cloud/datastore';
-import { childChain, fanOutId } from '../src/fanout/records';
-import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from './support/crash-app-run';
-import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
+import { childChain, fanOutId } from '../../src/fanout/records';
+import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../support/crash-app-run';
+import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
 
 const CHILDREN = 150;
 const POINTS = ['before-header', 'mid-pages', 'before-seal', 'after-seal'] as const;

@@ -5,11 +5,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore } from '@google-cloud/datastore';
-import { Locker } from '../src/locker';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { MemoryStore } from '../src/store/memory/store';
-import { Headers, type Queue, type TaskRequest } from '../src/types';
-import { uniqueNamespace } from './support/emulator';
+import { Locker } from '../../src/locker';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { MemoryStore } from '../../src/store/memory/store';
+import { Headers, type Queue, type TaskRequest } from '../../src/types';
+import { uniqueNamespace } from '../support/emulator';
 
 /** The `app` field of a legacy url-safe key (its first field). */
 function appOf(encoded: string): string {

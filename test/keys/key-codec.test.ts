@@ -2,8 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Datastore } from '@google-cloud/datastore';
-import { checkDeliverable, decodeKey, encodeKey, keyPath } from '../src/keys/key-codec';
-import { BadRequestError } from '../src/errors/errors';
+import { checkDeliverable, decodeKey, encodeKey, keyPath } from '../../src/keys/key-codec';
+import { BadRequestError } from '../../src/errors/errors';
 
 const ds = new Datastore({ projectId: 'my-project' });
 

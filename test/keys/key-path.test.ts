@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Datastore } from '@google-cloud/datastore';
-import { keyIdentity, keyPath } from '../src/keys/key-path';
+import { keyIdentity, keyPath } from '../../src/keys/key-path';
 
 const ds = new Datastore({ projectId: 'my-project' });
 

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ContentionError, LeaseLostError, StoreUnavailableError } from '../src/errors/errors';
-import { withContentionRetry } from '../src/locks/retry';
+import { ContentionError, LeaseLostError, StoreUnavailableError } from '../../src/errors/errors';
+import { withContentionRetry } from '../../src/locks/retry';
 
 /** A recording sleep and a fixed random number: no real waiting. */
 function fakeTime(random = 0.5) {

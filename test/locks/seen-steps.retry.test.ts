@@ -6,11 +6,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { PermanentError } from '../src/errors/errors';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
-import { deliver, KeptTasks } from './support/kept-tasks';
-import { taskApp } from './support/task-app';
+import { PermanentError } from '../../src/errors/errors';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { deliver, KeptTasks } from '../support/kept-tasks';
+import { taskApp } from '../support/task-app';
 
 describe('retry() and the duplicate cache of another instance, on the Datastore emulator', () => {
   const namespace = uniqueNamespace('seen-retry');

@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { REFUSAL_TTL_MS, SeenSteps } from '../src/locks/seen-steps';
-import { MemoryStore } from '../src/store/memory/store';
-import { keys, taskApp } from './support/task-app';
-import { StepState, type Properties } from '../src/types';
+import { REFUSAL_TTL_MS, SeenSteps } from '../../src/locks/seen-steps';
+import { MemoryStore } from '../../src/store/memory/store';
+import { keys, taskApp } from '../support/task-app';
+import { StepState, type Properties } from '../../src/types';
 
 const NOW = 1_700_000_000_000;
 const LEASE = 60_000;

@@ -5,10 +5,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { platformLogger, type LogLevel } from '../src/log/platform-logger';
-import { Locker } from '../src/locker';
-import { MemoryStore } from '../src/store/memory/store';
-import { ConfigError } from '../src/errors/errors';
+import { platformLogger, type LogLevel } from '../../src/log/platform-logger';
+import { Locker } from '../../src/locker';
+import { MemoryStore } from '../../src/store/memory/store';
+import { ConfigError } from '../../src/errors/errors';
 
 const run = promisify(execFile);
 

@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import express from 'express';
 import request from 'supertest';
 import { Key } from '@google-cloud/datastore';
-import { Locker } from '../src/locker';
-import { ConfigError, PermanentError } from '../src/errors/errors';
-import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
-import { MemoryStore } from '../src/store/memory/store';
-import { StepState, type AlertEvent, type Authenticator } from '../src/types';
-import { MemoryLogger, testAuth, TEST_TOKEN } from './support/task-app';
+import { Locker } from '../../src/locker';
+import { ConfigError, PermanentError } from '../../src/errors/errors';
+import { UNINDEXED_LOCK_FIELDS } from '../../src/rules/lock-fields';
+import { MemoryStore } from '../../src/store/memory/store';
+import { StepState, type AlertEvent, type Authenticator } from '../../src/types';
+import { MemoryLogger, testAuth, TEST_TOKEN } from '../support/task-app';
 
 const SECRET = 'hunter2secret';
 const OPERATOR = 'Bearer operator';

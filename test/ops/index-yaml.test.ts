@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { indexYaml } from '../src/index';
+import { indexYaml } from '../../src/index';
 
-const root = join(__dirname, '..');
+const root = join(__dirname, '..', '..');
 
 interface Index { kind: string; properties: Array<{ name: string; direction?: string }> }
 

@@ -3,13 +3,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { Locker } from '../src/locker';
-import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { MemoryStore } from '../src/store/memory/store';
-import { InspectState } from '../src/ops/inspect/step-view';
-import { StepState, type Properties, type Store } from '../src/types';
-import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
+import { Locker } from '../../src/locker';
+import { UNINDEXED_LOCK_FIELDS } from '../../src/rules/lock-fields';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { MemoryStore } from '../../src/store/memory/store';
+import { InspectState } from '../../src/ops/inspect/step-view';
+import { StepState, type Properties, type Store } from '../../src/types';
+import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
 
 const NOW = Date.parse('2032-03-04T05:06:07.000Z');
 const ago = (ms: number) => new Date(NOW - ms);

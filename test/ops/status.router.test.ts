@@ -6,12 +6,12 @@ import { createHash } from 'node:crypto';
 import express from 'express';
 import request from 'supertest';
 import { Key } from '@google-cloud/datastore';
-import { Locker } from '../src/locker';
-import { ConfigError } from '../src/errors/errors';
-import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
-import { MemoryStore } from '../src/store/memory/store';
-import { StepState, type Authenticator, type Properties } from '../src/types';
-import { MemoryLogger } from './support/task-app';
+import { Locker } from '../../src/locker';
+import { ConfigError } from '../../src/errors/errors';
+import { UNINDEXED_LOCK_FIELDS } from '../../src/rules/lock-fields';
+import { MemoryStore } from '../../src/store/memory/store';
+import { StepState, type Authenticator, type Properties } from '../../src/types';
+import { MemoryLogger } from '../support/task-app';
 
 const TOKEN = 'Bearer operator-secret';
 const auth: Authenticator = (req) => (req.headers.authorization === TOKEN ? { ok: true } : { ok: false, status: 401, reason: 'no operator token' });

@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore } from '@google-cloud/datastore';
-import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
+import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
 
 const emulated = process.env.DATASTORE_EMULATOR_HOST !== undefined && process.env.LOCKER_FIRESTORE_EMULATOR_HOST !== undefined;
 

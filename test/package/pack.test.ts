@@ -13,7 +13,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symli
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
-const root = join(__dirname, '..');
+const root = join(__dirname, '..', '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 interface Run { stdout: string; stderr: string }

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import ts from 'typescript';
 import { join } from 'node:path';
 
-const root = join(__dirname, '..');
+const root = join(__dirname, '..', '..');
 const run = (args: string[]): string => execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
 
 describe('the built package', () => {

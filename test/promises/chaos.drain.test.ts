@@ -4,9 +4,9 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { drainFigures } from '../chaos/drain';
-import type { TermEvent } from '../chaos/fleet';
-import type { AlertRecord, EffectRecord, RunRecord } from '../chaos/protocol';
+import { drainFigures } from '../../chaos/drain';
+import type { TermEvent } from '../../chaos/fleet';
+import type { AlertRecord, EffectRecord, RunRecord } from '../../chaos/protocol';
 
 const run = (what: RunRecord['what'], attempt: string, t: number, outcome?: RunRecord['outcome'], slot = 0): RunRecord => (
   { what, key: `k${attempt}`, seq: 1, attempt, slot, incarnation: 0, t, ...(outcome ? { outcome } : {}) });

@@ -4,10 +4,10 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { FanOutPlan } from '../chaos/fan-out-plan';
-import { expectedOutcome, judge, type FinalState } from '../chaos/oracle';
-import type { AlertRecord, EffectRecord, JoinSeen, RunRecord, SeenChild } from '../chaos/protocol';
-import { chance } from '../chaos/random';
+import type { FanOutPlan } from '../../chaos/fan-out-plan';
+import { expectedOutcome, judge, type FinalState } from '../../chaos/oracle';
+import type { AlertRecord, EffectRecord, JoinSeen, RunRecord, SeenChild } from '../../chaos/protocol';
+import { chance } from '../../chaos/random';
 
 let clock = 0;
 const effect = (key: string, seq: number, attempt = `a${++clock}`): EffectRecord => ({ key, seq, attempt, retry: 0, slot: 0, incarnation: 0, t: ++clock });

@@ -14,9 +14,9 @@ import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import type { ChaosSummary } from '../chaos/report';
+import type { ChaosSummary } from '../../chaos/report';
 
-const ROOT = join(__dirname, '..');
+const ROOT = join(__dirname, '..', '..');
 const CHAINS = 30;
 
 /** A short run: small load, the default faults, higher rates for the rare ones so each happens. */

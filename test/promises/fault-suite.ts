@@ -9,15 +9,15 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { taskApp, keys, type TaskApp } from './support/task-app';
-import { FaultyStore, type StoreOp } from './support/faulty-store';
-import { RecordingQueue } from './support/recording-queue';
+import { taskApp, keys, type TaskApp } from '../support/task-app';
+import { FaultyStore, type StoreOp } from '../support/faulty-store';
+import { RecordingQueue } from '../support/recording-queue';
 import {
   ContentionError, LeaseLostError, LeaseTimeoutError, PermanentError, StoreConfigError, StoreRejectedError, StoreUnavailableError,
-} from '../src/errors/errors';
-import type { LockerOptions } from '../src/config/options';
-import { StepState, type Properties } from '../src/types';
-import type { StoreUnderTest } from './handle-suite';
+} from '../../src/errors/errors';
+import type { LockerOptions } from '../../src/config/options';
+import { StepState, type Properties } from '../../src/types';
+import type { StoreUnderTest } from '../step/handle-suite';
 
 let counter = 0;
 

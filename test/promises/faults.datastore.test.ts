@@ -1,8 +1,8 @@
 // handle() under store faults against the legacy Datastore emulator and the Firestore emulator in
 // Datastore mode, each behind the fault-injecting wrapper.
 import { faultSuite } from './fault-suite';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { legacyDatastore, firestoreDatastore, uniqueNamespace } from '../support/emulator';
 
 faultSuite('the Datastore emulator', async () => ({ store: new DatastoreStore(legacyDatastore()), namespace: uniqueNamespace('faults') }));
 // No store options: the store checks what the emulator supports itself.

@@ -7,8 +7,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { runFuzz } from '../chaos/fuzz';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
+import { runFuzz } from '../../chaos/fuzz';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
 
 describe('fuzz of handle() (a small npm run fuzz)', () => {
   it('answers 3,000 generated requests without a 5xx beyond the documented 503, a crash, a handler run or a store write', { timeout: 240_000 }, async () => {

@@ -6,9 +6,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { KNOWN_DEFECTS, KNOWN_TRIGGERS } from '../model/scenarios';
-import { describeFailure, Rig, runModel, runSequence } from '../model/run';
-import { PROMISES } from '../model/oracle';
+import { KNOWN_DEFECTS, KNOWN_TRIGGERS } from '../../model/scenarios';
+import { describeFailure, Rig, runModel, runSequence } from '../../model/run';
+import { PROMISES } from '../../model/oracle';
 
 describe('the model of the four promises, on the legacy Datastore emulator', { timeout: 900_000 }, () => {
   describe('the known broken promises, each as a short sequence', () => {

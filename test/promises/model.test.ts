@@ -15,9 +15,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { KNOWN_DEFECTS, KNOWN_TRIGGERS } from '../model/scenarios';
-import { describeFailure, Rig, runModel, runSequence } from '../model/run';
-import { PROMISES } from '../model/oracle';
+import { KNOWN_DEFECTS, KNOWN_TRIGGERS } from '../../model/scenarios';
+import { describeFailure, Rig, runModel, runSequence } from '../../model/run';
+import { PROMISES } from '../../model/oracle';
 
 /** True once every known defect is marked fixed in model/scenarios.ts: the full random run must then hold. */
 const KNOWN_DEFECTS_FIXED = KNOWN_DEFECTS.every((d) => d.fixed);

@@ -8,10 +8,10 @@ import { describe, it, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { status } from '@grpc/grpc-js';
 import type { CloudTasksClient } from '@google-cloud/tasks';
-import { CloudTasksQueue, type CloudTasksQueueOptions } from '../src/queue/cloud-tasks';
-import { ConfigError, QueueError } from '../src/errors/errors';
-import type { TaskRequest } from '../src/types';
-import { connectClient, startCloudTasksServer, type CloudTasksServer } from './support/cloud-tasks-server';
+import { CloudTasksQueue, type CloudTasksQueueOptions } from '../../src/queue/cloud-tasks';
+import { ConfigError, QueueError } from '../../src/errors/errors';
+import type { TaskRequest } from '../../src/types';
+import { connectClient, startCloudTasksServer, type CloudTasksServer } from '../support/cloud-tasks-server';
 
 const QUEUE_PATH = 'projects/my-project/locations/europe-west1/queues/locker';
 const SA = 'tasks@my-project.iam.gserviceaccount.com';

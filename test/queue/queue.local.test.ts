@@ -5,11 +5,11 @@ import { createHmac } from 'node:crypto';
 import { request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Request, type Response } from 'express';
-import { ConfigError, QueueError } from '../src/errors/errors';
-import type { Logger, TaskRequest } from '../src/types';
-import { LocalQueue, type LocalQueueOptions } from '../src/queue/local';
-import { backoffMs, parseRetryAfter, retryDelayMs } from '../src/queue/local-delivery';
-import { bodyHash, LOCAL_SIGNATURE_TTL_MS, signLocalTask, verifyLocalSignature } from '../src/queue/local-signature';
+import { ConfigError, QueueError } from '../../src/errors/errors';
+import type { Logger, TaskRequest } from '../../src/types';
+import { LocalQueue, type LocalQueueOptions } from '../../src/queue/local';
+import { backoffMs, parseRetryAfter, retryDelayMs } from '../../src/queue/local-delivery';
+import { bodyHash, LOCAL_SIGNATURE_TTL_MS, signLocalTask, verifyLocalSignature } from '../../src/queue/local-signature';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers: a real express app on loopback that records what it receives.

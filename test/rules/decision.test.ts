@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { afterFailure, decide, DropReason, holds, type Situation } from '../src/rules/decision';
-import type { Lock } from '../src/rules/lock-fields';
-import { StepState } from '../src/types';
+import { afterFailure, decide, DropReason, holds, type Situation } from '../../src/rules/decision';
+import type { Lock } from '../../src/rules/lock-fields';
+import { StepState } from '../../src/types';
 
 const NOW = 1_700_000_000_000;
 const LEASE = 60_000;

@@ -5,9 +5,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import type { Lock } from '../src/rules/lock-fields';
-import { FAILED_RECORD_RETENTION_MS, failureInterval, MAX_RESEND_INTERVAL_MS, resendInterval, stallVerdict } from '../src/rules/stall';
-import { StepState, type LedgerRecord } from '../src/types';
+import type { Lock } from '../../src/rules/lock-fields';
+import { FAILED_RECORD_RETENTION_MS, failureInterval, MAX_RESEND_INTERVAL_MS, resendInterval, stallVerdict } from '../../src/rules/stall';
+import { StepState, type LedgerRecord } from '../../src/types';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const STALL = 300_000;

@@ -5,13 +5,13 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ChainBusyError, TransitionError } from '../src/errors/errors';
-import type { Lock } from '../src/rules/lock-fields';
-import { readLock, writeLock } from '../src/rules/lock-fields';
-import { cancel, kickoff, resend, retry, transitions, type LockEventName } from '../src/rules/transitions';
-import { StepState } from '../src/types';
+import { ChainBusyError, TransitionError } from '../../src/errors/errors';
+import type { Lock } from '../../src/rules/lock-fields';
+import { readLock, writeLock } from '../../src/rules/lock-fields';
+import { cancel, kickoff, resend, retry, transitions, type LockEventName } from '../../src/rules/transitions';
+import { StepState } from '../../src/types';
 
-const page = readFileSync(join(__dirname, '..', 'docs', 'concepts', 'life-of-a-step.md'), 'utf8');
+const page = readFileSync(join(__dirname, '..', '..', 'docs', 'concepts', 'life-of-a-step.md'), 'utf8');
 const HEADING = '## Lock transitions';
 
 /** The column of each lock field in the table, and the `Lock` property it is. */

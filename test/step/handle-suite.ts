@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import express4 from 'express4';
 import type { Express } from 'express';
 import type { Key } from '@google-cloud/datastore';
-import { taskApp, keys, Counter, TEST_TOKEN } from './support/task-app';
-import { PermanentError, LeaseLostError, LeaseTimeoutError, StoreUnavailableError } from '../src/errors/errors';
-import { StepState, type Properties, type Snapshot, type Store, type StoreTransaction } from '../src/types';
+import { taskApp, keys, Counter, TEST_TOKEN } from '../support/task-app';
+import { PermanentError, LeaseLostError, LeaseTimeoutError, StoreUnavailableError } from '../../src/errors/errors';
+import { StepState, type Properties, type Snapshot, type Store, type StoreTransaction } from '../../src/types';
 import request from 'supertest';
 
 export interface StoreUnderTest {

@@ -1,9 +1,9 @@
 // handle() and chaining against the legacy Datastore emulator (optimistic transactions) and the
 // Firestore emulator in Datastore mode (locking reads, as production is).
 import { handleSuite } from './handle-suite';
-import { chainSuite } from './chain-suite';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { legacyDatastore, firestoreDatastore, uniqueNamespace } from './support/emulator';
+import { chainSuite } from '../chain/chain-suite';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { legacyDatastore, firestoreDatastore, uniqueNamespace } from '../support/emulator';
 
 // Each store sweeps only its own namespace: other suites' ledger records stay out of its sweeps.
 const legacy = async () => {

@@ -11,10 +11,10 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Key } from '@google-cloud/datastore';
-import { KILL_POINTS, type KillPoint } from './support/kill-points';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
+import { KILL_POINTS, type KillPoint } from '../support/kill-points';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
 
-const ROOT = path.resolve(__dirname, '..');
+const ROOT = path.resolve(__dirname, '..', '..');
 const STEPS = 4;
 const CRASH_STEP = 2;
 const TIMINGS = { LEASE_MS: '1000', STALL_MS: '1500', SWEEP_MS: '200' };

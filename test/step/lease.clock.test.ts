@@ -9,16 +9,16 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { Key } from '@google-cloud/datastore';
-import { parseOptions, type LockerOptions } from '../src/config/options';
-import { buildParts } from '../src/parts';
-import type { LockerEvents } from '../src/events/events';
-import { Lease, proofWindow } from '../src/step/lease';
-import { MemoryStore, type MemoryStoreOperation } from '../src/store/memory/store';
-import { readLock } from '../src/rules/lock-fields';
-import { LeaseLostError, LeaseTimeoutError, RequestTimeoutError, ShutdownError, StoreUnavailableError } from '../src/errors/errors';
-import { StepState } from '../src/types';
-import { FakeTimers } from './support/fake-timers';
-import { keys, MemoryLogger } from './support/task-app';
+import { parseOptions, type LockerOptions } from '../../src/config/options';
+import { buildParts } from '../../src/parts';
+import type { LockerEvents } from '../../src/events/events';
+import { Lease, proofWindow } from '../../src/step/lease';
+import { MemoryStore, type MemoryStoreOperation } from '../../src/store/memory/store';
+import { readLock } from '../../src/rules/lock-fields';
+import { LeaseLostError, LeaseTimeoutError, RequestTimeoutError, ShutdownError, StoreUnavailableError } from '../../src/errors/errors';
+import { StepState } from '../../src/types';
+import { FakeTimers } from '../support/fake-timers';
+import { keys, MemoryLogger } from '../support/task-app';
 
 const LEASE = 3_000; // renewals every 1,000 ms; proof window 2,500 ms
 const RENEW = LEASE / 3;

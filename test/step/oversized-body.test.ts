@@ -12,11 +12,11 @@ import { connect } from 'node:net';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { keys, testAuth, TEST_TOKEN, MemoryLogger } from './support/task-app';
-import { Locker } from '../src/locker';
-import { MemoryStore } from '../src/store/memory/store';
-import { StepState } from '../src/types';
-import { ERRORS_REFERENCE_URL } from '../src/errors/errors';
+import { keys, testAuth, TEST_TOKEN, MemoryLogger } from '../support/task-app';
+import { Locker } from '../../src/locker';
+import { MemoryStore } from '../../src/store/memory/store';
+import { StepState } from '../../src/types';
+import { ERRORS_REFERENCE_URL } from '../../src/errors/errors';
 
 async function oversized(front: express.RequestHandler[], body: string = JSON.stringify({ text: 'x'.repeat(2000) }), maxBodyBytes: number | null = 1000) {
   const store = new MemoryStore();

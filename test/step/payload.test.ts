@@ -9,11 +9,11 @@ import express5 from 'express';
 import express4 from 'express4';
 import type { Express, RequestHandler, ErrorRequestHandler } from 'express';
 import request from 'supertest';
-import { keys, testAuth, TEST_TOKEN, MemoryLogger } from './support/task-app';
-import { Locker } from '../src/locker';
-import { MemoryStore } from '../src/store/memory/store';
-import { taskBodyRecovery } from '../src/http/payload';
-import { StepState, type Json } from '../src/types';
+import { keys, testAuth, TEST_TOKEN, MemoryLogger } from '../support/task-app';
+import { Locker } from '../../src/locker';
+import { MemoryStore } from '../../src/store/memory/store';
+import { taskBodyRecovery } from '../../src/http/payload';
+import { StepState, type Json } from '../../src/types';
 
 type Factory = () => Express;
 type Mount = { name: string; front: (e: typeof express5) => Array<RequestHandler | ErrorRequestHandler> };

@@ -6,12 +6,12 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import express from 'express';
 import request from 'supertest';
-import { MemoryStore } from '../src/store/memory/store';
-import { Locker } from '../src/locker';
-import { ConfigError, RequestTimeoutError } from '../src/errors/errors';
-import { KeptTasks } from './support/kept-tasks';
-import { Counter, keys, MemoryLogger, taskApp, TEST_TOKEN } from './support/task-app';
-import type { Store } from '../src/types';
+import { MemoryStore } from '../../src/store/memory/store';
+import { Locker } from '../../src/locker';
+import { ConfigError, RequestTimeoutError } from '../../src/errors/errors';
+import { KeptTasks } from '../support/kept-tasks';
+import { Counter, keys, MemoryLogger, taskApp, TEST_TOKEN } from '../support/task-app';
+import type { Store } from '../../src/types';
 
 /** `store` with a sweep query that waits until `release()`; `started` resolves once one began. */
 function hangingSweeps(store: Store): { store: Store; started: Promise<void>; release: () => void } {

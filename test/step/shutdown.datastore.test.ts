@@ -4,13 +4,13 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
-import { keys, taskApp, type TaskApp } from './support/task-app';
-import { ConfigError, LeaseLostError, RequestTimeoutError, ShutdownError } from '../src/errors/errors';
-import type { LockerEvents } from '../src/events/events';
-import { readLock } from '../src/rules/lock-fields';
-import { StepState, type Properties, type Snapshot, type Store, type StoreTransaction } from '../src/types';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { keys, taskApp, type TaskApp } from '../support/task-app';
+import { ConfigError, LeaseLostError, RequestTimeoutError, ShutdownError } from '../../src/errors/errors';
+import type { LockerEvents } from '../../src/events/events';
+import { readLock } from '../../src/rules/lock-fields';
+import { StepState, type Properties, type Snapshot, type Store, type StoreTransaction } from '../../src/types';
 
 let store: DatastoreStore;
 let namespace: string;

@@ -7,13 +7,13 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { readLock } from '../src/rules/lock-fields';
-import { StepState } from '../src/types';
-import { legacyDatastore, uniqueNamespace } from './support/emulator';
-import { keys, taskApp, TEST_TOKEN } from './support/task-app';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { readLock } from '../../src/rules/lock-fields';
+import { StepState } from '../../src/types';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { keys, taskApp, TEST_TOKEN } from '../support/task-app';
 
-const ROOT = path.resolve(__dirname, '..');
+const ROOT = path.resolve(__dirname, '..', '..');
 /** The platform's grace between SIGTERM and SIGKILL in this test, ms (shutdown takes 2 s of it). */
 const GRACE_MS = 6_000;
 

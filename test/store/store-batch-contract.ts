@@ -6,8 +6,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { StoreRejectedError } from '../src/errors/errors';
-import type { LedgerRecord, Store } from '../src/types';
+import { StoreRejectedError } from '../../src/errors/errors';
+import type { LedgerRecord, Store } from '../../src/types';
 import type { MakeSubject } from './store-contract';
 
 let counter = 0;

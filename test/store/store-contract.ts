@@ -5,10 +5,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { ContentionError, LeaseLostError, StoreRejectedError } from '../src/errors/errors';
-import type { LedgerRecord, Properties, Store, StoreTransaction } from '../src/types';
-import { withContentionRetry } from '../src/locks/retry';
-import { rawProperties } from './support/emulator';
+import { ContentionError, LeaseLostError, StoreRejectedError } from '../../src/errors/errors';
+import type { LedgerRecord, Properties, Store, StoreTransaction } from '../../src/types';
+import { withContentionRetry } from '../../src/locks/retry';
+import { rawProperties } from '../support/emulator';
 import { batchContract } from './store-batch-contract';
 
 /** A store under test, and how to look behind it. */

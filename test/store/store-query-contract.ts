@@ -6,9 +6,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
-import type { LockQuery } from '../src/store/lock-query';
-import { StepState, type Properties, type Store } from '../src/types';
+import { UNINDEXED_LOCK_FIELDS } from '../../src/rules/lock-fields';
+import type { LockQuery } from '../../src/store/lock-query';
+import { StepState, type Properties, type Store } from '../../src/types';
 
 const T0 = Date.parse('2031-01-01T00:00:00.000Z');
 const at = (minutes: number) => new Date(T0 + minutes * 60_000);

@@ -6,11 +6,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { PROBE_KIND } from '../src/store/datastore/backend';
-import type { Logger } from '../src/types';
-import { spyClient, type SentRpc } from './support/datastore-spy';
-import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { PROBE_KIND } from '../../src/store/datastore/backend';
+import type { Logger } from '../../src/types';
+import { spyClient, type SentRpc } from '../support/datastore-spy';
+import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
 
 /** A logger that keeps its warnings. */
 function recordingLogger(): Logger & { warnings: string[] } {

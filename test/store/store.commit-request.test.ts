@@ -5,8 +5,8 @@
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore/store';
-import { datastoreFor, startDatastoreServer, type DatastoreServer, type Decoded } from './support/datastore-server';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { datastoreFor, startDatastoreServer, type DatastoreServer, type Decoded } from '../support/datastore-server';
 
 const KEY = new Key({ namespace: 'orders', path: ['Order', 'cas-1'] });
 

@@ -1,14 +1,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { ConfigError, ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../src/errors/errors';
-import { DatastoreStore, type DatastoreStoreOptions } from '../src/store/datastore/store';
-import { spyClient, type SpiedClient } from './support/datastore-spy';
-import { toStoreError } from '../src/store/datastore/errors';
-import { EntityVersion } from '../src/store/datastore/snapshot';
-import type { LedgerRecord, Snapshot } from '../src/types';
+import { ConfigError, ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../src/errors/errors';
+import { DatastoreStore, type DatastoreStoreOptions } from '../../src/store/datastore/store';
+import { spyClient, type SpiedClient } from '../support/datastore-spy';
+import { toStoreError } from '../../src/store/datastore/errors';
+import { EntityVersion } from '../../src/store/datastore/snapshot';
+import type { LedgerRecord, Snapshot } from '../../src/types';
 import { storeContract } from './store-contract';
-import { closedPort, legacyDatastore, uniqueNamespace, unreachableDatastore } from './support/emulator';
+import { closedPort, legacyDatastore, uniqueNamespace, unreachableDatastore } from '../support/emulator';
 
 const client = legacyDatastore();
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const DIST = join(__dirname, '..', 'dist');
+const DIST = join(__dirname, '..', '..', 'dist');
 
 /** Every .d.ts under `dir`. */
 function declarations(dir: string): string[] {

@@ -6,13 +6,13 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { ContentionError, StoreConfigError, StoreRejectedError, StoreUnavailableError, type LockerError } from '../src/errors/errors';
-import { DatastoreStore } from '../src/store/datastore/store';
-import type { Snapshot } from '../src/types';
-import { spyClient } from './support/datastore-spy';
-import { datastoreFor, startDatastoreServer, type DatastoreServer } from './support/datastore-server';
-import { firestoreDatastore, legacyDatastore, uniqueNamespace } from './support/emulator';
-import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
+import { ContentionError, StoreConfigError, StoreRejectedError, StoreUnavailableError, type LockerError } from '../../src/errors/errors';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import type { Snapshot } from '../../src/types';
+import { spyClient } from '../support/datastore-spy';
+import { datastoreFor, startDatastoreServer, type DatastoreServer } from '../support/datastore-server';
+import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 
 type ErrorClass = new (...args: never[]) => LockerError;
 

@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { DatastoreStore } from '../src/store/datastore/store';
+import { DatastoreStore } from '../../src/store/datastore/store';
 import { storeContract } from './store-contract';
-import { firestoreDatastore, uniqueNamespace } from './support/emulator';
+import { firestoreDatastore, uniqueNamespace } from '../support/emulator';
 
 // The Firestore emulator mishandles transactions that begin with their first read (it leaves the
 // keys locked for a minute) and ignores Mutation.base_version: the store finds both out itself,

@@ -6,10 +6,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { entityProto } from '../src/store/datastore/encode';
-import { decodeEntity, type RawValue } from '../src/store/datastore/protos';
-import { writeArgs } from '../src/store/datastore/values';
-import type { Properties } from '../src/types';
+import { entityProto } from '../../src/store/datastore/encode';
+import { decodeEntity, type RawValue } from '../../src/store/datastore/protos';
+import { writeArgs } from '../../src/store/datastore/values';
+import type { Properties } from '../../src/types';
 
 const NAMES = ['a', 'b', 'lock_req', 'lock_alerts', 'inner', 'a.b'] as const;
 const KEY = new Key({ path: ['Order', 'x'] });

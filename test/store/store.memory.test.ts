@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
-import { ContentionError, StoreUnavailableError } from '../src/errors/errors';
-import { MemoryStore, type MemoryStoreOperation } from '../src/store/memory/store';
+import { ContentionError, StoreUnavailableError } from '../../src/errors/errors';
+import { MemoryStore, type MemoryStoreOperation } from '../../src/store/memory/store';
 import { storeContract } from './store-contract';
 
 storeContract('MemoryStore', () => ({ store: new MemoryStore() }));

@@ -1,6 +1,6 @@
 /**
  * Runs one documented example as a program, in a child process, and says what became of it. The
- * docs test (test/docs.examples.test.ts) copies the block into a file whose imports of the library
+ * docs test (test/docs/docs.examples.test.ts) copies the block into a file whose imports of the library
  * and of `@google-cloud/tasks` point at the source and at test/support/docs-tasks-client.ts, then
  * starts this runner with the file in DOCS_BLOCK. Everything else the example needs comes from the
  * environment, as on a deployment: DATASTORE_EMULATOR_HOST for `new Datastore()`, PORT,

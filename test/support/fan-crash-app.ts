@@ -1,5 +1,5 @@
 /**
- * A child-process app for the fan-out kill tests (`fanout.kill.test.ts`): a Locker on one of the
+ * A child-process app for the fan-out kill tests (`test/fanout/fanout.kill.test.ts`): a Locker on one of the
  * Datastore emulators with the local dispatcher and the sweep on a timer. `/parent` fans out
  * `CHILDREN` children to `/child` and joins at `/join`; every child run and every join run is
  * recorded in the emulator. The store is wrapped by the seam store (`seam-store.ts`, in the test

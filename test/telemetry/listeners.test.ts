@@ -4,9 +4,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { taskApp, keys } from './support/task-app';
-import { MemoryStore } from '../src/store/memory/store';
-import { StepState, type Properties } from '../src/types';
+import { taskApp, keys } from '../support/task-app';
+import { MemoryStore } from '../../src/store/memory/store';
+import { StepState, type Properties } from '../../src/types';
 
 const store = new MemoryStore();
 let n = 0;

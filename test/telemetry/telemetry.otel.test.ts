@@ -8,12 +8,12 @@ import assert from 'node:assert/strict';
 import * as api from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { ConfigError } from '../src/errors/errors';
-import { MemoryStore } from '../src/store/memory/store';
-import { loadOtelApi, type OtelApi } from '../src/telemetry/otel-api';
-import { Telemetry } from '../src/telemetry/telemetry';
-import { StepState, type Properties } from '../src/types';
-import { keys, taskApp } from './support/task-app';
+import { ConfigError } from '../../src/errors/errors';
+import { MemoryStore } from '../../src/store/memory/store';
+import { loadOtelApi, type OtelApi } from '../../src/telemetry/otel-api';
+import { Telemetry } from '../../src/telemetry/telemetry';
+import { StepState, type Properties } from '../../src/types';
+import { keys, taskApp } from '../support/task-app';
 
 /** The real API fits the structural types the library loads it as (a compile-time check). */
 const typed: OtelApi = api;
