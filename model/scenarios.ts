@@ -2,7 +2,7 @@
  * The broken promises known on today's main, each as the short sequence of model commands that
  * shows it (the six defects of issue 26, and one the model found on its own). Each names the
  * promise the oracle finds broken. Set `fixed` once the fix is merged: the sequence must then
- * hold every promise (test/model.test.ts checks both ways).
+ * hold every promise (test/promises/model.test.ts checks both ways).
  */
 import { Advance, Alerter, Deliver, Kickoff, KickoffMany, Operate, Release, Shutdown, type Command, type Feature, type Plan } from './commands';
 import { TIMINGS } from './instance';

@@ -1,6 +1,6 @@
 // A reporter for node's test runner, added by scripts/test.mjs beside the spec reporter: it adds
 // up how long each file's tests took (the sum of its top-level tests' durations; the runner names
-// the file that defines a test, so a suite several test files run, such as test/fanout-suite.ts,
+// the file that defines a test, so a suite several test files run, such as test/fanout/fanout-suite.ts,
 // counts for all of them) and appends
 // one line per file to `timings.jsonl` in LOCKER_TEST_CACHE, where scripts/test.mjs reads them
 // for the table of the slowest files it prints at the end of the run (the suite has a time budget
