@@ -237,3 +237,26 @@ describe('the parts and their ports (docs/design.md, section 15)', () => {
     assert.ok(files.some((file) => name(file).startsWith('http/') && graph.get(file)!.some((t) => name(t).startsWith('step/'))), 'http/ imports step/');
   });
 });
+
+describe('the shape of test/', () => {
+  // Tests live in folders named for the src/ folder they test, or for what they test of the whole
+  // library (its promises under faults, its docs, the example app, the package).
+  const WHOLE = ['promises', 'docs', 'example-app', 'package'];
+  const test = join(__dirname, '..');
+  const testFiles = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'node_modules' || e.name.startsWith('.') ? [] : testFiles(path);
+    return e.name.endsWith('.test.ts') ? [relative(test, path)] : [];
+  });
+
+  it('mirrors src/: every test file is in a folder of src/ or of the whole library, none at the top or in support/', () => {
+    const srcFolders = new Set(readdirSync(src, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name));
+    const all = testFiles(test);
+    assert.ok(all.length > 100, `found the test files (${all.length})`);
+    const misplaced = all.filter((file) => {
+      const folder = file.split('/')[0]!;
+      return !file.includes('/') || !(srcFolders.has(folder) || WHOLE.includes(folder));
+    });
+    assert.deepEqual(misplaced, []);
+  });
+});
