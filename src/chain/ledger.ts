@@ -3,7 +3,9 @@
  * the step, names the task that carries it, and stays while the step is live. This part claims a
  * record's next send (a compare-and-swap on the task it names and its send count, so two sweeps
  * never both re-deliver one send), retires the record of a step that ended without holding up the
- * answer (several steps' removals in one commit), and lets `shutdown()` send and wait for them.
+ * answer (several steps' removals in one commit), clears for the sweep a record whose step is
+ * no longer live (read again with the entity, in one transaction), and lets `shutdown()` send and
+ * wait for the removals.
  */
 import type { Key } from '@google-cloud/datastore';
 import { nextSend } from '../rules/ledger-record';
