@@ -11,23 +11,50 @@ import type { Drain } from './step/drain';
 import { ConfigError } from './errors/errors';
 import type { LockerEvents } from './events/events';
 import { decodeKey } from './keys/key-codec';
-import { handleMiddleware, sweepMiddleware, type HandleOptions, type SweepHandlerOptions } from './http/middleware';
+import { handleMiddleware, HTTP_SETTINGS, sweepMiddleware, type HandleOptions, type HttpSettings, type SweepHandlerOptions, type TaskRouteParts } from './http/middleware';
 import { SweepGate } from './chain/sweep-gate';
 import { lookUpProjectId, parseOptions, type Config, type LockerOptions } from './config/options';
+import { settingsOf } from './config/settings';
+import { ATTEMPT_SETTINGS } from './step/attempt';
 import { kickoff } from './chain/next-step';
-import { sweep, type SweepResult } from './chain/sweep';
-import { scheduleMany } from './chain/schedule-many';
+import { sweep, SWEEP_SETTINGS, type SweepParts, type SweepResult } from './chain/sweep';
+import { KICKOFF_SETTINGS, scheduleMany, type KickoffSettings } from './chain/schedule-many';
 import type { KickoffItem, ScheduleManyOptions, ScheduleManyResult } from './chain/schedule-many-types';
 import type { SeenSteps } from './locks/seen-steps';
 import type { Telemetry } from './telemetry/telemetry';
 import { emitIsolated } from './events/emit';
-import { Inspector } from './ops/inspect/inspector';
-import { cancelChain, resendStep, retryStep, type ActionOptions, type ActionResult } from './ops/actions';
+import { INSPECT_SETTINGS, Inspector, type InspectSettings } from './ops/inspect/inspector';
+import { ACTION_SETTINGS, cancelChain, resendStep, retryStep, type ActionOptions, type ActionParts, type ActionResult } from './ops/actions';
 import { statusRouter } from './ops/status/router';
 import { cancelFanOut, retryFanOutChildren, type CancelFanOutOptions, type FanOutActionResult, type RetryFanOutOptions } from './fanout/operator';
 import type { StatusRouterOptions } from './ops/status/options';
+import { FANOUT_SETTINGS, type FanParts } from './fanout/read-children';
 import { buildParts, type Parts } from './parts';
 import type { Json } from './types';
+
+/** What the facade hands each of its operations: the parts, with that operation's settings and no other. */
+interface Ports {
+  readonly route: TaskRouteParts;
+  readonly kickoff: Parts & { readonly config: KickoffSettings };
+  readonly inspect: Parts & { readonly config: InspectSettings };
+  readonly actions: ActionParts;
+  readonly fan: FanParts;
+  readonly sweep: SweepParts;
+  readonly sweepRoute: { readonly config: HttpSettings };
+}
+
+/** Builds the ports once: each operation's settings are an object of their own (`config/settings.ts`). */
+function buildPorts(parts: Parts, config: Config): Ports {
+  return {
+    route: { ...parts, config: settingsOf(config, [...HTTP_SETTINGS, ...ATTEMPT_SETTINGS]) },
+    kickoff: { ...parts, config: settingsOf(config, KICKOFF_SETTINGS) },
+    inspect: { ...parts, config: settingsOf(config, INSPECT_SETTINGS) },
+    actions: { ...parts, config: settingsOf(config, ACTION_SETTINGS) },
+    fan: { ...parts, config: settingsOf(config, FANOUT_SETTINGS) },
+    sweep: { ...parts, config: settingsOf(config, SWEEP_SETTINGS) },
+    sweepRoute: { config: settingsOf(config, HTTP_SETTINGS) },
+  };
+}
 
 /**
  * Exactly-once steps on leases held on your own Datastore entities. Construct one per store and
@@ -41,6 +68,8 @@ export class Locker extends EventEmitter<LockerEvents> {
   readonly ready: Promise<void>;
   /** @internal The parts this facade builds and delegates to (docs/design.md, section 15). */
   private readonly parts: Parts;
+  /** The parts as each operation is handed them, with its own settings. */
+  private readonly ports: Ports;
   private sweepTimer: NodeJS.Timeout | undefined;
   /** Every sweep in flight (the timer's, the sweep route's, a direct call's): `shutdown()` waits for them, within its time. */
   private readonly sweeps = new Set<Promise<unknown>>();
@@ -55,6 +84,7 @@ export class Locker extends EventEmitter<LockerEvents> {
     this.config = parseOptions(options);
     this.ready = lookUpProjectId(this.config, options);
     this.parts = buildParts(this.config, this.ready, this);
+    this.ports = buildPorts(this.parts, this.config);
     this.sweepGate = new SweepGate(this.config.clock);
   }
 
@@ -87,7 +117,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * `X-Lock-Key`, whose typed form `factory` builds from its stored properties.
    */
   handle<E, P = Json | undefined>(handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions = {}): RequestHandler {
-    return handleMiddleware(this.parts, handler, factory, options);
+    return handleMiddleware(this.ports.route, handler, factory, options);
   }
 
   /**
@@ -98,7 +128,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * `ctx.schedule()`.
    */
   schedule(key: Key, entity: unknown, path: string, payload?: Json, options?: ScheduleOptions): Promise<ScheduledStep> {
-    return kickoff(this.parts, key, entity, path, payload, options);
+    return kickoff(this.ports.kickoff, key, entity, path, payload, options);
   }
 
   /**
@@ -110,7 +140,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * docs/guides/bulk-kickoff.md.
    */
   scheduleMany(items: readonly KickoffItem[], options?: ScheduleManyOptions): Promise<ScheduleManyResult> {
-    return scheduleMany(this.parts, items, options);
+    return scheduleMany(this.ports.kickoff, items, options);
   }
 
   /**
@@ -119,7 +149,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * `step(key)` shows one entity's detail.
    */
   inspect(): Inspector {
-    return new Inspector(this.parts);
+    return new Inspector(this.ports.inspect);
   }
 
   /**
@@ -128,7 +158,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * step. Throws `TransitionError` (409) unless the step failed for good.
    */
   retry(key: Key, options?: ActionOptions): Promise<ActionResult> {
-    return retryStep(this.parts, key, options);
+    return retryStep(this.ports.actions, key, options);
   }
 
   /**
@@ -137,7 +167,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * may then start a new chain. Throws `TransitionError` (409) unless a step is scheduled or running.
    */
   cancel(key: Key, options?: ActionOptions): Promise<ActionResult> {
-    return cancelChain(this.parts, key, options);
+    return cancelChain(this.ports.actions, key, options);
   }
 
   /**
@@ -148,7 +178,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * once the join started, or when there is no fan-out. See docs/guides/fan-out.md, "Operators".
    */
   cancelFanOut(key: Key, options?: CancelFanOutOptions): Promise<FanOutActionResult> {
-    return cancelFanOut(this.parts, key, options);
+    return cancelFanOut(this.ports.fan, key, options);
   }
 
   /**
@@ -158,7 +188,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * `TransitionError` (409) unless the fan-out is sealed and waiting.
    */
   retryFanOutChildren(key: Key, options?: RetryFanOutOptions): Promise<FanOutActionResult> {
-    return retryFanOutChildren(this.parts, key, options);
+    return retryFanOutChildren(this.ports.fan, key, options);
   }
 
   /**
@@ -167,7 +197,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * taken over. Throws `TransitionError` (409) unless a step is scheduled or running.
    */
   resend(key: Key, options?: ActionOptions): Promise<ActionResult> {
-    return resendStep(this.parts, key, options);
+    return resendStep(this.ports.actions, key, options);
   }
 
   /**
@@ -176,14 +206,14 @@ export class Locker extends EventEmitter<LockerEvents> {
    * Authentication is required; POSTs are CSRF-safe.
    */
   statusRouter(options: StatusRouterOptions): Router {
-    const parts = this.parts;
+    const { inspect, actions } = this.ports;
     return statusRouter({
-      config: parts.config,
+      config: settingsOf(this.config, ['logger', 'clock']),
       decodeKey,
-      inspect: () => new Inspector(parts),
-      retry: (key, o) => retryStep(parts, key, o),
-      resend: (key, o) => resendStep(parts, key, o),
-      cancel: (key, o) => cancelChain(parts, key, o),
+      inspect: () => new Inspector(inspect),
+      retry: (key, o) => retryStep(actions, key, o),
+      resend: (key, o) => resendStep(actions, key, o),
+      cancel: (key, o) => cancelChain(actions, key, o),
     }, options);
   }
 
@@ -192,8 +222,8 @@ export class Locker extends EventEmitter<LockerEvents> {
    * due first), and clears the records of steps no longer live. See docs/concepts/no-step-is-lost.md.
    */
   sweep(limit = 500): Promise<SweepResult> {
-    if (!this.config.queue) return Promise.reject(new ConfigError('sweep() needs a queue: pass `queue` to the Locker.'));
-    const running = sweep(this.parts, limit);
+    if (!this.parts.dispatcher.hasQueue) return Promise.reject(new ConfigError('sweep() needs a queue: pass `queue` to the Locker.'));
+    const running = sweep(this.ports.sweep, limit);
     const tracked = running.then(() => undefined, () => undefined);
     this.sweeps.add(tracked);
     void tracked.finally(() => this.sweeps.delete(tracked));
@@ -208,7 +238,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    */
   sweepHandler(options: SweepHandlerOptions = {}): RequestHandler {
     return sweepMiddleware({
-      config: this.config,
+      config: this.ports.sweepRoute.config,
       sweep: (minIntervalMs) => this.sweepGate.runIfDue(minIntervalMs, () => this.sweep()),
       stopping: () => this.drain.stopping,
     }, options);

@@ -1,21 +1,25 @@
 /**
  * The parts of a Locker and their ports (docs/design.md, section 15), built once by its
  * constructor. Each function below the Locker is handed the few of them it uses (a `Pick` of
- * `Parts`), never the Locker: the events port (`emit`) is the only edge that goes up.
+ * `Parts`), never the Locker: the events port (`emit`) is the only edge that goes up. No part holds
+ * the whole configuration: each is built with its own settings (`config/settings.ts`), and the
+ * facade hands each operation the parts with that operation's settings.
  */
 import type { EventEmitter } from 'node:events';
-import { AlertSender } from './alert/sender';
-import { Dispatcher } from './chain/dispatcher';
+import { ALERT_SETTINGS, AlertSender } from './alert/sender';
+import { Dispatcher, DISPATCHER_SETTINGS } from './chain/dispatcher';
 import { Ledger } from './chain/ledger';
 import type { Config } from './config/options';
+import { settingsOf } from './config/settings';
 import { ConfigErrorLog } from './errors/faults';
 import type { LockerEvents } from './events/events';
 import { Drain } from './step/drain';
 import { FanOuts } from './fanout/fan-outs';
-import { AttemptEnds } from './step/attempt-end';
-import { LeaseTaker } from './step/take';
+import { FANOUT_SETTINGS } from './fanout/read-children';
+import { AttemptEnds, END_SETTINGS } from './step/attempt-end';
+import { LeaseTaker, TAKE_SETTINGS } from './step/take';
 import { SeenSteps } from './locks/seen-steps';
-import { Locks } from './locks/locks';
+import { Locks, LOCKS_SETTINGS } from './locks/locks';
 import { StoreReads } from './store/reads';
 import { emitTo, type Emit } from './events/emit';
 import { loadOtelApi } from './telemetry/otel-api';
@@ -23,8 +27,6 @@ import { Telemetry } from './telemetry/telemetry';
 
 /** The parts of one Locker; a function is handed a `Pick` of them. */
 export interface Parts {
-  /** The parsed, complete options: the step settings the parts read. */
-  readonly config: Config;
   /** Logs the store's configuration errors at most once a minute. */
   readonly configErrors: ConfigErrorLog;
   /** What this process last saw of each entity's lock (see `locks/seen-steps.ts`). */
@@ -56,16 +58,15 @@ export interface Parts {
 /** Builds the parts of a Locker whose events go to `emitter`; `ready` resolves once the store's project id is known, or could not be. */
 export function buildParts(config: Config, ready: Promise<void>, emitter: EventEmitter<LockerEvents>): Parts {
   const seen = new SeenSteps(config.duplicateCache);
-  const locks = new Locks(config, seen);
+  const locks = new Locks(settingsOf(config, LOCKS_SETTINGS), seen);
   const telemetry = new Telemetry(config.telemetry ? loadOtelApi() : undefined);
   const emit = emitTo(emitter, config.logger, telemetry);
   const reads = new StoreReads(config.store);
-  const dispatcher = new Dispatcher(config, ready);
+  const dispatcher = new Dispatcher(settingsOf(config, DISPATCHER_SETTINGS), ready);
   const ledger = new Ledger({ records: config.store, logger: config.logger }, (fn) => locks.transact(fn));
-  const alerts = new AlertSender(config, locks);
-  const fanouts = new FanOuts({ config, locks, reads, emit, dispatcher, ledger });
+  const alerts = new AlertSender(settingsOf(config, ALERT_SETTINGS), locks);
+  const fanouts = new FanOuts({ config: settingsOf(config, FANOUT_SETTINGS), locks, reads, emit, dispatcher, ledger });
   return {
-    config,
     configErrors: new ConfigErrorLog(),
     seen,
     telemetry,
@@ -77,7 +78,7 @@ export function buildParts(config: Config, ready: Promise<void>, emitter: EventE
     dispatcher,
     ledger,
     fanouts,
-    taker: new LeaseTaker({ config, locks, seen, emit, alerts }),
-    ends: new AttemptEnds({ config, locks, emit, alerts, ledger, dispatcher, fanouts, telemetry }),
+    taker: new LeaseTaker({ config: settingsOf(config, TAKE_SETTINGS), locks, seen, emit, alerts }),
+    ends: new AttemptEnds({ config: settingsOf(config, END_SETTINGS), locks, emit, alerts, ledger, dispatcher, fanouts, telemetry }),
   };
 }

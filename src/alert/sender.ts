@@ -5,6 +5,7 @@
  * records the event; marking it sent is the `alerted` transition (`rules/transitions.ts`), written
  * through the lock part. Re-sending what was never marked is `resend.ts`'s.
  */
+import type { SettingName, Settings } from '../config/settings';
 import { redactProperties, scrub } from './redact';
 import type { Key } from '@google-cloud/datastore';
 import type { Config } from '../config/options';
@@ -18,7 +19,8 @@ import { withOrigin } from './origin';
 import type { AlertEvent } from '../types';
 
 /** What the alerts part reads of the configuration: the alerter, its time, the redaction, what names the origin, the logger. */
-export type AlertSettings = Pick<Config, 'alerter' | 'alertTimeout' | 'redact' | 'logger' | 'project' | 'service' | 'statusUrl' | 'keyAppId'>;
+export const ALERT_SETTINGS = ['alerter', 'alertTimeout', 'redact', 'logger', 'project', 'service', 'statusUrl', 'keyAppId'] as const satisfies readonly SettingName[];
+export type AlertSettings = Settings<typeof ALERT_SETTINGS>;
 
 /** The alerts part (see the file's comment); built once per Locker. */
 export class AlertSender {

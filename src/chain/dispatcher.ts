@@ -4,13 +4,14 @@
  * could not be created is logged and left to the sweep, which re-delivers the step once it stalled:
  * that rule lives here once, for the kickoff, `ctx.schedule()`, the operator's actions and the sweep.
  */
+import type { SettingName, Settings } from '../config/settings';
 import type { Key } from '@google-cloud/datastore';
-import type { Config } from '../config/options';
 import { encodeKey, keyPath } from '../keys/key-codec';
 import { Headers, type LedgerRecord, type TaskRequest } from '../types';
 
 /** What the dispatcher reads of the configuration (`keyAppId` is read at each use: it is set once the project id is known). */
-export type DispatcherSettings = Pick<Config, 'queue' | 'logger' | 'keyAppId'>;
+export const DISPATCHER_SETTINGS = ['queue', 'logger', 'keyAppId'] as const satisfies readonly SettingName[];
+export type DispatcherSettings = Settings<typeof DISPATCHER_SETTINGS>;
 
 /** The dispatcher (see the file's comment); built once per Locker. */
 export class Dispatcher {
@@ -36,6 +37,11 @@ export class Dispatcher {
     const task: TaskRequest = { name: record.task, path: record.path, headers, body: record.body };
     if (record.scheduleTime && record.sends === 1) task.scheduleTime = record.scheduleTime;
     return task;
+  }
+
+  /** Whether there is a queue to send tasks to (`schedule()`, `scheduleMany()`, `fanOut()` and `sweep()` need one). */
+  get hasQueue(): boolean {
+    return this.settings.queue !== undefined;
   }
 
   /** Creates the record's current task; resolves to the error when it could not be (nothing is logged), undefined when it was created. */

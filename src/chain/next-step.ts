@@ -4,8 +4,9 @@
  * step is written, by the kickoff and by `ctx.schedule()`); the task is created after the commit
  * (`sendNextStep`, through the dispatcher); the sweep re-delivers what stalls (`sweep.ts`).
  */
+import type { SettingName, Settings } from '../config/settings';
 import type { Key } from '@google-cloud/datastore';
-import { endStepAlerts, NO_ALERTS, type AlertRules } from '../rules/alert-markers';
+import { ALERT_RULES, endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import type { Config } from '../config/options';
 import { rejectUnknownOptions } from '../config/option-names';
 import { ChainBusyError, ConfigError } from '../errors/errors';
@@ -27,11 +28,12 @@ const MAX_AHEAD_MS = 30 * 24 * 60 * 60 * 1000;
  * What scheduling a next step reads of the configuration: whether there is a queue, the clock,
  * when a step's record comes due (`stallAfter`), and the alert rules its end keeps unsent claims by.
  */
-export type ChainSettings = Pick<Config, 'queue' | 'clock' | 'stallAfter'> & AlertRules;
+export const CHAIN_SETTINGS = ['clock', 'stallAfter', ...ALERT_RULES] as const satisfies readonly SettingName[];
+export type ChainSettings = Settings<typeof CHAIN_SETTINGS>;
 
 /** Checks what a caller asked to schedule; throws a `TypeError`/`RangeError` saying what is wrong. */
-export function checkStep(parts: { readonly config: Pick<ChainSettings, 'queue' | 'clock' | 'stallAfter'> }, path: string, payload: Json | undefined, options: ScheduleOptions = {}): NextStep {
-  if (!parts.config.queue) throw new ConfigError('schedule() needs a queue: pass `queue` to the Locker.');
+export function checkStep(parts: { readonly config: Pick<ChainSettings, 'clock' | 'stallAfter'>; readonly dispatcher: Pick<Dispatcher, 'hasQueue'> }, path: string, payload: Json | undefined, options: ScheduleOptions = {}): NextStep {
+  if (!parts.dispatcher.hasQueue) throw new ConfigError('schedule() needs a queue: pass `queue` to the Locker.');
   rejectUnknownOptions('schedule()', options, SCHEDULE_OPTION_NAMES);
   if (typeof path !== 'string' || !/^\/[\x21-\x7e]*$/.test(path)) {
     throw new TypeError(`the task path must start with "/" and contain no spaces; got ${JSON.stringify(path)}`);

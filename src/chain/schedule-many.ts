@@ -15,17 +15,16 @@
  *
  * A store without `readMany`/`replaceMany` gets one transaction per item, as `schedule()` does.
  */
+import type { SettingName, Settings } from '../config/settings';
 import { randomUUID } from 'node:crypto';
 import type { Parts } from '../parts';
-import type { Config } from '../config/options';
-import type { ChainSettings } from './next-step';
 import { ConfigError, StoreUnavailableError } from '../errors/errors';
 import { checkDeliverable, keyPath } from '../keys/key-codec';
 import { planKickoff, kickoffChainId, kickoffRecord, kickoffRecordKey, type Carry, type KickoffPlan } from '../rules/kickoff-plan';
 import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
-import { checkStep } from './next-step';
+import { CHAIN_SETTINGS, checkStep } from './next-step';
 import type { NextStep } from '../rules/ledger-record';
 import type { BatchLockWrite } from '../locks/locks';
 import {
@@ -36,7 +35,8 @@ import { keyString } from '../keys/keys';
 import { StepState, type ConditionalWrite, type LedgerRecord, type Properties, type VersionedRead } from '../types';
 
 /** What a bulk kickoff reads of the configuration: the chain settings, the logger, the key's app id. */
-type KickoffSettings = ChainSettings & Pick<Config, 'logger' | 'keyAppId'>;
+export const KICKOFF_SETTINGS = [...CHAIN_SETTINGS, 'logger', 'keyAppId'] as const satisfies readonly SettingName[];
+export type KickoffSettings = Settings<typeof KICKOFF_SETTINGS>;
 
 /** The parts a bulk kickoff uses, with its settings. */
 type KickoffParts = Pick<Parts, 'locks' | 'emit' | 'dispatcher' | 'ledger'> & { readonly config: KickoffSettings };
@@ -73,7 +73,7 @@ interface ToSend {
 
 /** Starts a chain on every item's entity; see the file's comment. */
 export async function scheduleMany(parts: KickoffParts, items: readonly KickoffItem[], options: ScheduleManyOptions = {}): Promise<ScheduleManyResult> {
-  if (!parts.config.queue) throw new ConfigError('scheduleMany() needs a queue: pass `queue` to the Locker.');
+  if (!parts.dispatcher.hasQueue) throw new ConfigError('scheduleMany() needs a queue: pass `queue` to the Locker.');
   rejectUnknownOptions('scheduleMany()', options, SCHEDULE_MANY_OPTION_NAMES);
   if (!Array.isArray(items)) throw new TypeError('scheduleMany(items): items must be an array of { key, entity, path, payload?, scheduleTime? }');
   const kickoffId = options.kickoffId ?? randomUUID();

@@ -6,9 +6,9 @@
  * names and its send count), so two sweeps never both re-deliver one send and a sweep never brings
  * back a record the step removed. One record's failure never stops the others.
  */
+import type { SettingName, Settings } from '../config/settings';
 import type { Parts } from '../parts';
-import type { Config } from '../config/options';
-import type { FanOutSettings } from '../fanout/read-children';
+import { FANOUT_SETTINGS } from '../fanout/read-children';
 import { resendUnsentFailure, resendUnsentOverwrites } from '../alert/resend';
 import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
@@ -17,7 +17,8 @@ import type { LedgerRecord } from '../types';
 import { sweepFanOuts } from '../fanout/sweep';
 
 /** What a sweep reads of the configuration: the fan-out settings (the clock, the logger, `stallAfter`, the alert rules) and the lease's duration. */
-export type SweepSettings = FanOutSettings & Pick<Config, 'leaseDuration'>;
+export const SWEEP_SETTINGS = [...FANOUT_SETTINGS, 'leaseDuration'] as const satisfies readonly SettingName[];
+export type SweepSettings = Settings<typeof SWEEP_SETTINGS>;
 
 /** The parts a sweep uses, with its settings. */
 export type SweepParts = Pick<Parts, 'emit' | 'alerts' | 'locks' | 'reads' | 'dispatcher' | 'ledger'> & { readonly config: SweepSettings };

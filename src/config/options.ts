@@ -157,6 +157,8 @@ export interface Config {
   readonly store: Store;
   readonly queue: Queue | undefined;
   readonly alerter: Alerter | undefined;
+  /** Whether there is an alerter: what the alert rules read (only the alert sender holds the alerter). */
+  readonly alerting: boolean;
   readonly alertOnOverwrite: boolean;
   readonly alertOnFailure: boolean;
   readonly alertTimeout: number;
@@ -292,6 +294,7 @@ export function parseOptions(options: LockerOptions): Config {
     store: o.store,
     queue: o.queue,
     alerter: o.alerter,
+    alerting: o.alerter !== undefined,
     alertOnOverwrite: o.alertOnOverwrite ?? o.alerter !== undefined,
     alertOnFailure: o.alertOnFailure ?? o.alerter !== undefined,
     alertTimeout,

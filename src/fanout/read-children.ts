@@ -3,9 +3,9 @@
  * children, every child (through the page records). The completion check confirms "no child is
  * pending" this way, never by a query alone.
  */
+import type { SettingName, Settings } from '../config/settings';
 import type { Key } from '@google-cloud/datastore';
-import type { Config } from '../config/options';
-import type { ChainSettings } from '../chain/next-step';
+import { CHAIN_SETTINGS } from '../chain/next-step';
 import type { Dispatcher } from '../chain/dispatcher';
 import type { Ledger } from '../chain/ledger';
 import type { Emit } from '../events/emit';
@@ -20,7 +20,8 @@ import { childKey, doneKey, headerKey, PAGE_WINDOW, pageKey, readChild, readHead
  * (`stallAfter`), whether there is a queue, the key's app id, and the alert rules a seal keeps
  * unsent claims by (never the store, the queue or the alerter themselves: they are reached through their parts).
  */
-export type FanOutSettings = ChainSettings & Pick<Config, 'logger' | 'keyAppId'>;
+export const FANOUT_SETTINGS = [...CHAIN_SETTINGS, 'logger', 'keyAppId'] as const satisfies readonly SettingName[];
+export type FanOutSettings = Settings<typeof FANOUT_SETTINGS>;
 
 /** The port fan-out code reads and writes through: the parts it uses, with its settings (not the whole configuration). */
 export interface FanParts {

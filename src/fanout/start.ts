@@ -57,7 +57,7 @@ export async function fanOut(
   parts: FanParts, a: Arrival, lease: Lease, children: Iterable<FanOutChild> | AsyncIterable<FanOutChild>, options: FanOutOptions,
   seal: (header: Header) => Promise<void>,
 ): Promise<FanOutStarted> {
-  if (!parts.config.queue) throw new ConfigError('fanOut() needs a queue: pass `queue` to the Locker.');
+  if (!parts.dispatcher.hasQueue) throw new ConfigError('fanOut() needs a queue: pass `queue` to the Locker.');
   if (typeof options !== 'object' || options === null) throw new TypeError('fanOut(children, { join, payload?, policy? }): options are required');
   rejectUnknownOptions('fanOut()', options, FAN_OUT_OPTION_NAMES);
   const joinStep = checkStep(parts, options.join, options.payload);

@@ -3,12 +3,12 @@
  * `X-Lock-Seq` and the payload (`payload.ts`; a malformed request is a 400 that never touches the
  * store), run the attempt, and answer. Works with Express 4 and 5, with or without a body parser in front.
  */
+import type { SettingName, Settings } from '../config/settings';
 import type { Request, RequestHandler, Response } from 'express';
 import { runAttempt, type AttemptParts } from '../step/attempt';
 import { answers, answerTo, type Answer } from './answer';
 import type { EntityFactory, TaskHandler } from '../step/handler-types';
 import type { Parts } from '../parts';
-import type { Config } from '../config/options';
 import { BadRequestError } from '../errors/errors';
 import { decodeKey } from '../keys/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
@@ -57,7 +57,8 @@ const SEQ_PATTERN = /^[1-9][0-9]{0,14}$/;
 const CHAIN_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** What the task and sweep routes read of the configuration: the logger and the authenticator. */
-export type HttpSettings = Pick<Config, 'logger' | 'authenticate'>;
+export const HTTP_SETTINGS = ['logger', 'authenticate'] as const satisfies readonly SettingName[];
+export type HttpSettings = Settings<typeof HTTP_SETTINGS>;
 
 /** What the task route uses: the parts an attempt uses, the drain and the events port, with the route's settings. */
 export type TaskRouteParts = AttemptParts & Pick<Parts, 'drain' | 'emit'> & { readonly config: HttpSettings };

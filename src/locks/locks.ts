@@ -26,6 +26,9 @@ export interface LocksSettings {
   readonly excludeFromIndexes: readonly string[];
 }
 
+/** The names of {@link LocksSettings}: what the Locker builds the lock part's settings from. */
+export const LOCKS_SETTINGS = ['store', 'contention', 'clock', 'leaseDuration', 'excludeFromIndexes'] as const satisfies ReadonlyArray<keyof LocksSettings>;
+
 /** One entity of a batch kickoff: the version read, the lock to write, the user's own properties and the step's record. */
 export interface BatchLockWrite {
   read: VersionedRead;

@@ -4,6 +4,7 @@
  * the lock transition, which refuses a step in the wrong state; with `seq`, also a step that moved
  * on since the operator looked), then logged and emitted as an event.
  */
+import type { SettingName, Settings } from '../config/settings';
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../parts';
 import { TransitionError } from '../errors/errors';
@@ -12,12 +13,12 @@ import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { Lock } from '../rules/lock-fields';
 import { nextSend } from '../rules/ledger-record';
 import { alerted, cancel, resend, retry } from '../rules/transitions';
-import { alertGrace, endStepAlerts, NO_ALERTS, type AlertRules } from '../rules/alert-markers';
-import type { Config } from '../config/options';
+import { ALERT_RULES, alertGrace, endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import type { LedgerRecord, Properties, StoreTransaction } from '../types';
 
 /** What an operator's action reads of the configuration: the clock, the logger, when a record comes due, the alert rules. */
-export type ActionSettings = Pick<Config, 'clock' | 'logger' | 'stallAfter'> & AlertRules;
+export const ACTION_SETTINGS = ['clock', 'logger', 'stallAfter', ...ALERT_RULES] as const satisfies readonly SettingName[];
+export type ActionSettings = Settings<typeof ACTION_SETTINGS>;
 
 /** The parts an operator's action uses, with its settings. */
 export type ActionParts = Pick<Parts, 'locks' | 'emit' | 'dispatcher'> & { readonly config: ActionSettings };

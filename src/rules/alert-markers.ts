@@ -12,11 +12,14 @@ import type { LedgerRecord } from '../types';
 
 /** The alert settings the marker rules read: whether there is an alerter, which reasons are alerted, and its time. */
 export interface AlertRules {
-  readonly alerter: unknown;
+  readonly alerting: boolean;
   readonly alertOnOverwrite: boolean;
   readonly alertOnFailure: boolean;
   readonly alertTimeout: number;
 }
+
+/** The names of {@link AlertRules}: the settings a part that applies the rules is built with. */
+export const ALERT_RULES = ['alerting', 'alertOnOverwrite', 'alertOnFailure', 'alertTimeout'] as const satisfies ReadonlyArray<keyof AlertRules>;
 
 /** No alert sent: what an attempt that started none reports. */
 export const NO_ALERTS: readonly string[] = Object.freeze([]);
@@ -41,8 +44,8 @@ export function endStepAlerts<R extends { lock: Lock; record?: LedgerRecord }>(
 ): R {
   if (before.alerts.length === 0) return ended;
   // Alerts of a reason that is off would be sent by nobody: the step's end drops them.
-  const { alerter, alertOnOverwrite, alertOnFailure } = rules;
-  if (!alerter || (!alertOnOverwrite && !alertOnFailure)) return ended;
+  const { alerting, alertOnOverwrite, alertOnFailure } = rules;
+  if (!alerting || (!alertOnOverwrite && !alertOnFailure)) return ended;
   const kept = carriedAlerts(before, sent, { overwrite: alertOnOverwrite, failure: alertOnFailure });
   if (kept.length === 0) return ended;
   const out = { ...ended, lock: alerted(ended.lock, { alerts: kept }) };
@@ -67,7 +70,7 @@ export interface Takeover {
  */
 export function claimAlert(config: AlertRules, lock: Lock, who: Takeover | { failed: string }): string[] | undefined {
   const failure = 'failed' in who;
-  if (!config.alerter || !(failure ? config.alertOnFailure : config.alertOnOverwrite)) return undefined;
+  if (!config.alerting || !(failure ? config.alertOnFailure : config.alertOnOverwrite)) return undefined;
   const prefix = failurePrefix(lock.seq);
   const marker = failure ? `${prefix}${who.failed}` : `overwrite:${lock.seq}:${who.previous}:${who.next}`;
   // A failure is alerted once per failing attempt (the bare marker is an older version's, for the step).

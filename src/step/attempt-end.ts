@@ -7,8 +7,9 @@
  * An attempt that does not finish its step fails (`fail`: released for a retry or failed for
  * good), hands its lease back (`handBack`), or has lost it (`lost`).
  */
+import type { SettingName, Settings } from '../config/settings';
 import type { Arrival } from './arrival';
-import { failAttempt, type FailSettings } from './fail';
+import { FAIL_SETTINGS, failAttempt } from './fail';
 import { completeStep } from './finish';
 import type { Interruption, Lease } from './lease';
 import { outcomes, type Outcome } from './outcome';
@@ -20,7 +21,7 @@ import type { Emit } from '../events/emit';
 import type { FanOuts } from '../fanout/fan-outs';
 import type { Locks } from '../locks/locks';
 import type { Telemetry } from '../telemetry/telemetry';
-import { checkStep, commitNextStep, sendNextStep, type ChainSettings } from '../chain/next-step';
+import { CHAIN_SETTINGS, checkStep, commitNextStep, sendNextStep } from '../chain/next-step';
 import { LeaseLostError, PermanentError, ShutdownError } from '../errors/errors';
 import { classify, FaultClass } from '../errors/faults';
 import { sealedBy } from '../fanout/seal';
@@ -31,7 +32,8 @@ import { describeError, sameLock, type Lock } from '../rules/lock-fields';
 import type { Json, LedgerRecord, Properties } from '../types';
 
 /** What an attempt's end reads of the configuration: the failure settings and the chain settings. */
-export type EndSettings = FailSettings & ChainSettings;
+export const END_SETTINGS = [...FAIL_SETTINGS, ...CHAIN_SETTINGS] as const satisfies readonly SettingName[];
+export type EndSettings = Settings<typeof END_SETTINGS>;
 
 /** The parts an attempt's end writes and reports through, with its settings (not the whole configuration). */
 export interface EndParts {

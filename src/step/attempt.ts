@@ -3,6 +3,7 @@
  * under it, then end the attempt (`attempt-end.ts`: finish the step, release or fail it, hand the
  * lease back, or report it lost). Returns the outcome; never throws.
  */
+import type { SettingName, Settings } from '../config/settings';
 import { lostLease } from './attempt-end';
 import type { EntityFactory, TaskContext, TaskHandler } from './handler-types';
 import { makeContext, type StepProgress } from './task-context';
@@ -13,14 +14,14 @@ import type { Arrival } from './arrival';
 import { classify, FaultClass } from '../errors/faults';
 import { keyPath } from '../keys/key-codec';
 import type { Lease } from './lease';
-import type { Config } from '../config/options';
 import { describeError, readLock, userProperties } from '../rules/lock-fields';
 import { scrubError, secretsOf } from '../alert/redact';
 import { Attr } from '../telemetry/telemetry';
 import type { Properties } from '../types';
 
 /** What an attempt reads of the configuration: the logger and the redaction (each part it uses has its own settings). */
-export type AttemptSettings = Pick<Config, 'logger' | 'redact'>;
+export const ATTEMPT_SETTINGS = ['logger', 'redact'] as const satisfies readonly SettingName[];
+export type AttemptSettings = Settings<typeof ATTEMPT_SETTINGS>;
 
 /** The parts an attempt uses, with its settings. */
 export type AttemptParts = Pick<Parts, 'seen' | 'drain' | 'telemetry' | 'taker' | 'ends' | 'fanouts' | 'configErrors'> & { readonly config: AttemptSettings };

@@ -3,13 +3,13 @@
  * failed for good (200, alerted). The handler's changes are left out; the error is kept in
  * `lock_err`, shorter when the store refuses it whole.
  */
-import { claimAlert, failureMarker, markAlertsSent, type AlertRules } from '../rules/alert-markers';
+import type { SettingName, Settings } from '../config/settings';
+import { ALERT_RULES, claimAlert, failureMarker, markAlertsSent } from '../rules/alert-markers';
 import { alertEvent } from '../alert/event';
 import { outcomes, type Outcome } from './outcome';
 import type { Arrival } from './arrival';
 import type { AlertSender } from '../alert/sender';
 import type { Emit } from '../events/emit';
-import type { Config } from '../config/options';
 import { afterFailure } from '../rules/decision';
 import { PermanentError, StoreRejectedError } from '../errors/errors';
 import { keyPath } from '../keys/key-codec';
@@ -20,7 +20,8 @@ import { AlertReason, type Properties } from '../types';
 import { scrubError, secretsOf } from '../alert/redact';
 
 /** What a failed attempt reads of the configuration: the clock, the logger, the retries, the redaction, the alert rules. */
-export type FailSettings = Pick<Config, 'clock' | 'logger' | 'maxRetries' | 'redact'> & AlertRules;
+export const FAIL_SETTINGS = ['clock', 'logger', 'maxRetries', 'redact', ...ALERT_RULES] as const satisfies readonly SettingName[];
+export type FailSettings = Settings<typeof FAIL_SETTINGS>;
 
 /** The parts a failed attempt writes and reports through, with its settings. */
 export interface FailParts {

@@ -2,6 +2,7 @@
  * Finishing a step when its handler returned without scheduling (or called `ctx.complete()`): the
  * `finish` transition, fenced and settled under the lease.
  */
+import type { SettingName, Settings } from '../config/settings';
 import type { Arrival } from './arrival';
 import { entityProperties } from './handler-types';
 import type { Ledger } from '../chain/ledger';
@@ -10,11 +11,11 @@ import type { Telemetry } from '../telemetry/telemetry';
 import type { Lease } from './lease';
 import { sameLock, type Lock } from '../rules/lock-fields';
 import { finish as finishStep } from '../rules/transitions';
-import { alertGrace, endStepAlerts, type AlertRules } from '../rules/alert-markers';
-import type { Config } from '../config/options';
+import { ALERT_RULES, alertGrace, endStepAlerts } from '../rules/alert-markers';
 
 /** What finishing a step reads of the configuration: the clock and the alert rules. */
-export type FinishSettings = Pick<Config, 'clock'> & AlertRules;
+export const FINISH_SETTINGS = ['clock', ...ALERT_RULES] as const satisfies readonly SettingName[];
+export type FinishSettings = Settings<typeof FINISH_SETTINGS>;
 
 /** The parts finishing a step writes and reports through, with its settings. */
 export interface FinishParts {

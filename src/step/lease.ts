@@ -8,8 +8,8 @@
  * writes that add an ledger record go through a transaction (`fenced`). A step's last write goes
  * through `settle`, which retries transient failures under the live lease.
  */
+import type { SettingName, Settings } from '../config/settings';
 import type { Key } from '@google-cloud/datastore';
-import type { Config } from '../config/options';
 import type { Emit } from '../events/emit';
 import type { Locks } from '../locks/locks';
 import { holds } from '../rules/decision';
@@ -44,7 +44,8 @@ export function proofWindow(leaseDuration: number): number {
 }
 
 /** What a lease reads of the configuration: the clock, the logger, the lease's durations, the request's time limit and the stop's grace. */
-export type LeaseSettings = Pick<Config, 'clock' | 'logger' | 'leaseDuration' | 'leaseTimeout' | 'requestTimeout' | 'stepLimit' | 'stepGrace'>;
+export const LEASE_SETTINGS = ['clock', 'logger', 'leaseDuration', 'leaseTimeout', 'requestTimeout', 'stepLimit', 'stepGrace'] as const satisfies readonly SettingName[];
+export type LeaseSettings = Settings<typeof LEASE_SETTINGS>;
 
 /** What a lease is built with: its settings, the lock part it writes through, the events port. */
 export interface LeaseParts {

@@ -4,13 +4,13 @@
  * `expire` makes. A task that does not run is answered here. The lease taker (`LeaseTaker`) is the
  * part that does it, built once with its settings and ports; it hands back the `Lease` it took.
  */
-import { claimAlert, type AlertRules } from '../rules/alert-markers';
+import type { SettingName, Settings } from '../config/settings';
+import { ALERT_RULES, claimAlert } from '../rules/alert-markers';
 import { unsentOverwriteAlerts } from '../alert/resend';
 import { reportTakeover, startAlerts } from './takeover-report';
 import { outcomes, type Outcome } from './outcome';
 import type { Arrival } from './arrival';
 import type { AlertSender } from '../alert/sender';
-import type { Config } from '../config/options';
 import type { Emit } from '../events/emit';
 import type { SeenSteps } from '../locks/seen-steps';
 import type { Locks } from '../locks/locks';
@@ -21,14 +21,15 @@ import type { LockRead, SwapStep } from '../locks/locks';
 import { expire, overwrite, take as takeLease } from '../rules/transitions';
 import type { LedgerRecord, Properties, Snapshot } from '../types';
 import { taskName } from '../rules/ledger-record';
-import { Lease, type LeaseSettings } from './lease';
+import { Lease, LEASE_SETTINGS } from './lease';
 
 /** What taking a lease reads of the configuration: the clock, the logger, the lease's and Go's durations, the retries, the refusal's status, the alert rules. */
-export type TakeSettings = Pick<Config, 'clock' | 'logger' | 'leaseDuration' | 'goLeaseTimeout' | 'maxRetries' | 'lockFailedStatus'> & AlertRules;
+export const TAKE_SETTINGS = ['clock', 'logger', 'leaseDuration', 'goLeaseTimeout', 'maxRetries', 'lockFailedStatus', ...ALERT_RULES, ...LEASE_SETTINGS] as const satisfies readonly SettingName[];
+export type TakeSettings = Settings<typeof TAKE_SETTINGS>;
 
 /** What taking a lease uses: its settings (and those of the lease it takes), the lock part, the duplicate cache, the events port, the alert part. */
 export interface TakeParts {
-  readonly config: TakeSettings & LeaseSettings;
+  readonly config: TakeSettings;
   readonly locks: Locks;
   readonly seen: SeenSteps;
   readonly emit: Emit;

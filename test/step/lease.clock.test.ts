@@ -10,9 +10,10 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { Key } from '@google-cloud/datastore';
 import { parseOptions, type LockerOptions } from '../../src/config/options';
+import { settingsOf } from '../../src/config/settings';
 import { buildParts } from '../../src/parts';
 import type { LockerEvents } from '../../src/events/events';
-import { Lease, proofWindow } from '../../src/step/lease';
+import { Lease, LEASE_SETTINGS, proofWindow } from '../../src/step/lease';
 import { MemoryStore, type MemoryStoreOperation } from '../../src/store/memory/store';
 import { readLock } from '../../src/rules/lock-fields';
 import { LeaseLostError, LeaseTimeoutError, RequestTimeoutError, ShutdownError, StoreUnavailableError } from '../../src/errors/errors';
@@ -64,7 +65,7 @@ async function rig(options: Partial<LockerOptions> = {}): Promise<Rig> {
   });
   const snapshot = await store.read(key);
   assert.ok(snapshot);
-  const lease = new Lease(parts, key, 1, 'a1', snapshot, undefined, timers);
+  const lease = new Lease({ ...parts, config: settingsOf(config, LEASE_SETTINGS) }, key, 1, 'a1', snapshot, undefined, timers);
   const stamp = async (): Promise<number> => {
     const props = await store.get(key);
     return readLock(props!).ts!.getTime() - WALL;

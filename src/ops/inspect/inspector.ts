@@ -3,6 +3,7 @@
  * a time; and one entity's detail. Every list is one indexed query range on (`lock_state`,
  * `lock_ts`) per page, read in a few bounded batches: never a scan of a kind.
  */
+import type { SettingName, Settings } from '../../config/settings';
 import { redactProperties, scrub, secretsOf, type Redaction } from '../../alert/redact';
 import { viewFanOut, type FanOutView } from '../../fanout/view';
 import type { Key } from '@google-cloud/datastore';
@@ -82,7 +83,8 @@ const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
 
 /** What the operator's view reads of the configuration: the clock, the lease's duration, `stallAfter`, the retries, the redaction. */
-export type InspectSettings = Pick<Config, 'clock' | 'leaseDuration' | 'stallAfter' | 'maxRetries' | 'redact'>;
+export const INSPECT_SETTINGS = ['clock', 'leaseDuration', 'stallAfter', 'maxRetries', 'redact'] as const satisfies readonly SettingName[];
+export type InspectSettings = Settings<typeof INSPECT_SETTINGS>;
 
 /** Lists and shows steps; made by `locker.inspect()`. */
 export class Inspector {
