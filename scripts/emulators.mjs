@@ -11,6 +11,12 @@ const HEALTH_TIMEOUT_MS = 60_000;
 const HEALTH_POLL_MS = 100;
 const STOP_GRACE_MS = 5_000;
 const TAIL_BYTES = 4_000;
+/**
+ * Each emulator's most heap (`-Xmx`). The emulators keep every entity in memory: `npm run bench`,
+ * which writes over 100,000 entities into one emulator, sets `LOCKER_EMULATOR_HEAP=4g`; on 1g its
+ * legacy emulator spent minutes in full GCs and then stopped answering.
+ */
+const HEAP = heapSize(process.env.LOCKER_EMULATOR_HEAP);
 
 /** What each emulator needs: its jar under the SDK, its main class, its flags, how to install it. */
 const EMULATORS = {
@@ -150,12 +156,19 @@ async function startOne(plan) {
   }
 }
 
+/** The `-Xmx` value: `1g` unless `LOCKER_EMULATOR_HEAP` gives a size such as `4g` or `2048m`. */
+function heapSize(raw) {
+  if (raw === undefined || raw === '') return '1g';
+  if (!/^[1-9][0-9]*[mg]$/.test(raw)) throw new Error(`LOCKER_EMULATOR_HEAP must be a size such as 4g or 2048m; got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
 /** An emulator that exited during start-up because its port was in use. */
 class PortTakenError extends Error {}
 
 async function startOnPort(plan, port) {
   const args = [
-    '-Xmx1g',
+    `-Xmx${HEAP}`,
     ...plan.jvmFlags,
     '-cp',
     plan.jarPath,
