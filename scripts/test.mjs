@@ -1,5 +1,5 @@
-// The body of `npm test`: runs every test/**/*.test.ts with node's test runner, one file at a time
-// (TEST_CONCURRENCY=2 runs two side by side), in groups of 20 files in path order
+// The body of `npm test`: runs every test/**/*.test.ts with node's test runner, two files side by
+// side (TEST_CONCURRENCY=1 runs one at a time), in groups of 20 files in path order
 // (TEST_GROUP_SIZE), each group on both Datastore emulators started for it, and exits with 1 when
 // any group failed. Each file works in a Datastore project of its own on the shared emulators
 // (test/support/own-project.mjs), so files side by side never see each other's data. Arguments
@@ -41,7 +41,7 @@ async function main() {
     console.error(`no test files match ${filters.map((f) => JSON.stringify(f)).join(', ')}`);
     return 1;
   }
-  const concurrency = Number(process.env.TEST_CONCURRENCY ?? 1);
+  const concurrency = Number(process.env.TEST_CONCURRENCY || 2);
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     console.error(`TEST_CONCURRENCY must be a whole number of files at a time, 1 or more; got ${JSON.stringify(process.env.TEST_CONCURRENCY)}`);
     return 1;
