@@ -36,6 +36,7 @@ export function makeContext<E>(parts: Pick<Parts, 'ends' | 'fanouts'>, a: Arriva
     step.done = true;
     step.next = next;
   };
+  let idempotency: string | undefined;
   return {
     key: a.key,
     entity,
@@ -49,7 +50,9 @@ export function makeContext<E>(parts: Pick<Parts, 'ends' | 'fanouts'>, a: Arriva
       return lease.signal; // made on first use: most handlers never look
     },
     request: a.request,
-    idempotencyKey: idempotencyKey(a.key, chain, a.seq),
+    get idempotencyKey() {
+      return (idempotency ??= idempotencyKey(a.key, chain, a.seq)); // hashed on first use
+    },
     handBack(): never {
       const signal = lease.signal;
       if (signal.aborted) throw signal.reason;
