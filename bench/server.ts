@@ -80,6 +80,10 @@ export async function startStepServer(store: Store, options: Pick<LockerOptions,
 function listen(app: express.Express): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = app.listen(0, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(server)));
+    // The client's keep-alive connections may sit idle for seconds (a cold emulator's first
+    // transactions, seeding between parts): the server must not close one the client is about to
+    // reuse, which the client sees as ECONNRESET (node's default closes them after 5 s).
+    server.keepAliveTimeout = 10 * 60_000;
   });
 }
 
