@@ -13,8 +13,8 @@ const STOP_GRACE_MS = 5_000;
 const TAIL_BYTES = 4_000;
 /**
  * Each emulator's most heap (`-Xmx`). The emulators keep every entity in memory: `npm run bench`,
- * which writes over 100,000 entities into one emulator, sets `LOCKER_EMULATOR_HEAP=4g`; on 1g its
- * legacy emulator spent minutes in full GCs and then stopped answering.
+ * which writes over 100,000 entities into one emulator, sets `LOCKER_EMULATOR_HEAP=4g` (on 1g, with
+ * a bug of its own adding load, its legacy emulator spent minutes in full GCs, then stopped answering).
  */
 const HEAP = heapSize(process.env.LOCKER_EMULATOR_HEAP);
 
