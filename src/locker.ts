@@ -40,7 +40,7 @@ interface Ports {
   readonly actions: ActionParts;
   readonly fan: FanParts;
   readonly sweep: SweepParts;
-  readonly sweepRoute: { readonly config: HttpSettings };
+  readonly sweepRoute: HttpSettings;
 }
 
 /** Builds the ports once: each operation's settings are an object of their own (`config/settings.ts`). */
@@ -52,7 +52,7 @@ function buildPorts(parts: Parts, config: Config): Ports {
     actions: { ...parts, config: settingsOf(config, ACTION_SETTINGS) },
     fan: { ...parts, config: settingsOf(config, FANOUT_SETTINGS) },
     sweep: { ...parts, config: settingsOf(config, SWEEP_SETTINGS) },
-    sweepRoute: { config: settingsOf(config, HTTP_SETTINGS) },
+    sweepRoute: settingsOf(config, HTTP_SETTINGS),
   };
 }
 
@@ -238,7 +238,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    */
   sweepHandler(options: SweepHandlerOptions = {}): RequestHandler {
     return sweepMiddleware({
-      config: this.ports.sweepRoute.config,
+      config: this.ports.sweepRoute,
       sweep: (minIntervalMs) => this.sweepGate.runIfDue(minIntervalMs, () => this.sweep()),
       stopping: () => this.drain.stopping,
     }, options);

@@ -30,7 +30,7 @@ export interface ResendParts {
 export function unsentOverwriteAlerts(
   rules: AlertRules, key: Key, lock: Lock, props: Properties, task: TaskInfo, at: Date, except?: string,
 ): ClaimedAlert[] {
-  if (!rules.alerting || lock.alerts.length === 0) return [];
+  if (lock.alerts.length === 0) return [];
   const out: ClaimedAlert[] = [];
   if (rules.alertOnOverwrite) {
     for (const c of unsentOverwrites(lock)) if (c.marker !== except) out.push({ marker: c.marker, event: overwriteEvent(key, c, lock, props, task, at) });
@@ -94,7 +94,7 @@ export async function resendUnsentOverwrites(
 export async function resendUnsentFailure(
   parts: ResendParts, record: LedgerRecord, props: Properties | undefined, lock: Lock | undefined, now: number,
 ): Promise<'sent' | number | undefined> {
-  if (!props || !parts.config.alerting || !parts.config.alertOnFailure || !recordsFailedStep(lock, record)) return undefined;
+  if (!props || !parts.config.alertOnFailure || !recordsFailedStep(lock, record)) return undefined;
   const due = (lock.ts?.getTime() ?? 0) + alertGrace(parts.config);
   let alerts = lock.alerts;
   let sent = false;

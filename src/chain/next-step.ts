@@ -25,7 +25,7 @@ const MAX_BODY_BYTES = 100 * 1024 - 4 * 1024; // headroom for headers and the ta
 const MAX_AHEAD_MS = 30 * 24 * 60 * 60 * 1000;
 
 /**
- * What scheduling a next step reads of the configuration: whether there is a queue, the clock,
+ * What scheduling a next step reads of the configuration: the clock,
  * when a step's record comes due (`stallAfter`), and the alert rules its end keeps unsent claims by.
  */
 export const CHAIN_SETTINGS = ['clock', 'stallAfter', ...ALERT_RULES] as const satisfies readonly SettingName[];

@@ -157,9 +157,9 @@ export interface Config {
   readonly store: Store;
   readonly queue: Queue | undefined;
   readonly alerter: Alerter | undefined;
-  /** Whether there is an alerter: what the alert rules read (only the alert sender holds the alerter). */
-  readonly alerting: boolean;
+  /** Whether overwrites are alerted: an alerter is given and `alertOnOverwrite` is not false (the rules read this, never the alerter). */
   readonly alertOnOverwrite: boolean;
+  /** Whether failures for good are alerted: an alerter is given and `alertOnFailure` is not false. */
   readonly alertOnFailure: boolean;
   readonly alertTimeout: number;
   readonly leaseDuration: number;
@@ -294,9 +294,8 @@ export function parseOptions(options: LockerOptions): Config {
     store: o.store,
     queue: o.queue,
     alerter: o.alerter,
-    alerting: o.alerter !== undefined,
-    alertOnOverwrite: o.alertOnOverwrite ?? o.alerter !== undefined,
-    alertOnFailure: o.alertOnFailure ?? o.alerter !== undefined,
+    alertOnOverwrite: o.alerter !== undefined && (o.alertOnOverwrite ?? true),
+    alertOnFailure: o.alerter !== undefined && (o.alertOnFailure ?? true),
     alertTimeout,
     leaseDuration,
     leaseTimeout,

@@ -17,7 +17,7 @@ import { childKey, doneKey, headerKey, PAGE_WINDOW, pageKey, readChild, readHead
 
 /**
  * What fan-out code reads of the configuration: the clock, the logger, when the sweep looks again
- * (`stallAfter`), whether there is a queue, the key's app id, and the alert rules a seal keeps
+ * (`stallAfter`), the key's app id, and the alert rules a seal keeps
  * unsent claims by (never the store, the queue or the alerter themselves: they are reached through their parts).
  */
 export const FANOUT_SETTINGS = [...CHAIN_SETTINGS, 'logger', 'keyAppId'] as const satisfies readonly SettingName[];

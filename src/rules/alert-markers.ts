@@ -10,16 +10,15 @@ import type { Lock } from './lock-fields';
 import { alerted } from './transitions';
 import type { LedgerRecord } from '../types';
 
-/** The alert settings the marker rules read: whether there is an alerter, which reasons are alerted, and its time. */
+/** The alert settings the marker rules read: which reasons are alerted (false for both without an alerter), and the alerter's time. */
 export interface AlertRules {
-  readonly alerting: boolean;
   readonly alertOnOverwrite: boolean;
   readonly alertOnFailure: boolean;
   readonly alertTimeout: number;
 }
 
 /** The names of {@link AlertRules}: the settings a part that applies the rules is built with. */
-export const ALERT_RULES = ['alerting', 'alertOnOverwrite', 'alertOnFailure', 'alertTimeout'] as const satisfies ReadonlyArray<keyof AlertRules>;
+export const ALERT_RULES = ['alertOnOverwrite', 'alertOnFailure', 'alertTimeout'] as const satisfies ReadonlyArray<keyof AlertRules>;
 
 /** No alert sent: what an attempt that started none reports. */
 export const NO_ALERTS: readonly string[] = Object.freeze([]);
@@ -44,8 +43,8 @@ export function endStepAlerts<R extends { lock: Lock; record?: LedgerRecord }>(
 ): R {
   if (before.alerts.length === 0) return ended;
   // Alerts of a reason that is off would be sent by nobody: the step's end drops them.
-  const { alerting, alertOnOverwrite, alertOnFailure } = rules;
-  if (!alerting || (!alertOnOverwrite && !alertOnFailure)) return ended;
+  const { alertOnOverwrite, alertOnFailure } = rules;
+  if (!alertOnOverwrite && !alertOnFailure) return ended;
   const kept = carriedAlerts(before, sent, { overwrite: alertOnOverwrite, failure: alertOnFailure });
   if (kept.length === 0) return ended;
   const out = { ...ended, lock: alerted(ended.lock, { alerts: kept }) };
@@ -70,7 +69,7 @@ export interface Takeover {
  */
 export function claimAlert(config: AlertRules, lock: Lock, who: Takeover | { failed: string }): string[] | undefined {
   const failure = 'failed' in who;
-  if (!config.alerting || !(failure ? config.alertOnFailure : config.alertOnOverwrite)) return undefined;
+  if (!(failure ? config.alertOnFailure : config.alertOnOverwrite)) return undefined;
   const prefix = failurePrefix(lock.seq);
   const marker = failure ? `${prefix}${who.failed}` : `overwrite:${lock.seq}:${who.previous}:${who.next}`;
   // A failure is alerted once per failing attempt (the bare marker is an older version's, for the step).
