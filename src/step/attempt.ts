@@ -80,7 +80,6 @@ async function runUnderLease<E, P>(
   } catch (error) {
     failure = { error };
   }
-  parts.telemetry.count('run', a.key, { [Attr.outcome]: failure ? 'error' : 'ok' });
   const interruption = lease.interrupted();
   // Stopped, and still running at the end of its grace: whatever it does next is not written
   // (unless it already finished its step, whose answer follows).

@@ -7,7 +7,9 @@
  *   throws is recorded) and `datastore_locker.finish` (the write that completes the step or
  *   schedules the next), each with the step's key, namespace, kind, seq, chain and attempt;
  * - counters `datastore_locker.takes`, `.runs`, `.finishes`, `.refusals` and `.drops`, with the
- *   entity's kind only (a drop also its reason, a run its outcome): low cardinality.
+ *   entity's kind only (a drop also its reason, a run its outcome): low cardinality. A run is
+ *   counted where its span ends, when the handler settles; the others from the events
+ *   (`recordEvent`), so no step code counts.
  *
  * Without the API installed, or with `telemetry: false`, every hook is one check of a field.
  * With the API and no SDK, a span is the API's non-recording span (attributes are not even
@@ -92,21 +94,33 @@ export class Telemetry {
     // Not an async function: without a recording span, fn's own promise is handed on, no wrapper around it.
     if (!this.tracer) return fn(NO_SPAN);
     const span = this.tracer.startSpan(SPAN_NAMES[phase]);
-    if (!span.isRecording()) return fn(span);
-    return this.recorded(span, step, fn);
+    if (!span.isRecording()) return phase === 'run' ? this.counted(step, span, fn) : fn(span);
+    return this.recorded(phase, span, step, fn);
   }
 
-  private async recorded<T>(span: OtelSpan, step: StepAttributes, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
+  private async recorded<T>(phase: Phase, span: OtelSpan, step: StepAttributes, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
     span.setAttributes(stepAttributes(step));
     const api = this.api!;
     try {
-      return await api.context.with(api.trace.setSpan(api.context.active(), span), () => fn(span));
+      return await api.context.with(api.trace.setSpan(api.context.active(), span), () => phase === 'run' ? this.counted(step, span, fn) : fn(span));
     } catch (error) {
       span.recordException(error instanceof Error ? error : String(error));
       span.setStatus({ code: SPAN_STATUS_ERROR, message: error instanceof Error ? error.message : String(error) });
       throw error;
     } finally {
       span.end();
+    }
+  }
+
+  /** The `run` span's work, counted when it settles (`datastore_locker.runs`, by outcome): the step code keeps only its span. */
+  private async counted<T>(step: StepAttributes, span: OtelSpan, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
+    try {
+      const result = await fn(span);
+      this.count('run', step.key, { [Attr.outcome]: 'ok' });
+      return result;
+    } catch (error) {
+      this.count('run', step.key, { [Attr.outcome]: 'error' });
+      throw error;
     }
   }
 

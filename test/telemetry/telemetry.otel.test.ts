@@ -6,7 +6,7 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '@opentelemetry/api';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler, BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { ConfigError } from '../../src/errors/errors';
 import { MemoryStore } from '../../src/store/memory/store';
@@ -119,6 +119,21 @@ describe('OpenTelemetry spans and counters with the SDK registered', () => {
     assert.equal(run?.events[0]?.name, 'exception');
     assert.equal(await counted('datastore_locker.runs', { 'datastore_locker.outcome': 'error' }), before + 1);
     assert.equal(named('datastore_locker.finish').length, 0);
+  });
+
+  it('counts a run where its span ends, also when the span is not recorded (sampled out) and when the handler throws at once', async () => {
+    const unsampled = new BasicTracerProvider({ sampler: new AlwaysOffSampler() });
+    const telemetry = new Telemetry({ ...api, trace: { getTracer: (name) => unsampled.getTracer(name), setSpan: api.trace.setSpan } });
+    const key = keys.key(['Sampled', 'out']);
+    const step = { key, seq: 1, chain: undefined, attempt: 'a' };
+    const runs = (outcome: string) => counted('datastore_locker.runs', { 'datastore_locker.kind': 'Sampled', 'datastore_locker.outcome': outcome });
+    const [ok, error] = [await runs('ok'), await runs('error')];
+    assert.equal(await telemetry.span('run', step, async (span) => (assert.equal(span.isRecording(), false), 7)), 7);
+    await assert.rejects(telemetry.span('run', step, async () => { throw new RangeError('kept'); }), RangeError);
+    await assert.rejects(telemetry.span('run', step, () => { throw new TypeError('at once'); }), TypeError);
+    assert.equal(await telemetry.span('take', step, async () => 1), 1);
+    assert.equal(await runs('ok'), ok + 1);
+    assert.equal(await runs('error'), error + 2);
   });
 
   it('with telemetry: false, records nothing', async () => {
