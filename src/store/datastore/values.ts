@@ -15,7 +15,6 @@ import { Datastore, type Key } from '@google-cloud/datastore';
 import type { Properties } from '../../types';
 import type { EntityWrite } from './encode';
 import { pathKey, type Shape, type Step } from './protos';
-import { copyKey } from '../../keys/keys';
 import { copyProperties, isPlainObject } from '../values';
 
 /**
@@ -25,7 +24,9 @@ import { copyProperties, isPlainObject } from '../values';
  */
 export function writeArgs(key: Key, properties: Properties, excludeFromIndexes: readonly string[], shape?: Shape): EntityWrite {
   const data = restoreDoubles(copyProperties(properties), shape?.integralDoubles);
-  return { key: copyKey(key), data, excludeFromIndexes: [...excludeFromIndexes], unindexed: shape?.unindexed ?? new Set() };
+  // Every caller encodes the write at once (`entityProto`), so the key and the names are read
+  // before the caller can change them: no copy of either.
+  return { key, data, excludeFromIndexes, unindexed: shape?.unindexed ?? new Set() };
 }
 
 /**
