@@ -32,32 +32,6 @@ function findTests(dir) {
  */
 const DEFAULT_GROUP_SIZE = 20;
 
-/**
- * The files that take minutes, longest first (measured in a CI run of `npm test`, two files at a
- * time): each group starts the ones it holds before its other files, so that its short files fill
- * the other slot while they run, instead of one long file running alone at the group's end. A
- * file missing here, or a time that changed, only costs wall time: every file still runs.
- */
-const LONG_FILES = [
-  'test/fanout/fanout.datastore.test.ts',
-  'test/chain/schedule-many.kill.test.ts',
-  'test/fanout/fanout.firestore.test.ts',
-  'test/fanout/fanout.kill.test.ts',
-  'test/chain/schedule-many.firestore.test.ts',
-  'test/store/store.firestore.test.ts',
-  'test/chain/sweep.recovery.test.ts',
-  'test/chain/schedule-many.datastore.test.ts',
-  'test/promises/model.test.ts',
-  'test/promises/chaos.test.ts',
-  'test/fanout/fanout.memory.test.ts',
-];
-
-/** A group's files in the order they start: the long ones first, longest first; the rest in path order. */
-function startOrder(group) {
-  const rank = (file) => (LONG_FILES.includes(file) ? LONG_FILES.indexOf(file) : LONG_FILES.length);
-  return [...group].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
-}
-
 async function main() {
   const filters = process.argv.slice(2);
   const files = findTests(join(root, 'test'))
@@ -86,11 +60,11 @@ async function main() {
   const cache = mkdtempSync(join(tmpdir(), 'datastore-locker-test-'));
   process.env.LOCKER_TEST_CACHE = cache;
   const groups = [];
-  for (let i = 0; i < files.length; i += groupSize) groups.push(startOrder(files.slice(i, i + groupSize)));
+  for (let i = 0; i < files.length; i += groupSize) groups.push(files.slice(i, i + groupSize));
   const failed = [];
   try {
     for (const [n, group] of groups.entries()) {
-      if (groups.length > 1) console.log(`\n== test group ${n + 1} of ${groups.length}: ${group.length} files, ${[...group].sort()[0]} .. ${[...group].sort().at(-1)}, on emulators of its own ==\n`);
+      if (groups.length > 1) console.log(`\n== test group ${n + 1} of ${groups.length}: ${group.length} files, ${group[0]} .. ${group.at(-1)}, on emulators of its own ==\n`);
       const code = await runWithEmulators(process.execPath, [...runnerArgs, ...group]);
       if (code !== 0) failed.push(n + 1);
     }

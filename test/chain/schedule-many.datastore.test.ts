@@ -1,7 +1,6 @@
-// locker.scheduleMany() on the legacy Datastore emulator (conditional commits with baseVersion),
-// with a store built with no option but the namespace it sweeps; and what it sends there. The
-// Firestore emulator's run is `schedule-many.firestore.test.ts`: one file per emulator, so that
-// `npm test` runs the two side by side.
+// locker.scheduleMany() on the legacy Datastore emulator (conditional commits with baseVersion) and
+// on the Firestore emulator in Datastore mode (which ignores baseVersion: batches in transactions),
+// each with a store built with no option but the namespace it sweeps.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { scheduleManySuite } from './schedule-many-suite';
@@ -9,9 +8,10 @@ import { spyClient } from '../support/datastore-spy';
 import { RecordingQueue } from '../support/recording-queue';
 import { keys } from '../support/task-app';
 import { Locker } from '../../src/locker';
+import { StoreRejectedError } from '../../src/errors/errors';
 import { BATCH } from '../../src/chain/schedule-many';
 import { DatastoreStore } from '../../src/store/datastore/store';
-import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { legacyDatastore, firestoreDatastore, uniqueNamespace } from '../support/emulator';
 
 const open = (datastore: () => ReturnType<typeof legacyDatastore>) => async () => {
   const namespace = uniqueNamespace('bulk');
@@ -20,6 +20,7 @@ const open = (datastore: () => ReturnType<typeof legacyDatastore>) => async () =
 };
 
 scheduleManySuite('the Datastore emulator', open(legacyDatastore));
+scheduleManySuite('the Firestore emulator in Datastore mode', open(firestoreDatastore));
 
 describe('locker.scheduleMany() on Datastore: what it sends', () => {
   it('on the legacy emulator: two lookups and three NON_TRANSACTIONAL commits per batch of new chains (records, entities with their own baseVersion, the records looked up again, kickoff records)', async () => {
@@ -47,6 +48,31 @@ describe('locker.scheduleMany() on Datastore: what it sends', () => {
     } finally {
       await store.shutdown();
       await spy.close();
+    }
+  });
+
+  it('on the Firestore emulator: an entity the server refuses (too large) fails alone; its batch neighbours start', { timeout: 120_000 }, async () => {
+    const namespace = uniqueNamespace('bulk-large');
+    const store = new DatastoreStore(firestoreDatastore(), { namespaces: [namespace] });
+    const queue = new RecordingQueue();
+    const locker = new Locker({ store, queue, authenticate: false });
+    try {
+      const large = new Set([3, 120, 250]);
+      const items = Array.from({ length: 300 }, (_, i) => ({
+        key: keys.key({ namespace, path: ['Invoice', `large-${i}`] }),
+        entity: large.has(i) ? { text: 'x'.repeat(1_100_000) } : { i },
+        path: '/step',
+      }));
+      const result = await locker.scheduleMany(items);
+      assert.deepEqual([result.started, result.failed], [297, 3]);
+      for (const i of large) {
+        const r = result.results[i]!;
+        assert.ok(r.status === 'failed' && r.error instanceof StoreRejectedError, `item ${i}: ${r.status}`);
+      }
+      const stored = await store.readMany(items.map((item) => item.key));
+      stored.forEach((read, i) => assert.equal(read.properties === undefined, large.has(i), `item ${i} written: ${!large.has(i)}`));
+    } finally {
+      await store.shutdown();
     }
   });
 });
