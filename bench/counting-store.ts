@@ -18,6 +18,15 @@ export interface HottestEntity {
   writes: number;
 }
 
+/** One write of an entity of a watched kind: when, and the lock it wrote. */
+export interface WatchedWrite {
+  /** Wall-clock ms (`Date.now()`). */
+  at: number;
+  entity: string;
+  /** `seq/state/held|free` of the lock fields written, or `deleted`. */
+  lock: string;
+}
+
 /** Counts writes per entity per second; delegates everything (the inner store must have every optional operation, as `DatastoreStore` has). */
 export class CountingStore implements Store {
   /** Writes per `second|entity`. */
@@ -28,8 +37,11 @@ export class CountingStore implements Store {
   private byKind = new Map<string, number>();
   /** Each entity's kind. */
   private kinds = new Map<string, string>();
+  /** The writes of the watched kinds since the last reset, in order. */
+  readonly watched: WatchedWrite[] = [];
 
-  constructor(private readonly inner: Store) {}
+  /** `watch`: kinds whose every write is also recorded with its time and lock (`watched`). */
+  constructor(private readonly inner: Store, private readonly watch: readonly string[] = []) {}
 
   get projectId(): string | undefined {
     return this.inner.projectId;
@@ -38,6 +50,7 @@ export class CountingStore implements Store {
   /** Forgets the counts. */
   reset(): void {
     this.perSecond.clear();
+    this.watched.length = 0;
     this.total.clear();
     this.byKind.clear();
     this.kinds.clear();
@@ -64,7 +77,8 @@ export class CountingStore implements Store {
     return this.byKind.get(kind) ?? 0;
   }
 
-  private count(entity: string, kind = 'LockerOutbox'): void {
+  private count(entity: string, kind = 'LockerOutbox', props?: Properties): void {
+    if (this.watch.includes(kind)) this.watched.push({ at: Date.now(), entity, lock: props ? `${String(props.lock_seq)}/${String(props.lock_state)}/${props.lock_req ? 'held' : 'free'}` : 'deleted' });
     const at = `${Math.floor(Date.now() / 1000)}|${entity}`;
     this.perSecond.set(at, (this.perSecond.get(at) ?? 0) + 1);
     this.kinds.set(entity, kind);
@@ -74,22 +88,22 @@ export class CountingStore implements Store {
   }
 
   async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    const written: Key[] = [];
+    const written: Array<{ key: Key; props?: Properties }> = [];
     const ledger: string[] = [];
     const result = await this.inner.transaction(async (tx) => {
       written.length = 0; // a retried transaction counts its last attempt only
       ledger.length = 0;
       return fn({
         get: (k) => tx.get(k),
-        put: (k, p, e) => { written.push(k); tx.put(k, p, e); },
-        delete: (k) => { written.push(k); tx.delete(k); },
+        put: (k, p, e) => { written.push({ key: k, props: p }); tx.put(k, p, e); },
+        delete: (k) => { written.push({ key: k }); tx.delete(k); },
         getLedger: (k, id) => tx.getLedger(k, id),
         putLedger: (r) => { ledger.push(`ledger:${r.task}`); tx.putLedger(r); },
         deleteLedger: (k, id) => { ledger.push(`ledger:${id}`); tx.deleteLedger(k, id); },
       });
     });
     const seen = new Set<string>();
-    for (const k of written) if (!seen.has(keyString(k))) { seen.add(keyString(k)); this.count(keyString(k), k.kind); }
+    for (const { key: k, props } of written.reverse()) if (!seen.has(keyString(k))) { seen.add(keyString(k)); this.count(keyString(k), k.kind, props); } // an entity put twice: its last put
     for (const id of new Set(ledger)) this.count(id);
     return result;
   }
@@ -98,7 +112,7 @@ export class CountingStore implements Store {
   read(key: Key): Promise<Snapshot | undefined> { return this.inner.read(key); }
   async replaceIfUnchanged(key: Key, s: Snapshot, p: Properties, e: readonly string[]): Promise<Snapshot | undefined> {
     const out = await this.inner.replaceIfUnchanged(key, s, p, e);
-    if (out) this.count(keyString(key), key.kind);
+    if (out) this.count(keyString(key), key.kind, p);
     return out;
   }
   listDue(now: Date, limit: number): Promise<DueLedger> { return this.inner.listDue(now, limit); }
@@ -108,7 +122,7 @@ export class CountingStore implements Store {
   }
   async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
     const out = await this.inner.replaceMany!(writes);
-    out.forEach((o, i) => { if (o.outcome === 'written') this.count(keyString(writes[i]!.read.key), writes[i]!.read.key.kind); });
+    out.forEach((o, i) => { if (o.outcome === 'written') this.count(keyString(writes[i]!.read.key), writes[i]!.read.key.kind, writes[i]!.properties); });
     return out;
   }
   readWithLedger(key: Key, id: string): Promise<StepRead> { return this.inner.readWithLedger!(key, id); }

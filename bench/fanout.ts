@@ -51,6 +51,13 @@ export interface FanOutReport {
   /** Writes of the parent entity, and the most of any fan-out header, over the fan-out. */
   parentWrites: number;
   headerWrites: number;
+  /**
+   * Each write of the parent, in order: ms from the first child settling (negative before it) and
+   * the lock it wrote (`seq/state/held|free`), so a second write in one second says which two.
+   */
+  parentTimeline: string[];
+  /** From the first child settling to the last, ms (the window `hottestShared` looks at). */
+  settleSpanMs: number;
   /** The join saw every child succeeded. */
   joinSawAll: boolean;
 }
@@ -66,7 +73,7 @@ function named(hot: HottestEntity): HottestEntity {
 /** Runs the plain chains, then the fan-out, with `children` entities each. */
 export async function measureFanOut(datastore: Datastore, keys: KeySource, children: number): Promise<FanOutReport> {
   const spy = spyClient(datastore, { keepRequests: false });
-  const store = new CountingStore(new DatastoreStore(datastore, { client: spy.client }));
+  const store = new CountingStore(new DatastoreStore(datastore, { client: spy.client }), ['BenchParent']);
   const app = express();
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
@@ -151,6 +158,8 @@ export async function measureFanOut(datastore: Datastore, keys: KeySource, child
       hottestShared: named(store.hottest(SHARED_KINDS, settling)),
       parentWrites: store.mostWritesOfKind('BenchParent'),
       headerWrites: store.mostWritesOfKind('LockerFanOut'),
+      parentTimeline: store.watched.map((w) => `${w.at - settling.from} ms ${w.lock}`),
+      settleSpanMs: settling.to - settling.from,
       joinSawAll,
     };
   } finally {
@@ -172,6 +181,7 @@ export function fanOutLines(r: FanOutReport): string[] {
     `  RPCs per child over its life                ${r.fanOutRpcsPerChild.toFixed(2).padStart(8)}   plain one-step chain ${r.plainRpcsPerChain.toFixed(2)}, beyond it ${(r.fanOutRpcsPerChild - r.plainRpcsPerChain).toFixed(2)}`,
     `  most writes to one entity in one second     ${String(r.hottest.writes).padStart(8)}   (${r.hottest.entity}); parent written ${r.parentWrites}×, header ${r.headerWrites}× in all`,
     `    the parent, header, pages, done marks      ${String(r.hottestShared.writes).padStart(8)}   (${r.hottestShared.entity || 'none written'}), while children settle: target ≤ 1 ${r.hottestShared.writes <= 1 ? 'met' : 'MISSED'}`,
+    `    the parent's writes, ms from the first child settling (the last settled at ${r.settleSpanMs} ms): ${r.parentTimeline.join(', ')}`,
     `  the join saw every child succeeded: ${r.joinSawAll ? 'yes' : 'NO'}`,
   ];
 }

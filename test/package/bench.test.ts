@@ -116,6 +116,12 @@ describe('npm run bench', () => {
     assert.equal(typeof result.fanOutHottestEntity, 'string');
     assert.ok(typeof result.fanOutMaxWritesPerSharedEntitySecond === 'number' && result.fanOutMaxWritesPerSharedEntitySecond >= 1, 'a page\'s done mark (at least) was written while the children settled');
     assert.match(String(result.fanOutHottestSharedEntity), /^(BenchParent|LockerFanOut)/, 'the hottest shared entity is the parent or a fan-out record');
+    // The parent's writes listed with their locks: scheduled, its lease taken, step 1 finished (waiting for the join), the join taken, finished.
+    const parentLine = table.split('\n').find((line) => line.includes("the parent's writes, ms from the first child settling"));
+    assert.ok(parentLine, "the table lists the parent's writes");
+    const locks = [...parentLine.matchAll(/-?\d+ ms ([^\s,]+)/g)].map((m) => m[1]);
+    assert.equal(locks.length, result.fanOutParentWrites, 'one entry per write of the parent');
+    assert.deepEqual(locks, ['1/scheduled/free', '1/scheduled/held', '2/scheduled/free', '2/scheduled/held', '3/complete/free']);
     assert.equal(result.fanOutJoinSawAll, true, 'the join saw every child succeeded');
     assert.equal(typeof result.fanOutTargetMet, 'boolean');
     assert.ok((result.fanOutRpcsPerChild as number) > (result.fanOutPlainRpcsPerChain as number), 'a child costs more than a plain chain (its record, the seal, the check)');
