@@ -94,15 +94,17 @@ export class Telemetry {
     // Not an async function: without a recording span, fn's own promise is handed on, no wrapper around it.
     if (!this.tracer) return fn(NO_SPAN);
     const span = this.tracer.startSpan(SPAN_NAMES[phase]);
-    if (!span.isRecording()) return phase === 'run' ? this.counted(step, span, fn) : fn(span);
-    return this.recorded(phase, span, step, fn);
+    // The run span's work is counted when it settles, recorded or not.
+    const work = phase === 'run' ? (s: OtelSpan) => this.counted(step.key, s, fn) : fn;
+    if (!span.isRecording()) return work(span);
+    return this.recorded(span, step, work);
   }
 
-  private async recorded<T>(phase: Phase, span: OtelSpan, step: StepAttributes, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
+  private async recorded<T>(span: OtelSpan, step: StepAttributes, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
     span.setAttributes(stepAttributes(step));
     const api = this.api!;
     try {
-      return await api.context.with(api.trace.setSpan(api.context.active(), span), () => phase === 'run' ? this.counted(step, span, fn) : fn(span));
+      return await api.context.with(api.trace.setSpan(api.context.active(), span), () => fn(span));
     } catch (error) {
       span.recordException(error instanceof Error ? error : String(error));
       span.setStatus({ code: SPAN_STATUS_ERROR, message: error instanceof Error ? error.message : String(error) });
@@ -113,13 +115,13 @@ export class Telemetry {
   }
 
   /** The `run` span's work, counted when it settles (`datastore_locker.runs`, by outcome): the step code keeps only its span. */
-  private async counted<T>(step: StepAttributes, span: OtelSpan, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
+  private async counted<T>(key: Key, span: OtelSpan, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
     try {
       const result = await fn(span);
-      this.count('run', step.key, { [Attr.outcome]: 'ok' });
+      this.count('run', key, { [Attr.outcome]: 'ok' });
       return result;
     } catch (error) {
-      this.count('run', step.key, { [Attr.outcome]: 'error' });
+      this.count('run', key, { [Attr.outcome]: 'error' });
       throw error;
     }
   }
