@@ -91,7 +91,7 @@ export class Telemetry {
    * nest under `run`); an error `fn` throws is recorded on the span and rethrown.
    */
   span<T>(phase: Phase, step: StepAttributes, fn: (span: OtelSpan) => Promise<T>): Promise<T> {
-    // Not an async function: without a recording span, fn's own promise is handed on, no wrapper around it.
+    // Not an async function: without a recording span, fn's own promise is handed on, no wrapper around it (the run span's, counted, aside).
     if (!this.tracer) return fn(NO_SPAN);
     const span = this.tracer.startSpan(SPAN_NAMES[phase]);
     // The run span's work is counted when it settles, recorded or not.
