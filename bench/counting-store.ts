@@ -6,7 +6,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type {
-  ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerRef, LockPage, LockQuery, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead,
+  ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerNeeded, LedgerRef, LockPage, LockQuery, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead,
 } from '../src/types';
 import { keyString } from '../src/keys/keys';
 
@@ -116,10 +116,6 @@ export class CountingStore implements Store {
     return out;
   }
   listDue(now: Date, limit: number): Promise<DueLedger> { return this.inner.listDue(now, limit); }
-  async deleteLedger(key: Key, id: string): Promise<void> {
-    await this.inner.deleteLedger(key, id);
-    this.count(`ledger:${id}`);
-  }
   async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
     const out = await this.inner.replaceMany!(writes);
     out.forEach((o, i) => { if (o.outcome === 'written') this.count(keyString(writes[i]!.read.key), writes[i]!.read.key.kind, writes[i]!.properties); });
@@ -129,9 +125,9 @@ export class CountingStore implements Store {
   queryLocks(q: LockQuery): Promise<LockPage> { return this.inner.queryLocks!(q); }
   findKeys(q: KeyQuery): Promise<Key[]> { return this.inner.findKeys!(q); }
   readMany(keys: readonly Key[]): Promise<VersionedRead[]> { return this.inner.readMany!(keys); }
-  async deleteLedgerMany(records: readonly LedgerRef[]): Promise<void> {
-    await this.inner.deleteLedgerMany!(records);
-    for (const r of records) this.count(`ledger:${r.id}`);
+  async retireLedgerMany(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
+    await this.inner.retireLedgerMany!(records, needed);
+    for (const r of records) this.count(`ledger:${r.id}`); // a record kept (still needed) is counted too
   }
   init(): Promise<void> { return this.inner.init?.() ?? Promise.resolve(); }
   shutdown(): Promise<void> { return this.inner.shutdown?.() ?? Promise.resolve(); }

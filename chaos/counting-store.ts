@@ -81,8 +81,4 @@ export class CountingStore implements Store {
     return this.inner.listDue(now, limit);
   }
 
-  deleteLedger(key: Key, id: string): Promise<void> {
-    this.counts.writes++;
-    return this.inner.deleteLedger(key, id);
-  }
 }

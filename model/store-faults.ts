@@ -80,10 +80,6 @@ export class FaultyStore implements Store {
     return this.writing('replace', () => this.inner.replaceIfUnchanged(key, snapshot, properties, excludes));
   }
 
-  deleteLedger(key: Key, id: string): Promise<void> {
-    return this.writing('deleteLedger', () => this.inner.deleteLedger(key, id));
-  }
-
   transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
     return this.writing('commit', () => this.inner.transaction(fn));
   }
@@ -158,10 +154,6 @@ export class MortalStore implements Store {
 
   replaceIfUnchanged(key: Key, snapshot: Snapshot, properties: Properties, excludes: readonly string[]): Promise<Snapshot | undefined> {
     return this.call(() => this.inner.replaceIfUnchanged(key, snapshot, properties, excludes), true);
-  }
-
-  deleteLedger(key: Key, id: string): Promise<void> {
-    return this.call(() => this.inner.deleteLedger(key, id), true);
   }
 
   transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {

@@ -66,7 +66,8 @@ export const LOCK_FIELD_PREFIX = 'lock_';
 export interface LedgerRecord {
   /**
    * The record's id within its namespace: the name of the step's first task, which is also the
-   * entity's `lock_task` while the step is live (unique per step, never reused).
+   * entity's `lock_task` while the step is live. Unique per step of a chain: the same step
+   * scheduled again (an entity restored from a backup) has the same id.
    */
   id: string;
   /** The entity whose step this is (the record lives in its namespace). */
@@ -177,6 +178,12 @@ export interface StoreTransaction {
   /** Removes the ledger record `id` in `key`'s namespace, with the rest of the transaction. */
   deleteLedger(key: Key, id: string): void;
 }
+
+/**
+ * Whether an entity (undefined: it does not exist), as stored now, still needs its ledger record
+ * `id`: the rule a removal of a finished step's record is checked by (`recordNeeded`, `rules/ledger-record.ts`).
+ */
+export type LedgerNeeded = (entity: Properties | undefined, id: string) => boolean;
 
 /** A ledger record by name: the entity whose step it carries (its namespace is the record's), and its id. */
 export interface LedgerRef {
@@ -291,14 +298,15 @@ export interface Store {
    * namespace).
    */
   listDue(now: Date, limit: number): Promise<DueLedger>;
-  /** Removes the ledger record `id` in `key`'s namespace (a missing record is not an error). */
-  deleteLedger(key: Key, id: string): Promise<void>;
   /**
-   * Removes many ledger records (at most 500 a call) in one commit where the store can, a missing
-   * one not being an error: the removals of several finished steps, grouped. Optional: without it,
-   * each record is removed with `deleteLedger`.
+   * Removes the ledger records named (at most 500 a call), each only if `needed(entity, id)`, asked
+   * of its entity as stored when the record is removed, says its step no longer needs it, and only
+   * if the record is still the one that was judged (one written again since is kept): the removals
+   * of finished steps, grouped. A missing record is no error. `DatastoreStore` reads the entities
+   * and records in one lookup and removes in one commit whose deletes carry the records' versions.
+   * Optional: without it, each record is removed in a transaction of its own that reads its entity.
    */
-  deleteLedgerMany?(records: readonly LedgerRef[]): Promise<void>;
+  retireLedgerMany?(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void>;
   /**
    * Lockable entities of one kind and namespace in one step state, ordered by `lock_ts`, a page at
    * a time: an indexed query (`lock_state`, `lock_ts`), never a scan of the kind. Needed by

@@ -5,11 +5,19 @@
  * {@link MAX_REMOVALS} (Datastore's most mutations in one commit), and `drain()` (`shutdown()`)
  * sends what waits at once. A removal that fails, or never goes because the process died first,
  * leaves a record of a finished step, which the sweep clears; a failure is logged.
+ *
+ * A removal is checked when it is sent, not when it was queued: a step's record id is the same each
+ * time that step of that chain is scheduled, so the same step may be scheduled again meanwhile (an
+ * entity restored from a backup, its step re-run), in this process or another, and its new record
+ * must stay. The store removes a record only while its entity no longer needs it (`recordNeeded`)
+ * and only if it is still the record judged (`Store.retireLedgerMany`); a store without that
+ * removes each record in a transaction of its own that reads its entity.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Logger, Store } from '../types';
+import type { Logger, Store, StoreTransaction } from '../types';
 import { realTimers, type Timer, type Timers } from '../config/timers';
 import { keyPath } from '../keys/key-codec';
+import { recordNeeded } from '../rules/ledger-record';
 import type { LedgerRef } from '../types';
 
 /** The most removals in one group: Datastore's most mutations in one commit. */
@@ -17,9 +25,10 @@ export const MAX_REMOVALS = 500;
 /** The longest a removal waits for others to join its group, ms. */
 export const REMOVAL_DELAY_MS = 10;
 
-/** What the removals use: the store's removal of ledger records (its only use of the store), and the logger. */
+/** What the removals use: the store's removal of ledger records, the lock part's transactions (for a store without it), and the logger. */
 export interface LedgerRemovalSettings {
-  readonly records: Pick<Store, 'deleteLedger' | 'deleteLedgerMany'>;
+  readonly records: Pick<Store, 'retireLedgerMany'>;
+  readonly transact: <T>(fn: (tx: StoreTransaction) => Promise<T>) => Promise<T>;
   readonly logger: Logger;
 }
 
@@ -66,12 +75,15 @@ export class LedgerRemovals {
     }
   }
 
-  /** One commit where the store can (`deleteLedgerMany`), else one removal each. */
+  /** One lookup and one commit where the store can (`retireLedgerMany`), else a transaction each. */
   private async remove(group: LedgerRef[]): Promise<void> {
-    const { records, logger } = this.settings;
+    const { records, transact, logger } = this.settings;
     try {
-      if (records.deleteLedgerMany) await records.deleteLedgerMany(group);
-      else await Promise.all(group.map((r) => records.deleteLedger(r.key, r.id)));
+      if (records.retireLedgerMany) await records.retireLedgerMany(group, recordNeeded);
+      else await Promise.all(group.map((r) => transact(async (tx) => {
+        const [entity, record] = await Promise.all([tx.get(r.key), tx.getLedger(r.key, r.id)]);
+        if (record && !recordNeeded(entity, r.id)) tx.deleteLedger(r.key, r.id);
+      })));
     } catch (error) {
       logger.warn('ledger records not removed; the sweep clears them', {
         records: group.length, first: `${keyPath(group[0]!.key)} ${group[0]!.id}`, error: String(error),

@@ -22,8 +22,8 @@ export class Ledger {
   /** The removals of finished steps' records, grouped into commits. */
   private readonly removals: LedgerRemovals;
 
-  constructor(private readonly settings: LedgerRemovalSettings, private readonly transact: Transact, timers?: Timers) {
-    this.removals = new LedgerRemovals(settings, timers);
+  constructor(private readonly settings: Omit<LedgerRemovalSettings, 'transact'>, private readonly transact: Transact, timers?: Timers) {
+    this.removals = new LedgerRemovals({ ...settings, transact }, timers);
   }
 
   /**

@@ -240,7 +240,7 @@ export function parseOptions(options: LockerOptions): Config {
   rejectUnknownOptions('Locker', options.contention, CONTENTION_OPTION_NAMES, 'contention.');
   rejectUnknownOptions('Locker', options.duplicateCache, DUPLICATE_CACHE_OPTION_NAMES, 'duplicateCache.');
   const o = dropUndefined(options);
-  requireShape('store', o.store, ['transaction', 'get', 'read', 'replaceIfUnchanged', 'listDue', 'deleteLedger']);
+  requireShape('store', o.store, ['transaction', 'get', 'read', 'replaceIfUnchanged', 'listDue']);
   if (o.queue !== undefined) requireShape('queue', o.queue, ['enqueue']);
   if (o.alerter !== undefined && typeof o.alerter !== 'function') requireShape('alerter', o.alerter, ['send']);
   if (o.logger !== undefined) requireShape('logger', o.logger, ['info', 'warn', 'error']);

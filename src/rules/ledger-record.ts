@@ -1,7 +1,8 @@
 /**
  * Ledger records and their task names, as pure functions (docs/design.md, section 5): the record a
- * new step is committed with, the lock and record of a newly scheduled step, and the next send of a
- * record (the sweep's and the operator's re-deliveries claim it the one same way).
+ * new step is committed with, the lock and record of a newly scheduled step, the next send of a
+ * record (the sweep's and the operator's re-deliveries claim it the one same way), and which
+ * records a finished step's removal must keep.
  *
  * Task names: a hash of the entity's key, the chain id and the sequence. Cloud Tasks advises
  * against sequential names (they crowd one key range), and a name must never repeat for a
@@ -11,9 +12,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Key } from '@google-cloud/datastore';
 import { keyPath } from '../keys/key-codec';
-import type { Lock } from './lock-fields';
+import { readLock, type Lock } from './lock-fields';
 import { kickoff, schedule } from './transitions';
-import type { LedgerRecord } from '../types';
+import { StepState, type LedgerRecord, type Properties } from '../types';
 
 /** A step to schedule, checked before any transaction starts (`chain/next-step.ts`). */
 export interface NextStep {
@@ -81,4 +82,18 @@ export function taskName(key: Key, chain: string, seq: number): string {
 /** A new random chain id. */
 export function newChainId(): string {
   return randomBytes(9).toString('base64url');
+}
+
+/**
+ * Whether `entity`'s lock still needs the ledger record `id` (`LedgerNeeded`): it names the record
+ * for a step scheduled or running, failed (kept for `locker.retry()`), or with alerts still unsent.
+ * A step's record id is the same each time that step of that chain is scheduled, so a removal
+ * queued when the step finished must not take the record of the same step scheduled again (an
+ * entity restored from a backup, its step re-run), and is checked by this rule when it is sent.
+ */
+export function recordNeeded(entity: Properties | undefined, id: string): boolean {
+  if (!entity) return false;
+  const lock = readLock(entity);
+  if (lock.task !== id) return false;
+  return lock.state === StepState.scheduled || lock.state === StepState.failed || lock.alerts.length > 0;
 }

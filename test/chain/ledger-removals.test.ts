@@ -9,12 +9,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
-import { MAX_REMOVALS, REMOVAL_DELAY_MS, LedgerRemovals } from '../../src/chain/ledger-removals';
+import { MAX_REMOVALS, REMOVAL_DELAY_MS, LedgerRemovals, type LedgerRemovalSettings } from '../../src/chain/ledger-removals';
 import { DatastoreStore } from '../../src/store/datastore/store';
 import { MemoryStore } from '../../src/store/memory/store';
 import { keyString } from '../../src/keys/keys';
 import { StoreUnavailableError } from '../../src/errors/errors';
-import type { LedgerRecord, LedgerRef, Store } from '../../src/types';
+import type { LedgerNeeded, LedgerRecord, LedgerRef, Logger, Properties, Store } from '../../src/types';
+import { StepState } from '../../src/types';
 import { FakeTimers } from '../support/fake-timers';
 import { legacyDatastore, uniqueNamespace } from '../support/emulator';
 import { RecordingQueue } from '../support/recording-queue';
@@ -37,9 +38,9 @@ const subjects: Subject[] = [
   },
 ];
 
-/** One removal call the store was sent: its records (one for `deleteLedger`), and which method. */
+/** One removal call the store was sent: its records (one for a transaction of its own), and which method. */
 interface RemovalCall {
-  method: 'deleteLedger' | 'deleteLedgerMany';
+  method: 'transaction' | 'retireLedgerMany';
   records: number;
 }
 
@@ -73,15 +74,20 @@ function counting(inner: Store, options: { many: boolean } = { many: true }): Co
     release() { open(); gate = undefined; },
     settled: async () => { await Promise.all(inFlight); },
     get projectId() { return inner.projectId; },
-    transaction: (fn) => inner.transaction(fn),
+    // Without retireLedgerMany, a removal is a transaction of its own (the wrapper's only transactions here).
+    transaction: (fn) => (options.many ? inner.transaction(fn) : send({ method: 'transaction', records: 1 }, () => inner.transaction(fn))),
     get: (key) => inner.get(key),
     read: (key) => inner.read(key),
     replaceIfUnchanged: (key, snapshot, props, excludes) => inner.replaceIfUnchanged(key, snapshot, props, excludes),
     listDue: (now, limit) => inner.listDue(now, limit),
-    deleteLedger: (key, id) => send({ method: 'deleteLedger', records: 1 }, () => inner.deleteLedger(key, id)),
-    ...(options.many ? { deleteLedgerMany: (records: readonly LedgerRef[]) => send({ method: 'deleteLedgerMany', records: records.length }, () => inner.deleteLedgerMany!(records)) } : {}),
+    ...(options.many ? { retireLedgerMany: (records: readonly LedgerRef[], needed: LedgerNeeded) => send({ method: 'retireLedgerMany', records: records.length }, () => inner.retireLedgerMany!(records, needed)) } : {}),
   };
   return w;
+}
+
+/** What the removals are built with: the store (through the wrapper), its transactions, a logger. */
+function settings(store: Store, logger: Logger = new MemoryLogger()): LedgerRemovalSettings {
+  return { records: store, transact: (fn) => store.transaction(fn), logger };
 }
 
 const FAR = (): Date => new Date(Date.now() + 400 * 86_400_000);
@@ -98,6 +104,11 @@ async function records(store: Store, namespace: string | undefined, tag: string,
     await store.transaction(async (tx) => { for (const r of made.slice(i, i + 25)) tx.putLedger(r); });
   }
   return made;
+}
+
+/** An entity's lock fields: step 1 in `state`, naming the ledger record `task`. */
+function lockProps(state: StepState, task: string): Properties {
+  return { lock_seq: 1, lock_state: state, lock_task: task, lock_chain: 'chain', lock_req: '', lock_try: 0, lock_ts: new Date() };
 }
 
 /** Which of `made` the store still lists. */
@@ -139,14 +150,14 @@ for (const subject of subjects) {
       const { store: inner, namespace } = subject.open();
       const store = counting(inner);
       const timers = new FakeTimers();
-      const removals = new LedgerRemovals({ records: store, logger: new MemoryLogger() }, timers);
+      const removals = new LedgerRemovals(settings(store), timers);
       const made = await records(inner, namespace, 'wait', 7);
       for (const r of made) removals.add(r.key, r.id);
       assert.deepEqual(store.calls, [], 'nothing is sent while the group waits');
       await timers.advance(REMOVAL_DELAY_MS - 1);
       assert.deepEqual(store.calls, [], `nothing is sent before ${REMOVAL_DELAY_MS} ms`);
       await timers.advance(1);
-      assert.deepEqual(store.calls, [{ method: 'deleteLedgerMany', records: 7 }], 'the seven removals go in one commit');
+      assert.deepEqual(store.calls, [{ method: 'retireLedgerMany', records: 7 }], 'the seven removals go in one commit');
       await store.settled();
       assert.equal(await left(inner, made), 0, 'every record is gone');
       assert.deepEqual(timers.dueIn(), [], 'no timer is left');
@@ -156,7 +167,7 @@ for (const subject of subjects) {
       const { store: inner, namespace } = subject.open();
       const store = counting(inner);
       const timers = new FakeTimers();
-      const removals = new LedgerRemovals({ records: store, logger: new MemoryLogger() }, timers);
+      const removals = new LedgerRemovals(settings(store), timers);
       const made = await records(inner, namespace, 'full', 2 * MAX_REMOVALS + 200);
       for (const r of made) removals.add(r.key, r.id);
       assert.deepEqual(store.calls.map((c) => c.records), [MAX_REMOVALS, MAX_REMOVALS], 'two full groups went without waiting');
@@ -171,34 +182,60 @@ for (const subject of subjects) {
       const { store: inner, namespace } = subject.open();
       const store = counting(inner);
       const timers = new FakeTimers();
-      const removals = new LedgerRemovals({ records: store, logger: new MemoryLogger() }, timers);
+      const removals = new LedgerRemovals(settings(store), timers);
       const made = await records(inner, namespace, 'drain', 3);
       for (const r of made) removals.add(r.key, r.id);
       await removals.drain(); // the fake clock never moves: only drain() can send the group
-      assert.deepEqual(store.calls, [{ method: 'deleteLedgerMany', records: 3 }]);
+      assert.deepEqual(store.calls, [{ method: 'retireLedgerMany', records: 3 }]);
       assert.equal(await left(inner, made), 0, 'every record is gone once drain() resolved');
       assert.deepEqual(timers.dueIn(), [], 'the group\'s timer was cleared');
     });
 
-    it('a store without deleteLedgerMany removes each record of the group with deleteLedger', async () => {
+    it('a store without retireLedgerMany removes each record of the group in a transaction of its own', async () => {
       const { store: inner, namespace } = subject.open();
       const store = counting(inner, { many: false });
       const timers = new FakeTimers();
-      const removals = new LedgerRemovals({ records: store, logger: new MemoryLogger() }, timers);
+      const removals = new LedgerRemovals(settings(store), timers);
       const made = await records(inner, namespace, 'single', 3);
       for (const r of made) removals.add(r.key, r.id);
       await timers.advance(REMOVAL_DELAY_MS);
       await removals.drain();
-      assert.deepEqual(store.calls.map((c) => c.method), ['deleteLedger', 'deleteLedger', 'deleteLedger']);
+      assert.deepEqual(store.calls.map((c) => c.method), ['transaction', 'transaction', 'transaction']);
       assert.equal(await left(inner, made), 0);
     });
+
+    for (const many of [true, false]) {
+      it(`a removal keeps the record of the same step scheduled again before its group went (a restored backup, its step re-run)${many ? '' : ', also without retireLedgerMany'}`, async () => {
+        const { store: inner, namespace } = subject.open();
+        const store = counting(inner, { many });
+        const timers = new FakeTimers();
+        const removals = new LedgerRemovals(settings(store), timers);
+        const [again, done] = await records(inner, namespace, many ? 'again' : 'again-tx', 2);
+        // Both steps finished: their entities name their records, complete; their removals wait for the group.
+        await inner.transaction(async (tx) => {
+          tx.put(again!.key, lockProps(StepState.complete, again!.id), []);
+          tx.put(done!.key, lockProps(StepState.complete, done!.id), []);
+        });
+        removals.add(again!.key, again!.id);
+        removals.add(done!.key, done!.id);
+        // Before the group goes, `again`'s step is scheduled again: a step's record id is the same each time.
+        const rescheduled: LedgerRecord = { ...again!, createdAt: new Date(again!.createdAt.getTime() + 1_000), body: '{"again":true}' };
+        await inner.transaction(async (tx) => { tx.put(again!.key, lockProps(StepState.scheduled, again!.id), []); tx.putLedger(rescheduled); });
+        await timers.advance(REMOVAL_DELAY_MS);
+        await removals.drain();
+        assert.equal(sent(store), 2, 'both removals were sent');
+        const kept = await inner.transaction((tx) => tx.getLedger(again!.key, again!.id));
+        assert.equal(kept?.body, '{"again":true}', 'the record of the step scheduled again stays');
+        assert.equal(await inner.transaction((tx) => tx.getLedger(done!.key, done!.id)), undefined, 'the finished step\'s record is removed');
+      });
+    }
 
     it('a group the store refuses is logged, and its records stay for the sweep', async () => {
       const { store: inner, namespace } = subject.open();
       const store = counting(inner);
       store.mode = 'fail';
       const logger = new MemoryLogger();
-      const removals = new LedgerRemovals({ records: store, logger }, new FakeTimers());
+      const removals = new LedgerRemovals(settings(store, logger), new FakeTimers());
       const made = await records(inner, namespace, 'refused', 4);
       for (const r of made) removals.add(r.key, r.id);
       await removals.drain();
@@ -221,7 +258,7 @@ for (const subject of subjects) {
       let shutDown = false;
       const stopping = t.locker.shutdown({ timeoutMs: 5_000 }).then(() => { shutDown = true; });
       await until(() => sent(store) === steps.length);
-      assert.ok(store.calls.every((c) => c.method === 'deleteLedgerMany'), 'the records go in groups');
+      assert.ok(store.calls.every((c) => c.method === 'retireLedgerMany'), 'the records go in groups');
       assert.ok(store.calls.length <= steps.length, `at most one commit per step, got ${store.calls.length}`);
       assert.equal(shutDown, false, 'shutdown() waits for the removals in flight');
       store.release();

@@ -191,7 +191,6 @@ export function scheduleManySuite(name: string, open: () => Promise<StoreUnderTe
         read: (key) => inner.read(key),
         replaceIfUnchanged: (key, snapshot, props, excludes) => inner.replaceIfUnchanged(key, snapshot, props, excludes),
         listDue: (now, limit) => inner.listDue(now, limit),
-        deleteLedger: (key, id) => inner.deleteLedger(key, id),
         readMany: (keys) => inner.readMany!(keys),
         async replaceMany(writes: readonly ConditionalWrite[]) {
           if (!raced) {

@@ -19,7 +19,7 @@ describe('locker.scheduleMany() details (in-memory store)', () => {
     const inner = new MemoryStore();
     const plain: Store = {
       transaction: (fn) => inner.transaction(fn), get: (k) => inner.get(k), read: (k) => inner.read(k),
-      replaceIfUnchanged: (k, s, p, e) => inner.replaceIfUnchanged(k, s, p, e), listDue: (n, l) => inner.listDue(n, l), deleteLedger: (k, id) => inner.deleteLedger(k, id),
+      replaceIfUnchanged: (k, s, p, e) => inner.replaceIfUnchanged(k, s, p, e), listDue: (n, l) => inner.listDue(n, l),
     };
     await inner.transaction(async (tx) => { tx.put(key('plain-busy'), { lock_seq: 1, lock_state: 'scheduled', lock_req: '', lock_try: 0, lock_chain: 'x' }, []); });
     const queue = new RecordingQueue();

@@ -447,7 +447,6 @@ function counting(inner: Store): Store & { calls: number } {
       return inner.replaceIfUnchanged(key, snapshot, props, excludes);
     },
     listDue(now: Date, limit: number) { counted.calls++; return inner.listDue(now, limit); },
-    deleteLedger(key: Key, id: string) { counted.calls++; return inner.deleteLedger(key, id); },
     projectId: inner.projectId,
   };
   return counted;
@@ -474,7 +473,6 @@ function faultyStore(inner: Store): Store & { failWrites: number; failReads: boo
     async get(key: Key) { if (faulty.failReads) throw outage(); return inner.get(key); },
     async read(key: Key) { if (faulty.failReads) throw outage(); return inner.read(key); },
     listDue: (now: Date, limit: number) => inner.listDue(now, limit),
-    deleteLedger: (key: Key, id: string) => inner.deleteLedger(key, id),
     projectId: inner.projectId,
   };
   return faulty;

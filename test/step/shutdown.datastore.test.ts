@@ -67,7 +67,6 @@ function watched(inner: Store, log: string[]): Store & { calls: number } {
       return written;
     },
     listDue(now: Date, limit: number) { w.calls++; return inner.listDue(now, limit); },
-    deleteLedger(key: Key, id: string) { w.calls++; return inner.deleteLedger(key, id); },
   };
   return w as Store & { calls: number };
 }

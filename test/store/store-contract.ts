@@ -682,7 +682,7 @@ export function storeContract(name: string, make: MakeSubject): void {
         assert.equal(moved?.sends, 2);
       });
 
-      it('deletes records idempotently, in a transaction or on their own', async () => {
+      it('deletes records idempotently in a transaction', async () => {
         const [ns] = namespacesFor();
         const { store } = await make([ns]);
         const t0 = Date.parse('2024-03-01T00:00:00.000Z');
@@ -690,25 +690,41 @@ export function storeContract(name: string, make: MakeSubject): void {
         const two = record(ns, 'deleted-in-tx', new Date(t0));
         await store.transaction(async (tx) => { tx.putLedger(one); tx.putLedger(two); });
         assert.equal((await store.listDue(new Date(t0), 10)).records.length, 2);
-        await store.deleteLedger(one.key, one.id);
-        await store.deleteLedger(one.key, one.id);
-        await store.deleteLedger(one.key, 'never-written');
+        await store.transaction(async (tx) => { tx.deleteLedger(one.key, one.id); tx.deleteLedger(one.key, 'never-written'); });
+        await store.transaction(async (tx) => { tx.deleteLedger(one.key, one.id); });
         await store.transaction(async (tx) => { tx.deleteLedger(two.key, two.id); });
         assert.deepEqual(await dueIds(store, t0), []);
         assert.equal(await store.transaction((tx) => tx.getLedger(two.key, two.id)), undefined);
       });
 
-      it('deleteLedgerMany removes the records named, in two namespaces, a missing one being no error', async () => {
+      it('retireLedgerMany removes the records their entities no longer need, in two namespaces, and keeps the others', async () => {
         const [ns, other] = namespacesFor();
         const { store } = await make([ns, other]);
-        assert.ok(store.deleteLedgerMany, 'the store removes records in groups');
+        assert.ok(store.retireLedgerMany, 'the store removes records in groups');
         const t0 = Date.parse('2024-03-02T00:00:00.000Z');
-        const mine = [record(ns, 'many-1', new Date(t0)), record(ns, 'many-2', new Date(t0)), record(other, 'many-3', new Date(t0))];
+        const gone = [record(ns, 'many-1', new Date(t0)), record(ns, 'many-2', new Date(t0)), record(other, 'many-3', new Date(t0))];
         const kept = record(ns, 'many-kept', new Date(t0));
-        await store.transaction(async (tx) => { for (const r of [...mine, kept]) tx.putLedger(r); });
-        await store.deleteLedgerMany([...mine.map((r) => ({ key: r.key, id: r.id })), { key: kept.key, id: 'never-written' }]);
-        await store.deleteLedgerMany([]);
-        assert.deepEqual(await dueIds(store, t0), ['many-kept'], 'only the record not named is left');
+        const untouched = record(ns, 'many-not-named', new Date(t0));
+        // many-1 has no entity; the others' entities say (property `keep`) whether they need their record.
+        await store.transaction(async (tx) => {
+          for (const r of [...gone, kept, untouched]) tx.putLedger(r);
+          tx.put(gone[1]!.key, { keep: false, task: 'many-2' }, []);
+          tx.put(gone[2]!.key, { keep: false, task: 'many-3' }, []);
+          tx.put(kept.key, { keep: true, task: 'many-kept' }, []);
+        });
+        const asked: string[] = [];
+        const needed = (entity: Properties | undefined, id: string): boolean => {
+          asked.push(`${id}:${entity === undefined ? 'absent' : String(entity.task)}`);
+          return entity?.keep === true;
+        };
+        const named = [...gone, kept].map((r) => ({ key: r.key, id: r.id }));
+        await store.retireLedgerMany(
+          [...named, named[0]!, { key: kept.key, id: 'never-written' }],
+          needed,
+        );
+        await store.retireLedgerMany([], needed);
+        assert.deepEqual((await dueIds(store, t0)).sort(), ['many-kept', 'many-not-named'], 'the records whose entities need them, and those not named, are left');
+        assert.deepEqual([...new Set(asked)].sort(), ['many-1:absent', 'many-2:many-2', 'many-3:many-3', 'many-kept:many-kept'], 'each record found is judged on its own entity as stored');
       });
 
       it('reports a malformed record instead of throwing, and still lists the others', async () => {

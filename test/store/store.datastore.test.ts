@@ -52,7 +52,7 @@ describe('DatastoreStore on the Datastore emulator', () => {
         `${r.id} in namespace "${r.key.namespace ?? ''}" is listed`,
       );
     }
-    await Promise.all(records.map((r) => store.deleteLedger(r.key, r.id)));
+    await store.transaction(async (tx) => records.forEach((r) => tx.deleteLedger(r.key, r.id)));
   });
 
   it('lists due records in as few queries as they take: one when they fit the limit, more only to read past malformed ones', async () => {
@@ -156,6 +156,37 @@ describe('DatastoreStore on the Datastore emulator', () => {
     });
   }
 
+  it('retires records in one lookup and one non-transactional commit whose deletes carry the versions read: a record written again meanwhile stays', async () => {
+    const ns = uniqueNamespace('retire');
+    const other = new DatastoreStore(client, { namespaces: [ns] });
+    const again = ledgerRecord(ns, 'retire-again');
+    const done = ledgerRecord(ns, 'retire-done');
+    await other.transaction(async (tx) => { tx.putLedger(again); tx.putLedger(done); });
+    // Between the lookup and the commit, `again` is written again (its step scheduled again): the commit waits for that write.
+    let rewrite: Promise<void> | undefined;
+    const spy = spyClient(client, {
+      hold: (method) => {
+        if (method !== 'commit' || rewrite) return undefined;
+        rewrite = other.transaction(async (tx) => tx.putLedger({ ...again, body: '{"again":true}' }));
+        return rewrite;
+      },
+    });
+    const store = new DatastoreStore(client, { namespaces: [ns], client: spy.client, conditionalWrites: true, beginWithFirstRead: true });
+    const judged: string[] = [];
+    await store.retireLedgerMany([again, done].map((r) => ({ key: r.key, id: r.id })), (entity, id) => { judged.push(`${id}:${entity === undefined ? 'absent' : 'found'}`); return false; });
+    assert.deepEqual(spy.calls, ['lookup', 'commit'], 'one lookup, one commit');
+    const commit = spy.sent[1]!.request;
+    assert.equal(commit.mode, 'NON_TRANSACTIONAL');
+    assert.equal(commit.mutations?.length, 2);
+    assert.ok(commit.mutations?.every((m) => m.delete !== undefined && typeof m.baseVersion === 'string' && m.baseVersion !== ''), 'each delete carries the version read');
+    assert.deepEqual(judged.sort(), ['retire-again:absent', 'retire-done:absent'], 'each record judged on its entity (none stored)');
+    const left = await other.transaction(async (tx) => [await tx.getLedger(again.key, again.id), await tx.getLedger(done.key, done.id)]);
+    assert.equal(left[0]?.body, '{"again":true}', 'the record written again after the lookup stays');
+    assert.equal(left[1], undefined, 'the other record is removed');
+    await spy.close();
+    await other.transaction(async (tx) => tx.deleteLedger(again.key, again.id));
+  });
+
   it('takes the project id from its client', () => {
     // The project the emulator client was made for (test/support/emulator.ts): each test file gets its own.
     assert.equal(new DatastoreStore(client).projectId, process.env.DATASTORE_PROJECT_ID ?? 'locker-test');
@@ -195,7 +226,7 @@ describe('DatastoreStore on the Datastore emulator', () => {
       await assert.rejects(store.transaction((tx) => tx.get(k)), unavailable);
       await assert.rejects(store.transaction(async (tx) => tx.put(k, { a: 1 }, [])), unavailable);
       await assert.rejects(store.listDue(new Date(), 10), unavailable);
-      await assert.rejects(store.deleteLedger(k, 'x'), unavailable);
+      await assert.rejects(store.retireLedgerMany([{ key: k, id: 'x' }], () => false), unavailable);
     });
   }
 });

@@ -25,7 +25,7 @@ const OPERATIONS: Array<[string, (store: DatastoreStore, snapshot: Snapshot) => 
   ['replaceIfUnchanged', (store, snapshot) => store.replaceIfUnchanged(KEY, snapshot, { n: 1 }, [])],
   ['a transaction', (store) => store.transaction(async (tx) => tx.put(KEY, { ...(await tx.get(KEY)), n: 2 }, []))],
   ['listDue', (store) => store.listDue(new Date(), 10)],
-  ['deleteLedger', (store) => store.deleteLedger(KEY, 'task-1')],
+  ['retireLedgerMany', (store) => store.retireLedgerMany([{ key: KEY, id: 'task-1' }], () => false)],
 ];
 
 /** The code each class comes from, and what its message must say. */

@@ -51,6 +51,6 @@ describe('DatastoreStore on the Firestore emulator in Datastore mode', () => {
     await store.transaction(async (tx) => tx.putLedger(record));
     const listed = (await store.listDue(new Date('2020-01-02T00:00:00.000Z'), 100)).records;
     assert.ok(listed.some((r) => r.id === record.id && r.key.namespace === namespace));
-    await store.deleteLedger(record.key, record.id);
+    await store.transaction(async (tx) => tx.deleteLedger(record.key, record.id));
   });
 });

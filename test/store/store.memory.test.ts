@@ -46,8 +46,9 @@ describe('MemoryStore: injected faults', () => {
     await write();
     assert.deepEqual(await store.get(k), { n: 1 });
     assert.equal((await store.listDue(new Date(1), 10)).records.length, 1);
-    await store.deleteLedger(k, ledger.id);
-    assert.deepEqual(seen.slice(-3), ['get', 'listDue', 'deleteLedger']);
+    await store.retireLedgerMany([{ key: k, id: ledger.id }], () => false);
+    assert.deepEqual(seen.slice(-3), ['get', 'listDue', 'retireLedgerMany']);
+    assert.deepEqual((await store.listDue(new Date(1), 10)).records, [], 'the record is removed');
   });
 
   it('consults the fault hook before reads and replaces; a failed replace writes nothing', async () => {

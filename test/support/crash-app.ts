@@ -60,7 +60,6 @@ function faultyStore(inner: Store): Store {
     get: (key) => inner.get(key),
     read: (key) => inner.read(key),
     listDue: (now, limit) => inner.listDue(now, limit),
-    deleteLedger: (key, id) => inner.deleteLedger(key, id),
     async transaction(fn) {
       const puts: LedgerRecord[] = [];
       const result = await inner.transaction((tx) => fn(wrapTx(tx, puts)));

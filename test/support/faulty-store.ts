@@ -132,9 +132,6 @@ export class FaultyStore implements Store {
     return this.inner.listDue(now, limit);
   }
 
-  deleteLedger(key: Key, id: string): Promise<void> {
-    return this.inner.deleteLedger(key, id);
-  }
 
   private fire(op: StoreOp, applied: boolean): void {
     const fault = this.take(op);

@@ -111,7 +111,6 @@ export class SeamStore implements Store {
     return out;
   }
   listDue(now: Date, limit: number): Promise<DueLedger> { return this.inner.listDue(now, limit); }
-  deleteLedger(key: Key, id: string): Promise<void> { return this.inner.deleteLedger(key, id); }
   queryLocks(q: LockQuery): Promise<LockPage> { return this.inner.queryLocks!(q); }
   readMany(keys: readonly Key[]): Promise<VersionedRead[]> { return this.inner.readMany!(keys); }
   async findKeys(q: KeyQuery): Promise<Key[]> {

@@ -12,7 +12,7 @@ import type { RawEntity, RawKey, RawValue } from './protos';
 export type ReadOptions = { transaction: Uint8Array } | { newTransaction: { readWrite: Record<string, never> } };
 
 /** One mutation of a commit. */
-export type Mutation = { upsert: RawEntity; baseVersion?: string } | { delete: RawKey };
+export type Mutation = { upsert: RawEntity; baseVersion?: string } | { delete: RawKey; baseVersion?: string };
 
 /** What a lookup answers (int64s as decimal strings, as the client decodes them). */
 export interface LookupResponse {

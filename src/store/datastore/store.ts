@@ -39,7 +39,8 @@
  *
  * Many at once. `readMany` and `replaceMany` serve `locker.scheduleMany()`: one lookup of up to
  * 1,000 keys, then commits of up to 500 mutations that keep each entity's compare-and-swap
- * (`datastore-batch.ts`). `deleteLedgerMany` removes up to 500 ledger records in one commit.
+ * (`datastore-batch.ts`). `retireLedgerMany` removes up to 500 finished steps' ledger records in
+ * one lookup and one commit (`ledger-retire.ts`).
  *
  * Ledger. Records are entities of kind `ledgerKind` in the namespace of the entity whose step they
  * carry, so the user's entity and its record commit in one transaction. `listDue` therefore
@@ -52,15 +53,16 @@ import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 import { ConfigError } from '../../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
 import { platformLogger } from '../../log/platform-logger';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerNeeded, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
 import { BackendChecks, type Backend, type ProbeTarget } from './backend';
-import { MAX_MUTATIONS, readMany, replaceMany } from './batch';
+import { readMany, replaceMany } from './batch';
+import { retireLedgerMany } from './ledger-retire';
 import { findDatastoreKeys } from './key-query';
 import type { KeyQuery } from '../key-query';
 import { entityProto } from './encode';
 import { grpcCode } from './errors';
 import { lookup, lookupMany } from './lookup';
-import { decodeEntity, keyToProto } from './protos';
+import { decodeEntity } from './protos';
 import { allNamespaces, queryDue } from './ledger-query';
 import { queryDatastoreLocks } from './query';
 import type { LockPage, LockQuery } from '../lock-query';
@@ -278,15 +280,10 @@ export class DatastoreStore implements Store {
     return found.flat().slice(0, query.limit);
   }
 
-  async deleteLedger(key: Key, id: string): Promise<void> {
-    await this.rpc.commit([{ delete: keyToProto(ledgerKey(this.ledgerKind, key.namespace, id)) }]);
-  }
-
-  /** Removes up to 500 ledger records in one non-transactional commit. */
-  async deleteLedgerMany(records: readonly LedgerRef[]): Promise<void> {
-    if (records.length > MAX_MUTATIONS) throw new RangeError(`deleteLedgerMany: at most ${MAX_MUTATIONS} records a call; got ${records.length}`);
-    if (records.length === 0) return;
-    await this.rpc.commit(records.map((r) => ({ delete: keyToProto(ledgerKey(this.ledgerKind, r.key.namespace, r.id)) })));
+  /** Removes up to 500 ledger records no longer needed: one lookup, then one commit (see `ledger-retire.ts`). */
+  async retireLedgerMany(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
+    const { conditionalWrites } = await this.backend();
+    await retireLedgerMany({ rpc: this.rpc, ledgerKind: this.ledgerKind, conditionalWrites }, records, needed);
   }
 
   /** What the backend supports: the overrides, and the check for what they leave open. */

@@ -19,7 +19,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreUnavailableError } from '../../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerRecord, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerNeeded, LedgerRecord, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
 import { copyKey, keyString } from '../../keys/keys';
 import { keyPath } from '../../keys/key-path';
 import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from '../ledger-entity';
@@ -39,8 +39,7 @@ export type MemoryStoreOperation =
   | 'readMany'
   | 'replaceMany'
   | 'listDue'
-  | 'deleteLedger'
-  | 'deleteLedgerMany'
+  | 'retireLedgerMany'
   | 'queryLocks'
   | 'findKeys';
 
@@ -230,20 +229,17 @@ export class MemoryStore implements Store {
     return findMemoryKeys(this.entities.values(), query);
   }
 
-  async deleteLedger(key: Key, id: string): Promise<void> {
-    this.check('deleteLedger');
-    const stringId = keyString(ledgerKey(LEDGER_KIND, key.namespace, id));
-    const stored = this.entities.get(stringId);
-    if (stored?.properties) this.entities.set(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
-  }
-
-  /** Removes many ledger records at once, as one commit would (an injected fault removes none). */
-  async deleteLedgerMany(records: readonly LedgerRef[]): Promise<void> {
-    this.check('deleteLedgerMany');
+  /**
+   * Removes each record named unless `needed(entity, id)` says its entity, as stored now, still
+   * needs it: each judged and removed at once, as one commit would (an injected fault removes none).
+   */
+  async retireLedgerMany(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
+    this.check('retireLedgerMany');
     for (const { key, id } of records) {
       const stringId = keyString(ledgerKey(LEDGER_KIND, key.namespace, id));
       const stored = this.entities.get(stringId);
-      if (stored?.properties) this.entities.set(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
+      if (!stored?.properties || needed(readOut(this.entities.get(keyString(key))?.properties), id)) continue;
+      this.entities.set(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
     }
   }
 
