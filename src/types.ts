@@ -191,6 +191,12 @@ export interface LedgerRef {
   readonly key: Key;
   /** The record's id (the task's name). */
   readonly id: string;
+  /**
+   * For `retireLedgerMany`: the version the record was read at (`StepRead.recordVersion`), when the
+   * step that finished read it. The record is then removed only while still at that version, with
+   * nothing read; without it, the record and its entity are read and `needed` judges.
+   */
+  readonly version?: unknown;
 }
 
 /**
@@ -299,12 +305,14 @@ export interface Store {
    */
   listDue(now: Date, limit: number): Promise<DueLedger>;
   /**
-   * Removes the ledger records named (at most 500 a call), each only if `needed(entity, id)`, asked
-   * of its entity as stored when the record is removed, says its step no longer needs it, and only
-   * if the record is still the one that was judged (one written again since is kept): the removals
-   * of finished steps, grouped. A missing record is no error. `DatastoreStore` reads the entities
-   * and records in one lookup and removes in one commit whose deletes carry the records' versions.
-   * Optional: without it, each record is removed in a transaction of its own that reads its entity.
+   * Removes the ledger records named (at most 500 a call): the removals of finished steps, grouped.
+   * A record named with its `version` goes only while it is still at that version (one written
+   * again since is kept), with nothing read. Any other goes only if `needed(entity, id)`, asked of
+   * its entity as stored when the record is removed, says its step no longer needs it, and only if
+   * the record is still the one that was judged. A missing record is no error. `DatastoreStore`
+   * reads what it must judge in one lookup and removes in one commit whose deletes carry the
+   * records' versions. Optional: without it, each record is removed in a transaction of its own
+   * that reads its entity.
    */
   retireLedgerMany?(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void>;
   /**
@@ -394,6 +402,12 @@ export interface StepRead {
   snapshot: Snapshot | undefined;
   /** The ledger record asked for; undefined when it does not exist or is malformed. */
   record: LedgerRecord | undefined;
+  /**
+   * The record's version as read, in the store's own form (opaque to everyone else): hand it to
+   * `retireLedgerMany` to remove the record only while it is still that version. Undefined when
+   * the record does not exist (or the store does not say).
+   */
+  recordVersion?: unknown;
 }
 
 /** An authenticator's answer: accept, or refuse with 401 (no or bad credentials) or 403. */

@@ -6,12 +6,14 @@
  * sends what waits at once. A removal that fails, or never goes because the process died first,
  * leaves a record of a finished step, which the sweep clears; a failure is logged.
  *
- * A removal is checked when it is sent, not when it was queued: a step's record id is the same each
- * time that step of that chain is scheduled, so the same step may be scheduled again meanwhile (an
- * entity restored from a backup, its step re-run), in this process or another, and its new record
- * must stay. The store removes a record only while its entity no longer needs it (`recordNeeded`)
- * and only if it is still the record judged (`Store.retireLedgerMany`); a store without that
- * removes each record in a transaction of its own that reads its entity.
+ * A removal is conditional: a step's record id is the same each time that step of that chain is
+ * scheduled, so the same step may be scheduled again before the removal lands (an entity restored
+ * from a backup, its step re-run), in this process or another, and its new record must stay. A
+ * record the finished step read (with its entity, when the task arrived) goes only while it is
+ * still at the version read; any other only while its entity, read when the removal is sent, no
+ * longer needs it (`recordNeeded`) and the record is still the one judged (`Store.retireLedgerMany`).
+ * A store without `retireLedgerMany` removes each record in a transaction of its own that reads
+ * its entity.
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Logger, Store, StoreTransaction } from '../types';
@@ -43,9 +45,13 @@ export class LedgerRemovals {
     private readonly timers: Timers = realTimers,
   ) {}
 
-  /** Removes the record `id` of `key`'s step, with others: within {@link REMOVAL_DELAY_MS}, or at once when the group is full. */
-  add(key: Key, id: string): void {
-    this.waiting.push({ key, id });
+  /**
+   * Removes the record `id` of `key`'s step, with others: within {@link REMOVAL_DELAY_MS}, or at
+   * once when the group is full; only while it is still at `version` (the store's, as the step read
+   * it), or, without one, only while its entity no longer needs it.
+   */
+  add(key: Key, id: string, version?: unknown): void {
+    this.waiting.push(version === undefined ? { key, id } : { key, id, version });
     if (this.waiting.length >= MAX_REMOVALS) this.send();
     else if (!this.timer) {
       this.timer = this.timers.setTimeout(() => this.send(), REMOVAL_DELAY_MS);

@@ -49,10 +49,11 @@ export class Ledger {
   /**
    * Removes the ledger record `id` of a step that finished or failed for good, after its finishing
    * write and without holding up the answer, grouped with other steps' removals in one commit
-   * (`ledger-removals.ts`; a failure is logged; the sweep clears what is left).
+   * (`ledger-removals.ts`; a failure is logged; the sweep clears what is left): only while it is
+   * still at `version`, when the step read it, else only while its entity no longer needs it.
    */
-  retire(key: Key, id: string | undefined): void {
-    if (id !== undefined) this.removals.add(key, id);
+  retire(key: Key, id: string | undefined, version?: unknown): void {
+    if (id !== undefined) this.removals.add(key, id, version);
   }
 
   /**

@@ -13,7 +13,7 @@ import type { Key } from '@google-cloud/datastore';
 import { ContentionError } from '../errors/errors';
 import { readLock, UNINDEXED_LOCK_FIELDS, writeLock, type Lock } from '../rules/lock-fields';
 import type { SeenSteps } from './seen-steps';
-import type { ConditionalOutcome, ConditionalWrite, LedgerRecord, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../types';
+import type { ConditionalOutcome, ConditionalWrite, LedgerRecord, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../types';
 import { keyPath } from '../keys/key-codec';
 import { contentionRetry, type ContentionRetry, type ContentionRetryOptions } from './retry';
 
@@ -80,7 +80,7 @@ export class Locks {
   }
 
   /** The entity `key` and its ledger record `id`, in one lookup (only where `readsWithRecord`). */
-  readWithRecord(key: Key, id: string): Promise<{ snapshot: Snapshot | undefined; record: LedgerRecord | undefined }> {
+  readWithRecord(key: Key, id: string): Promise<StepRead> {
     return this.settings.store.readWithLedger!(key, id);
   }
 

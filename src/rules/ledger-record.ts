@@ -89,7 +89,8 @@ export function newChainId(): string {
  * for a step scheduled or running, failed (kept for `locker.retry()`), or with alerts still unsent.
  * A step's record id is the same each time that step of that chain is scheduled, so a removal
  * queued when the step finished must not take the record of the same step scheduled again (an
- * entity restored from a backup, its step re-run), and is checked by this rule when it is sent.
+ * entity restored from a backup, its step re-run): one named without the version its step read
+ * the record at is checked by this rule when it is sent.
  */
 export function recordNeeded(entity: Properties | undefined, id: string): boolean {
   if (!entity) return false;

@@ -41,7 +41,8 @@ export async function completeStep(parts: FinishParts, a: Arrival, lease: Lease,
     return intended;
   }, (lock) => (intended && sameLock(lock, intended) ? true : undefined), own)));
   // The record goes, unless the chain ended with overwrite alerts unsent: then the sweep needs it to find them.
-  if (intended!.alerts.length === 0) parts.ledger.retire(a.key, record);
+  // Removed at the version the take read it at, when that is the record (else checked against the entity when it goes).
+  if (intended!.alerts.length === 0) parts.ledger.retire(a.key, record, lease.record && lease.record.id === record ? lease.record.version : undefined);
   else await parts.ledger.keepForAlerts(a.key, record, new Date(now.getTime() + alertGrace(parts.config)));
   parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt });
 }

@@ -21,7 +21,7 @@ import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import type { SwapStep } from '../locks/locks';
 import { abandon, handBack, renew as renewLease } from '../rules/transitions';
-import type { Properties, Snapshot, StoreTransaction } from '../types';
+import type { LedgerRef, Properties, Snapshot, StoreTransaction } from '../types';
 import { realTimers, type Timer, type Timers } from '../config/timers';
 
 /** What sentAlerts() hands back when the attempt sent none. */
@@ -92,6 +92,8 @@ export class Lease implements Interruptible {
     private readonly timers: Timers = realTimers,
     /** The sends of the alerts the attempt claimed when it took the lease (an overwrite's), resolving to the markers the alerter took. */
     private readonly alerting?: Promise<string[]>,
+    /** The step's ledger record as the take read it (id and version), where the store read it: the step's finish removes it at that version. */
+    readonly record?: LedgerRef,
   ) {}
 
   /**

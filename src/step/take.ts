@@ -19,7 +19,7 @@ import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import type { LockRead, SwapStep } from '../locks/locks';
 import { expire, overwrite, take as takeLease } from '../rules/transitions';
-import type { LedgerRecord, Properties, Snapshot } from '../types';
+import type { LedgerRecord, LedgerRef, Properties, Snapshot, StepRead } from '../types';
 import { taskName } from '../rules/ledger-record';
 import { Lease, LEASE_SETTINGS } from './lease';
 
@@ -48,7 +48,7 @@ export class LeaseTaker {
   async take(a: Arrival): Promise<{ answer: Outcome } | { lease: Lease; props: Properties }> {
     const taken = await take(this.parts, a);
     if ('answer' in taken) return taken;
-    return { lease: new Lease(this.parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt, undefined, taken.alerting), props: taken.props };
+    return { lease: new Lease(this.parts, a.key, a.seq, a.attempt, taken.snapshot, a.arrivedAt, undefined, taken.alerting, taken.record), props: taken.props };
   }
 }
 
@@ -91,7 +91,7 @@ export async function take(parts: TakeParts, a: Arrival): Promise<{ answer: Outc
     // Overwrite alerts an earlier holder left unmarked: this attempt sends them too (none in the usual case: no work at all).
     if (taken.lock.alerts.length > 0) alerting = startAlerts(parts, unsentOverwriteAlerts(parts.config, a.key, taken.lock, taken.read.snapshot.properties, a.task, now));
   }
-  return { snapshot: taken.written, props: taken.read.snapshot.properties, alerting };
+  return { snapshot: taken.written, props: taken.read.snapshot.properties, alerting, ...(first.record ? { record: first.record } : {}) };
 }
 
 /**
@@ -102,6 +102,8 @@ export interface Taken {
   snapshot: Snapshot;
   props: Properties;
   alerting: Promise<string[]> | undefined;
+  /** The step's ledger record as the first read found it (its id and version), where the store read it. */
+  record?: LedgerRef;
 }
 
 /** What the take's compare-and-swap came to: a decision with nothing written, or the lease taken. */
@@ -117,22 +119,26 @@ type Swapped = { decision: Decision } | { decision: Decision; written: Snapshot;
  * second read, on a path only hand-made requests take). Only the Go library's locks (no chain, no
  * record) take tasks unchecked.
  */
-async function readStep(parts: TakeParts, a: Arrival): Promise<{ answer: Outcome } | { read: LockRead | undefined }> {
+async function readStep(parts: TakeParts, a: Arrival): Promise<{ answer: Outcome } | { read: LockRead | undefined; record?: LedgerRef }> {
   if (!parts.locks.readsWithRecord) return { read: await parts.locks.read(a.key) };
   if (a.chain !== undefined) {
-    const { snapshot, record } = await parts.locks.readWithRecord(a.key, taskName(a.key, a.chain, a.seq));
-    return checked(parts, a, snapshot && { snapshot, lock: readLock(snapshot.properties) }, record, a.chain);
+    const step = await parts.locks.readWithRecord(a.key, taskName(a.key, a.chain, a.seq));
+    return checked(parts, a, step.snapshot && { snapshot: step.snapshot, lock: readLock(step.snapshot.properties) }, step, a.chain);
   }
   const read = await parts.locks.read(a.key);
   const lock = read?.lock;
   if (!lock?.chain || !lock.task || lock.seq !== a.seq) return { read };
-  const { record } = await parts.locks.readWithRecord(a.key, lock.task);
-  return checked(parts, a, read, record, lock.chain);
+  return checked(parts, a, read, await parts.locks.readWithRecord(a.key, lock.task), lock.chain);
 }
 
-function checked(parts: TakeParts, a: Arrival, read: LockRead | undefined, record: LedgerRecord | undefined, chain: string): { answer: Outcome } | { read: LockRead | undefined } {
+/**
+ * The arrival checked against its step's record: refused (400) when the route or body differ; else
+ * the entity as read, and the record's id and version (the step's finish removes it at that version).
+ */
+function checked(parts: TakeParts, a: Arrival, read: LockRead | undefined, step: StepRead, chain: string): { answer: Outcome } | { read: LockRead | undefined; record?: LedgerRef } {
+  const { record } = step;
   const mismatch = record && record.seq === a.seq && record.chain === chain ? stepMismatch(record, a) : undefined;
-  if (!mismatch) return { read };
+  if (!mismatch) return { read, ...(record && step.recordVersion !== undefined ? { record: { key: a.key, id: record.id, version: step.recordVersion } } : {}) };
   parts.config.logger.warn('task request refused: it does not match its step', {
     key: keyPath(a.key), seq: a.seq, path: a.request.path, stepPath: record!.path, mismatch,
   });

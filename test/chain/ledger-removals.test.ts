@@ -47,6 +47,8 @@ interface RemovalCall {
 /** The store seen through a wrapper that counts every removal call; `hold` keeps them from landing until released. */
 interface CountingStore extends Store {
   calls: RemovalCall[];
+  /** For each record sent to `retireLedgerMany`: whether it was named with its version (the finished step read it). */
+  versioned: boolean[];
   /** Resolves once every removal sent so far has landed (or failed). */
   settled(): Promise<void>;
   /** Removals fail (an outage), or go through. */
@@ -69,6 +71,7 @@ function counting(inner: Store, options: { many: boolean } = { many: true }): Co
   };
   const w: CountingStore = {
     calls: [],
+    versioned: [],
     mode: 'through',
     hold() { gate = new Promise<void>((resolve) => { open = resolve; }); },
     release() { open(); gate = undefined; },
@@ -80,7 +83,8 @@ function counting(inner: Store, options: { many: boolean } = { many: true }): Co
     read: (key) => inner.read(key),
     replaceIfUnchanged: (key, snapshot, props, excludes) => inner.replaceIfUnchanged(key, snapshot, props, excludes),
     listDue: (now, limit) => inner.listDue(now, limit),
-    ...(options.many ? { retireLedgerMany: (records: readonly LedgerRef[], needed: LedgerNeeded) => send({ method: 'retireLedgerMany', records: records.length }, () => inner.retireLedgerMany!(records, needed)) } : {}),
+    ...(inner.readWithLedger ? { readWithLedger: (key: Key, id: string) => inner.readWithLedger!(key, id) } : {}),
+    ...(options.many ? { retireLedgerMany: (records: readonly LedgerRef[], needed: LedgerNeeded) => (w.versioned.push(...records.map((r) => r.version !== undefined)), send({ method: 'retireLedgerMany', records: records.length }, () => inner.retireLedgerMany!(records, needed))) } : {}),
   };
   return w;
 }
@@ -259,6 +263,7 @@ for (const subject of subjects) {
       const stopping = t.locker.shutdown({ timeoutMs: 5_000 }).then(() => { shutDown = true; });
       await until(() => sent(store) === steps.length);
       assert.ok(store.calls.every((c) => c.method === 'retireLedgerMany'), 'the records go in groups');
+      assert.deepEqual(store.versioned, steps.map(() => true), 'each record is named with the version its step read it at: nothing is read to remove it');
       assert.ok(store.calls.length <= steps.length, `at most one commit per step, got ${store.calls.length}`);
       assert.equal(shutDown, false, 'shutdown() waits for the removals in flight');
       store.release();

@@ -727,6 +727,29 @@ export function storeContract(name: string, make: MakeSubject): void {
         assert.deepEqual([...new Set(asked)].sort(), ['many-1:absent', 'many-2:many-2', 'many-3:many-3', 'many-kept:many-kept'], 'each record found is judged on its own entity as stored');
       });
 
+      it('retireLedgerMany removes a record named with its version only while it is still at that version, without asking needed', async () => {
+        const [ns] = namespacesFor();
+        const { store } = await make([ns]);
+        assert.ok(store.readWithLedger && store.retireLedgerMany, 'the store reads a record with its version and removes records in groups');
+        const t0 = Date.parse('2024-03-03T00:00:00.000Z');
+        const same = record(ns, 'versioned-same', new Date(t0));
+        const again = record(ns, 'versioned-again', new Date(t0));
+        await store.transaction(async (tx) => { tx.putLedger(same); tx.putLedger(again); });
+        const [readSame, readAgain] = [await store.readWithLedger(same.key, same.id), await store.readWithLedger(again.key, again.id)];
+        assert.notEqual(readSame.recordVersion, undefined, 'the record\'s version is read with it');
+        assert.equal((await store.readWithLedger(same.key, 'never-written')).recordVersion, undefined, 'a missing record has no version');
+        // `again` is written again (its step scheduled again) after it was read.
+        await store.transaction(async (tx) => tx.putLedger({ ...again, body: '{"again":true}' }));
+        const asked: string[] = [];
+        await store.retireLedgerMany([
+          { key: same.key, id: same.id, version: readSame.recordVersion },
+          { key: again.key, id: again.id, version: readAgain.recordVersion },
+        ], (_, id) => { asked.push(id); return true; });
+        assert.deepEqual(asked, [], 'a record named with its version is not judged');
+        assert.deepEqual(await dueIds(store, t0), ['versioned-again'], 'the record still at its version is removed; the one written again stays');
+        assert.equal((await store.transaction((tx) => tx.getLedger(again.key, again.id)))?.body, '{"again":true}');
+      });
+
       it('reports a malformed record instead of throwing, and still lists the others', async () => {
         const [ns] = namespacesFor();
         const { store } = await make([ns]);

@@ -1,14 +1,16 @@
 /**
  * The removal of finished steps' ledger records on Datastore (`Store.retireLedgerMany`; docs/design.md,
- * section 5): one lookup reads the records and their entities, `needed(entity, id)` judges each
- * record on its entity as read, and the records no longer needed are deleted:
+ * section 5). A record named with the version its step read it at (`LedgerRef.version`, the usual
+ * case: the finished step read its record with its entity) is deleted at that version, with nothing
+ * read. The others are judged: one lookup reads them and their entities, and `needed(entity, id)`
+ * decides on each entity as read. Then one commit:
  *
- * - conditional (Datastore, the legacy emulator): in one NON_TRANSACTIONAL commit whose deletes
- *   each carry the version the record was read at (`baseVersion`). A record written again since
- *   the lookup (the same step scheduled again: its record is always written with its entity) is at
+ * - conditional (Datastore, the legacy emulator): NON_TRANSACTIONAL, each delete carrying the
+ *   record's version (`baseVersion`: as the step read it, or as just looked up). A record written
+ *   again since (the same step scheduled again: its record is always written with its entity) is at
  *   a new version, so its delete meets a conflict and the record stays. No entity is locked.
- * - in a transaction (the Firestore emulator, which ignores `baseVersion`): the lookup and the
- *   commit in one transaction, run again on contention.
+ * - in a transaction (the Firestore emulator, which ignores `baseVersion`): every record is read in
+ *   the transaction and compared with its version there; run again on contention.
  *
  * At most 500 records a call: 1,000 keys, Datastore's most in one lookup.
  */
@@ -32,7 +34,7 @@ export interface RetireConfig {
   conditionalWrites: boolean;
 }
 
-/** Removes the records named that `needed` no longer keeps (see the file's comment). */
+/** Removes the records named that are still at their version, or that `needed` no longer keeps (see the file's comment). */
 export async function retireLedgerMany(config: RetireConfig, records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
   if (records.length > MAX_RETIRED) throw new RangeError(`retireLedgerMany: at most ${MAX_RETIRED} records a call; got ${records.length}`);
   const unique = distinct(records);
@@ -41,19 +43,37 @@ export async function retireLedgerMany(config: RetireConfig, records: readonly L
   else await withContentionRetry(() => inTransaction(config, unique, needed));
 }
 
-/** Reads outside a transaction, then deletes each unneeded record at the version read. */
+/** A record to remove, with its key, and the version its step read it at (a Datastore version), if given. */
+interface Named {
+  ref: LedgerRef;
+  recordKey: Key;
+  version: string | undefined;
+}
+
+/** Deletes the versioned records at their versions, and the judged ones no longer needed at the versions looked up, in one non-transactional commit. */
 async function commitUnneeded(config: RetireConfig, records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
-  const { recordKeys, found } = await read(config, records);
-  const mutations = unneeded(records, recordKeys, found, needed).map(({ i, version }): Mutation => ({ delete: keyToProto(recordKeys[i]!), baseVersion: version }));
+  const named = records.map((ref) => nameOf(config, ref));
+  const judged = named.filter((n) => n.version === undefined);
+  const found = judged.length > 0 ? await read(config, judged) : new Map<string, ManyResult>();
+  const mutations: Mutation[] = [];
+  for (const n of named) {
+    const version = n.version ?? unneededAt(n, found, needed);
+    if (version !== undefined) mutations.push({ delete: keyToProto(n.recordKey), baseVersion: version });
+  }
   if (mutations.length > 0) await config.rpc.commit(mutations);
 }
 
-/** Reads and deletes in one transaction. */
+/** Reads every record (and the judged ones' entities) and deletes in one transaction. */
 async function inTransaction(config: RetireConfig, records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
+  const named = records.map((ref) => nameOf(config, ref));
   const transaction = await config.rpc.beginTransaction();
   try {
-    const { recordKeys, found } = await read(config, records, transaction);
-    const mutations = unneeded(records, recordKeys, found, needed).map(({ i }): Mutation => ({ delete: keyToProto(recordKeys[i]!) }));
+    const found = await read(config, named, transaction);
+    const mutations: Mutation[] = [];
+    for (const n of named) {
+      const gone = n.version !== undefined ? found.get(keyString(n.recordKey))?.version === n.version : unneededAt(n, found, needed) !== undefined;
+      if (gone) mutations.push({ delete: keyToProto(n.recordKey) });
+    }
     if (mutations.length === 0) await rollBack(config.rpc, transaction);
     else await config.rpc.commit(mutations, transaction);
   } catch (error) {
@@ -62,25 +82,25 @@ async function inTransaction(config: RetireConfig, records: readonly LedgerRef[]
   }
 }
 
-/** One lookup of the records, then of their entities (each entity once). */
-async function read(config: RetireConfig, records: readonly LedgerRef[], transaction?: Uint8Array): Promise<{ recordKeys: Key[]; found: Map<string, ManyResult> }> {
-  const recordKeys = records.map((r) => ledgerKey(config.ledgerKind, r.key.namespace, r.id));
-  const entityKeys = [...new Map(records.map((r) => [keyString(r.key), r.key])).values()];
-  const all = [...recordKeys, ...entityKeys];
-  const results = await lookupMany(config.rpc, all, transaction ? { transaction } : undefined);
-  return { recordKeys, found: new Map(all.map((key, i) => [keyString(key), results[i]!])) };
+function nameOf(config: RetireConfig, ref: LedgerRef): Named {
+  const version = typeof ref.version === 'string' && ref.version !== '' ? ref.version : undefined;
+  return { ref, recordKey: ledgerKey(config.ledgerKind, ref.key.namespace, ref.id), version };
 }
 
-/** The records found whose entity, as read, no longer needs them, with the versions they were read at. */
-function unneeded(records: readonly LedgerRef[], recordKeys: readonly Key[], found: Map<string, ManyResult>, needed: LedgerNeeded): { i: number; version: string }[] {
-  const out: { i: number; version: string }[] = [];
-  records.forEach((r, i) => {
-    const record = found.get(keyString(recordKeys[i]!));
-    if (!record?.entity || record.version === undefined) return; // already gone
-    const entity = found.get(keyString(r.key))?.entity;
-    if (!needed(entity ? decodeEntity(entity).properties : undefined, r.id)) out.push({ i, version: record.version });
-  });
-  return out;
+/** One lookup of the records, and of the entities of those to judge (each entity once). */
+async function read(config: RetireConfig, named: readonly Named[], transaction?: Uint8Array): Promise<Map<string, ManyResult>> {
+  const entityKeys = [...new Map(named.filter((n) => n.version === undefined).map((n) => [keyString(n.ref.key), n.ref.key])).values()];
+  const all = [...named.map((n) => n.recordKey), ...entityKeys];
+  const results = await lookupMany(config.rpc, all, transaction ? { transaction } : undefined);
+  return new Map(all.map((key, i) => [keyString(key), results[i]!]));
+}
+
+/** The version a judged record was found at, when its entity, as read, no longer needs it; undefined when it stays or is gone. */
+function unneededAt(n: Named, found: Map<string, ManyResult>, needed: LedgerNeeded): string | undefined {
+  const record = found.get(keyString(n.recordKey));
+  if (!record?.entity || record.version === undefined) return undefined; // already gone
+  const entity = found.get(keyString(n.ref.key))?.entity;
+  return needed(entity ? decodeEntity(entity).properties : undefined, n.ref.id) ? undefined : record.version;
 }
 
 /** The records named, each once (a commit may not hold two mutations of one entity). */

@@ -223,6 +223,7 @@ export class DatastoreStore implements Store {
     return {
       snapshot: entity?.entity ? snapshotOf(entity.entity, entity.version, 'lookup') : undefined,
       record: record && !('malformed' in record) ? record : undefined,
+      ...(ledger?.entity && ledger.version !== undefined ? { recordVersion: ledger.version } : {}),
     };
   }
 

@@ -135,9 +135,9 @@ export class MemoryStore implements Store {
   /** The entity and its step's ledger record (see `Store.readWithLedger`). */
   async readWithLedger(key: Key, id: string): Promise<StepRead> {
     const snapshot = await this.read(key);
-    const stored = this.entities.get(keyString(ledgerKey(LEDGER_KIND, key.namespace, id)))?.properties;
-    const record = stored ? readLedger(id, copyProperties(stored)) : undefined;
-    return { snapshot, record: record && !('malformed' in record) ? record : undefined };
+    const ledger = this.entities.get(keyString(ledgerKey(LEDGER_KIND, key.namespace, id)));
+    const record = ledger?.properties ? readLedger(id, copyProperties(ledger.properties)) : undefined;
+    return { snapshot, record: record && !('malformed' in record) ? record : undefined, ...(ledger?.properties ? { recordVersion: ledger.version } : {}) };
   }
 
   /**
@@ -230,15 +230,17 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * Removes each record named unless `needed(entity, id)` says its entity, as stored now, still
-   * needs it: each judged and removed at once, as one commit would (an injected fault removes none).
+   * Removes each record named that is still at the version given, or, named without one, that
+   * `needed(entity, id)` says its entity, as stored now, no longer needs: each at once, as one
+   * commit would (an injected fault removes none).
    */
   async retireLedgerMany(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
     this.check('retireLedgerMany');
-    for (const { key, id } of records) {
+    for (const { key, id, version } of records) {
       const stringId = keyString(ledgerKey(LEDGER_KIND, key.namespace, id));
       const stored = this.entities.get(stringId);
-      if (!stored?.properties || needed(readOut(this.entities.get(keyString(key))?.properties), id)) continue;
+      if (!stored?.properties) continue;
+      if (version !== undefined ? stored.version !== version : needed(readOut(this.entities.get(keyString(key))?.properties), id)) continue;
       this.entities.set(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
     }
   }
