@@ -4,6 +4,7 @@
  */
 import type { Datastore, Key } from '@google-cloud/datastore';
 import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
+import { taskName } from '../src/rules/ledger-record';
 import { LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties } from '../src/store/ledger-entity';
 import { StepState, type LedgerRecord, type Properties } from '../src/types';
 
@@ -53,19 +54,24 @@ export async function seed(datastore: Datastore, keys: readonly Key[], props: (i
   }
 }
 
+/** The chain of the steps seeded with their records (`seedWithRecords`): their tasks name it. */
+export const BENCH_CHAIN = 'bench';
+
 /**
- * Scheduled steps as `schedule()` leaves them: each entity names its ledger record (`lock_task`)
- * and the record is stored, so the step removes it after its answer, as a real step does.
+ * Scheduled steps as `schedule()` leaves them: each entity is step 1 of chain {@link BENCH_CHAIN}
+ * and names its ledger record (`lock_task`, the step's task name), and the record is stored. A
+ * task sent with the chain (`X-Lock-Chain`) is checked against the record in its first lookup, and
+ * the step removes the record after its answer at the version read, as a real step does.
  */
 export async function seedWithRecords(datastore: Datastore, keys: readonly Key[]): Promise<void> {
   const now = new Date();
-  const taskOf = (key: Key): string => `bench-${String(key.name)}`;
-  await seed(datastore, keys, (i) => ({ ...scheduledStep(1, now), lock_task: taskOf(keys[i]!) }));
+  const taskOf = (key: Key): string => taskName(key, BENCH_CHAIN, 1);
+  await seed(datastore, keys, (i) => ({ ...scheduledStep(1, now), lock_chain: BENCH_CHAIN, lock_task: taskOf(keys[i]!) }));
   const due = new Date(now.getTime() + 3_600_000);
   for (let start = 0; start < keys.length; start += 500) {
     const batch = keys.slice(start, start + 500).map((key) => {
       const id = taskOf(key);
-      const record: LedgerRecord = { id, key, seq: 1, chain: 'bench', path: '/task', body: '{}', createdAt: now, task: id, sends: 1, sentAt: now, failures: 0, due };
+      const record: LedgerRecord = { id, key, seq: 1, chain: BENCH_CHAIN, path: '/task', body: '', createdAt: now, task: id, sends: 1, sentAt: now, failures: 0, due };
       return { key: ledgerKey(LEDGER_KIND, key.namespace, id), data: ledgerProperties(record), excludeFromIndexes: [...LEDGER_UNINDEXED] };
     });
     await datastore.upsert(batch);

@@ -56,6 +56,7 @@ function figures(r: Results) {
     l, floorOps, stepOps, limitOps, duplicate,
     throughput16ToLimit: stepOps / limitOps,
     commitsPerStep16: r.throughput.stepCommits / r.throughput.steps,
+    lookupsPerStep16: r.throughput.stepLookups / r.throughput.steps,
     stepToFloor: l.step.median / floor,
     duplicateToFloor: duplicate / floor,
     duplicateFinishedToFloor: l.duplicateFinished.median / floor,
@@ -91,6 +92,7 @@ export function summaryJson(r: Results): Record<string, unknown> {
     floorCpuMicros16: round(summarize(r.throughput.floorCpuMicros).median, 1), stepCpuMicros16: round(summarize(r.throughput.stepCpuMicros).median, 1),
     limitOpsPerSec16: round(f.limitOps, 1), limitCpuMicros16: round(summarize(r.throughput.limitCpuMicros).median, 1),
     throughput16ToLimit: round(f.throughput16ToLimit), commitsPerStep16: round(f.commitsPerStep16),
+    lookupsPerStep16: round(f.lookupsPerStep16),
     throughputTargetsMet: f.throughput16ToLimit >= THROUGHPUT_TARGETS.throughput16ToLimit && f.commitsPerStep16 < THROUGHPUT_TARGETS.commitsPerStep16,
     stepToFloor: round(f.stepToFloor),
     duplicateToFloor: round(f.duplicateToFloor),
@@ -196,7 +198,7 @@ export function table(r: Results): string {
   lines.push(throughputRow('raw read-write transactions', f.floorOps, t.floorLatency, t.floorCpuMicros, '(floor)'));
   lines.push(throughputRow('steps through handle()', f.stepOps, t.stepLatency, t.stepCpuMicros, verdict(f.throughput16ToFloor, TARGETS.throughput16ToFloor, 'min')));
   lines.push(throughputRow('limit: lookup + 2 commits + HTTP', f.limitOps, t.limitLatency, t.limitCpuMicros, '(step limit)'));
-  lines.push(`  steps ÷ the limit at concurrency ${s.concurrency}: ${f.throughput16ToLimit.toFixed(2)} (${verdict(f.throughput16ToLimit, THROUGHPUT_TARGETS.throughput16ToLimit, 'min')}); commits per step: ${f.commitsPerStep16.toFixed(2)} over ${t.steps} steps, each with a ledger record to remove (${verdict(f.commitsPerStep16, THROUGHPUT_TARGETS.commitsPerStep16, 'below')})`);
+  lines.push(`  steps ÷ the limit at concurrency ${s.concurrency}: ${f.throughput16ToLimit.toFixed(2)} (${verdict(f.throughput16ToLimit, THROUGHPUT_TARGETS.throughput16ToLimit, 'min')}); commits per step: ${f.commitsPerStep16.toFixed(2)} over ${t.steps} steps, each with a ledger record to remove (${verdict(f.commitsPerStep16, THROUGHPUT_TARGETS.commitsPerStep16, 'below')}); lookups per step: ${f.lookupsPerStep16.toFixed(2)} (the first read, with the record; the removal reads nothing)`);
   lines.push(`  (node CPU µs: this process's CPU time per operation, median over batches; the emulator's JVM runs beside it on ${availableParallelism()} CPUs)`);
   lines.push('');
   lines.push(...breakdown(r, l));

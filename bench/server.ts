@@ -31,8 +31,8 @@ export interface StepServer {
   locker: Locker;
   /** Handler runs so far. */
   runs(): number;
-  /** POSTs the task for step `seq` of `key` and resolves with the answer. */
-  send(key: Key, seq: number): Promise<Reply>;
+  /** POSTs the task for step `seq` of `key` (of `chain`, named in `X-Lock-Chain` as every task the library sends does) and resolves with the answer. */
+  send(key: Key, seq: number, chain?: string): Promise<Reply>;
   /** POSTs to a route that answers at once: the HTTP round trip alone. */
   ping(): Promise<Reply>;
   /** Closes every keep-alive connection, client and server side (new requests open new ones). */
@@ -62,7 +62,7 @@ export async function startStepServer(store: Store, options: Pick<LockerOptions,
   return {
     locker,
     runs: () => runs,
-    send: (key, seq) => post(agent, port, '/task', { [Headers.key]: locker.encodeKey(key), [Headers.seq]: String(seq) }),
+    send: (key, seq, chain) => post(agent, port, '/task', { [Headers.key]: locker.encodeKey(key), [Headers.seq]: String(seq), ...(chain === undefined ? {} : { [Headers.chain]: chain }) }),
     ping: () => post(agent, port, '/noop', {}),
     dropConnections() {
       agent.destroy();

@@ -8,7 +8,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Key } from '@google-cloud/datastore';
-import { seedWithRecords } from './entities';
+import { BENCH_CHAIN, seedWithRecords } from './entities';
 import { STEP_DONE, expectReply } from './expect';
 import { rawTransaction } from './floor';
 import { seededSteps, type Target } from './latency';
@@ -28,6 +28,8 @@ export interface ThroughputSamples {
   limitLatency: number[];
   /** Commits the steps sent, all batches together, and the steps. */
   stepCommits: number;
+  /** Lookups the steps sent, all batches together: one each (its first read), when its record's removal reads nothing. */
+  stepLookups: number;
   steps: number;
 }
 
@@ -49,7 +51,7 @@ export async function measureThroughput(t: Target, batches: number, opsPerWorker
   await seedWithRecords(t.datastore, stepKeys);
   const out: ThroughputSamples = {
     floorOpsPerSec: [], stepOpsPerSec: [], limitOpsPerSec: [], floorCpuMicros: [], stepCpuMicros: [], limitCpuMicros: [],
-    floorLatency: [], stepLatency: [], limitLatency: [], stepCommits: 0, steps: 0,
+    floorLatency: [], stepLatency: [], limitLatency: [], stepCommits: 0, stepLookups: 0, steps: 0,
   };
   const floorRecord = { rates: out.floorOpsPerSec, cpu: out.floorCpuMicros, latencies: out.floorLatency };
   const stepRecord = { rates: out.stepOpsPerSec, cpu: out.stepCpuMicros, latencies: out.stepLatency };
@@ -59,10 +61,12 @@ export async function measureThroughput(t: Target, batches: number, opsPerWorker
   const kinds: Array<(b: number) => Promise<void>> = [
     (b) => batch(slice(floorKeys, b), concurrency, async (key) => void (await rawTransaction(t.datastore, key)), floorRecord),
     async (b) => {
-      const before = commits(spy);
-      await batch(slice(stepKeys, b), concurrency, async (key) => expectReply(await t.server.send(key, 1), STEP_DONE, 'a step'), stepRecord);
+      const before = calls(spy, 'commit');
+      const lookupsBefore = calls(spy, 'lookup');
+      await batch(slice(stepKeys, b), concurrency, async (key) => expectReply(await t.server.send(key, 1, BENCH_CHAIN), STEP_DONE, 'a step'), stepRecord);
       await new Promise((resolve) => setTimeout(resolve, SETTLE_MS)); // untimed: the last removals go out
-      out.stepCommits += commits(spy) - before;
+      out.stepCommits += calls(spy, 'commit') - before;
+      out.stepLookups += calls(spy, 'lookup') - lookupsBefore;
       out.steps += perBatch;
     },
     (b) => batch(slice(limitKeys, b), concurrency, (key) => stepLimit(limit, key), limitRecord),
@@ -73,9 +77,9 @@ export async function measureThroughput(t: Target, batches: number, opsPerWorker
   return out;
 }
 
-function commits(spy: SpiedClient): number {
+function calls(spy: SpiedClient, rpc: 'commit' | 'lookup'): number {
   let n = 0;
-  for (const method of spy.calls) if (method === 'commit') n++;
+  for (const method of spy.calls) if (method === rpc) n++;
   return n;
 }
 

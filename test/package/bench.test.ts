@@ -84,6 +84,8 @@ describe('npm run bench', () => {
     }
     const commits = result.commitsPerStep16 as number;
     assert.ok(commits > 2 && commits <= 3, `a step at concurrency 16 sends its two commits and a share of a removal's, got ${String(commits)}`);
+    // Its task names its chain, so its first lookup reads its record too, and the removal deletes at the version read: nothing more is read.
+    assert.equal(result.lookupsPerStep16, 1, `a step at concurrency 16 sends one lookup, its removal none, got ${String(result.lookupsPerStep16)}`);
     assert.equal(typeof result.throughputTargetsMet, 'boolean');
     assert.ok((result.rpcsPerDuplicate as number) < 1, `repeated duplicates are answered from memory, got ${String(result.rpcsPerDuplicate)} RPCs`);
 
