@@ -15,8 +15,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import express, { type Router } from 'express';
 import type { Key } from '@google-cloud/datastore';
-import { Headers, keyPath, type Locker, type Properties, type Queue, type TaskContext } from '../src/index';
-import type { ChainRef, Records } from './records';
+import { Headers, keyPath, type Properties, type TaskContext } from '../src/index';
+import type { ChainDeps } from './chain-deps';
+import type { ChainRef } from './records';
 import { mountLineOrder, startLineOrder } from './line-order';
 
 /** Steps of a counter chain. */
@@ -74,16 +75,6 @@ export class Order {
     this.receiptSent = props.receiptSent === true;
     this.archived = props.archived === true;
   }
-}
-
-/** What the chains need from the rest of the app. */
-export interface ChainDeps {
-  locker: Locker;
-  /** The Locker's queue, for the forged duplicate. */
-  queue: Queue;
-  records: Records;
-  /** Where the app prints one line per step. */
-  say: (line: string) => void;
 }
 
 /** The chains: their handler routes, and how to start one. */

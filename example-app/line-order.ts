@@ -17,7 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Router } from 'express';
 import { keyPath, type FanInChild, type Properties, type TaskContext } from '../src/index';
-import type { ChainDeps } from './chains';
+import type { ChainDeps } from './chain-deps';
 import type { ChainRef } from './records';
 
 /** The handler paths of the fan-out flow's steps. */
