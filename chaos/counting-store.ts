@@ -3,7 +3,7 @@
  * write (a put, delete or ledger record inside a transaction, a compare-and-swap, a ledger
  * deletion). The fuzz asserts it saw no write.
  */
-import type { DueLedger, Key, Properties, Snapshot, StepRead, Store, StoreTransaction } from '../src/index';
+import type { DueLedger, Key, LedgerNeeded, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction } from '../src/index';
 
 /** What went through the store. */
 export interface StoreCounts {
@@ -63,6 +63,16 @@ export class CountingStore implements Store {
     return (key, id) => {
       this.counts.reads++;
       return inner(key, id);
+    };
+  }
+
+  /** The inner store's `retireLedgerMany`, counted as one write (one commit on Datastore). */
+  get retireLedgerMany(): ((records: readonly LedgerRef[], needed: LedgerNeeded) => Promise<void>) | undefined {
+    const inner = this.inner.retireLedgerMany?.bind(this.inner);
+    if (!inner) return undefined;
+    return (records, needed) => {
+      this.counts.writes++;
+      return inner(records, needed);
     };
   }
 

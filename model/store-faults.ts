@@ -6,7 +6,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { StoreUnavailableError } from '../src/errors/errors';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../src/types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerNeeded, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../src/types';
 
 /**
  * A promise that never settles: what a call of a dead process returns. A new one each time, so that
@@ -94,6 +94,18 @@ export class FaultyStore implements Store {
     const inner = this.inner;
     if (!inner.replaceMany) return undefined;
     return (writes) => this.writing('replaceMany', () => inner.replaceMany!(writes));
+  }
+
+  get readWithLedger(): ((key: Key, id: string) => Promise<StepRead>) | undefined {
+    const inner = this.inner;
+    if (!inner.readWithLedger) return undefined;
+    return (key, id) => this.reading('readWithLedger', () => inner.readWithLedger!(key, id));
+  }
+
+  get retireLedgerMany(): ((records: readonly LedgerRef[], needed: LedgerNeeded) => Promise<void>) | undefined {
+    const inner = this.inner;
+    if (!inner.retireLedgerMany) return undefined;
+    return (records, needed) => this.writing('retireLedgerMany', () => inner.retireLedgerMany!(records, needed));
   }
 }
 
@@ -183,5 +195,17 @@ export class MortalStore implements Store {
     const inner = this.inner;
     if (!inner.replaceMany) return undefined;
     return (writes) => this.call(() => inner.replaceMany!(writes), true);
+  }
+
+  get readWithLedger(): ((key: Key, id: string) => Promise<StepRead>) | undefined {
+    const inner = this.inner;
+    if (!inner.readWithLedger) return undefined;
+    return (key, id) => this.call(() => inner.readWithLedger!(key, id), false);
+  }
+
+  get retireLedgerMany(): ((records: readonly LedgerRef[], needed: LedgerNeeded) => Promise<void>) | undefined {
+    const inner = this.inner;
+    if (!inner.retireLedgerMany) return undefined;
+    return (records, needed) => this.call(() => inner.retireLedgerMany!(records, needed), true);
   }
 }
