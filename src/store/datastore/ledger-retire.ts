@@ -37,22 +37,23 @@ export interface RetireConfig {
 /** Removes the records named that are still at their version, or that `needed` no longer keeps (see the file's comment). */
 export async function retireLedgerMany(config: RetireConfig, records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
   if (records.length > MAX_RETIRED) throw new RangeError(`retireLedgerMany: at most ${MAX_RETIRED} records a call; got ${records.length}`);
-  const unique = distinct(records);
-  if (unique.length === 0) return;
-  if (config.conditionalWrites) await commitUnneeded(config, unique, needed);
-  else await withContentionRetry(() => inTransaction(config, unique, needed));
+  // Each record once: a commit may not hold two mutations of one entity.
+  const named = [...new Map(records.map((ref) => nameOf(config, ref)).map((n) => [n.recordId, n])).values()];
+  if (named.length === 0) return;
+  if (config.conditionalWrites) await commitUnneeded(config, named, needed);
+  else await withContentionRetry(() => inTransaction(config, named, needed));
 }
 
-/** A record to remove, with its key, and the version its step read it at (a Datastore version), if given. */
+/** A record to remove: its key (and that as a string), and the version its step read it at (a Datastore version), if given. */
 interface Named {
   ref: LedgerRef;
   recordKey: Key;
+  recordId: string;
   version: string | undefined;
 }
 
 /** Deletes the versioned records at their versions, and the judged ones no longer needed at the versions looked up, in one non-transactional commit. */
-async function commitUnneeded(config: RetireConfig, records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
-  const named = records.map((ref) => nameOf(config, ref));
+async function commitUnneeded(config: RetireConfig, named: readonly Named[], needed: LedgerNeeded): Promise<void> {
   const judged = named.filter((n) => n.version === undefined);
   const found = judged.length > 0 ? await read(config, judged) : new Map<string, ManyResult>();
   const mutations: Mutation[] = [];
@@ -64,14 +65,13 @@ async function commitUnneeded(config: RetireConfig, records: readonly LedgerRef[
 }
 
 /** Reads every record (and the judged ones' entities) and deletes in one transaction. */
-async function inTransaction(config: RetireConfig, records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
-  const named = records.map((ref) => nameOf(config, ref));
+async function inTransaction(config: RetireConfig, named: readonly Named[], needed: LedgerNeeded): Promise<void> {
   const transaction = await config.rpc.beginTransaction();
   try {
     const found = await read(config, named, transaction);
     const mutations: Mutation[] = [];
     for (const n of named) {
-      const gone = n.version !== undefined ? found.get(keyString(n.recordKey))?.version === n.version : unneededAt(n, found, needed) !== undefined;
+      const gone = n.version !== undefined ? found.get(n.recordId)?.version === n.version : unneededAt(n, found, needed) !== undefined;
       if (gone) mutations.push({ delete: keyToProto(n.recordKey) });
     }
     if (mutations.length === 0) await rollBack(config.rpc, transaction);
@@ -84,7 +84,8 @@ async function inTransaction(config: RetireConfig, records: readonly LedgerRef[]
 
 function nameOf(config: RetireConfig, ref: LedgerRef): Named {
   const version = typeof ref.version === 'string' && ref.version !== '' ? ref.version : undefined;
-  return { ref, recordKey: ledgerKey(config.ledgerKind, ref.key.namespace, ref.id), version };
+  const recordKey = ledgerKey(config.ledgerKind, ref.key.namespace, ref.id);
+  return { ref, recordKey, recordId: keyString(recordKey), version };
 }
 
 /** One lookup of the records, and of the entities of those to judge (each entity once). */
@@ -97,13 +98,8 @@ async function read(config: RetireConfig, named: readonly Named[], transaction?:
 
 /** The version a judged record was found at, when its entity, as read, no longer needs it; undefined when it stays or is gone. */
 function unneededAt(n: Named, found: Map<string, ManyResult>, needed: LedgerNeeded): string | undefined {
-  const record = found.get(keyString(n.recordKey));
+  const record = found.get(n.recordId);
   if (!record?.entity || record.version === undefined) return undefined; // already gone
   const entity = found.get(keyString(n.ref.key))?.entity;
   return needed(entity ? decodeEntity(entity).properties : undefined, n.ref.id) ? undefined : record.version;
-}
-
-/** The records named, each once (a commit may not hold two mutations of one entity). */
-function distinct(records: readonly LedgerRef[]): LedgerRef[] {
-  return [...new Map(records.map((r) => [`${keyString(r.key)}#${r.id}`, r])).values()];
 }

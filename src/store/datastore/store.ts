@@ -40,7 +40,7 @@
  * Many at once. `readMany` and `replaceMany` serve `locker.scheduleMany()`: one lookup of up to
  * 1,000 keys, then commits of up to 500 mutations that keep each entity's compare-and-swap
  * (`datastore-batch.ts`). `retireLedgerMany` removes up to 500 finished steps' ledger records in
- * one lookup and one commit (`ledger-retire.ts`).
+ * one commit, at the versions their steps read them (`ledger-retire.ts`).
  *
  * Ledger. Records are entities of kind `ledgerKind` in the namespace of the entity whose step they
  * carry, so the user's entity and its record commit in one transaction. `listDue` therefore
@@ -281,7 +281,7 @@ export class DatastoreStore implements Store {
     return found.flat().slice(0, query.limit);
   }
 
-  /** Removes up to 500 ledger records no longer needed: one lookup, then one commit (see `ledger-retire.ts`). */
+  /** Removes up to 500 ledger records no longer needed: one commit, after one lookup for those named without a version (see `ledger-retire.ts`). */
   async retireLedgerMany(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
     const { conditionalWrites } = await this.backend();
     await retireLedgerMany({ rpc: this.rpc, ledgerKind: this.ledgerKind, conditionalWrites }, records, needed);

@@ -240,8 +240,8 @@ export class MemoryStore implements Store {
       const stringId = keyString(ledgerKey(LEDGER_KIND, key.namespace, id));
       const stored = this.entities.get(stringId);
       if (!stored?.properties) continue;
-      if (version !== undefined ? stored.version !== version : needed(readOut(this.entities.get(keyString(key))?.properties), id)) continue;
-      this.entities.set(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
+      const gone = version !== undefined ? stored.version === version : !needed(readOut(this.entities.get(keyString(key))?.properties), id);
+      if (gone) this.entities.set(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
     }
   }
 
