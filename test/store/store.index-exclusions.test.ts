@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Datastore, Key } from '@google-cloud/datastore';
 import { entityProto } from '../../src/store/datastore/encode';
-import { decodeEntity, type RawValue } from '../../src/store/datastore/protos';
+import { decodeEntity, decodeEntityProperties, type RawValue } from '../../src/store/datastore/protos';
 import { writeArgs } from '../../src/store/datastore/values';
 import type { Properties } from '../../src/types';
 
@@ -71,6 +71,7 @@ describe('Datastore index exclusions', () => {
         const { properties, ...shape } = decodeEntity(first);
         const again = entityProto(writeArgs(KEY, properties, [], shape));
         assert.deepEqual(again, first, 'the same entity, flag for flag and type for type');
+        assert.deepEqual(decodeEntityProperties(first), properties, 'a read without the shape hands out the same properties');
       }),
       { numRuns: 1000 },
     );

@@ -5,7 +5,7 @@
  */
 import type { DueLedger } from '../../types';
 import { timestamp } from './encode';
-import { decodeEntity, type RawEntity } from './protos';
+import { decodeEntityProperties, type RawEntity } from './protos';
 import { readLedger } from '../ledger-entity';
 import type { DatastoreRpc, RawQuery } from './rpc';
 
@@ -39,7 +39,7 @@ export async function queryDue(rpc: DatastoreRpc, kind: string, namespace: strin
       if (!entity) continue;
       const path = entity.key?.path ?? [];
       const id = path.length === 1 ? path[0]?.name ?? undefined : undefined;
-      const record = id ? readLedger(id, decodeEntity(entity).properties) : { malformed: 'its key is not a named top-level key' };
+      const record = id ? readLedger(id, decodeEntityProperties(entity)) : { malformed: 'its key is not a named top-level key' };
       if ('malformed' in record) found.malformed.push(`${namespace}:${id ?? '?'}: ${record.malformed}`);
       else if (found.records.length < limit) found.records.push(record);
     }

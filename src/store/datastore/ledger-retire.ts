@@ -17,7 +17,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { rollBack } from './commit';
 import { lookupMany, type ManyResult } from './lookup';
-import { decodeEntity, keyToProto } from './protos';
+import { decodeEntityProperties, keyToProto } from './protos';
 import type { DatastoreRpc, Mutation } from './rpc';
 import { keyString } from '../../keys/keys';
 import { ledgerKey } from '../ledger-entity';
@@ -101,5 +101,5 @@ function unneededAt(n: Named, found: Map<string, ManyResult>, needed: LedgerNeed
   const record = found.get(n.recordId);
   if (!record?.entity || record.version === undefined) return undefined; // already gone
   const entity = found.get(keyString(n.ref.key))?.entity;
-  return needed(entity ? decodeEntity(entity).properties : undefined, n.ref.id) ? undefined : record.version;
+  return needed(entity ? decodeEntityProperties(entity) : undefined, n.ref.id) ? undefined : record.version;
 }

@@ -62,13 +62,42 @@ export function pathKey(path: readonly Step[]): string {
 }
 
 /**
+ * The opening of a path's text form: what `pathKey` writes for the path's parent, without its
+ * closing bracket and with the separator for one more step (`[` at the top level, `["a",` inside
+ * property `a`). The decoder passes it down instead of an array per value, and writes a value's
+ * {@link pathKey} (`placeKey`) only where the shape or an error needs it.
+ */
+type PathOpening = string;
+
+/** The opening at the top level. */
+const TOP: PathOpening = '[';
+
+/** {@link pathKey} of step `step` under `opening`. */
+function placeKey(opening: PathOpening, step: Step): string {
+  return `${opening}${JSON.stringify(step)}]`;
+}
+
+/** The opening of the values under step `step` of `opening`. */
+function openingOf(opening: PathOpening, step: Step): PathOpening {
+  return `${opening}${JSON.stringify(step)},`;
+}
+
+/**
  * Decodes a stored entity: one a lookup found, or one the store encoded (its values carry no
  * `valueType`: the field that is set says the type).
  */
 export function decodeEntity(entity: RawEntity): Decoded {
   const decoded: Decoded = { properties: {}, integralDoubles: new Set(), unindexed: new Set() };
-  decoded.properties = decodeProperties(entity.properties ?? {}, [], decoded);
+  decoded.properties = decodeProperties(entity.properties ?? {}, TOP, decoded);
   return decoded;
+}
+
+/**
+ * The properties of a stored entity alone, as {@link decodeEntity} decodes them, for a read that
+ * never writes the entity back (a ledger record, a query's result): no shape is gathered.
+ */
+export function decodeEntityProperties(entity: RawEntity): Properties {
+  return decodeProperties(entity.properties ?? {}, TOP, undefined);
 }
 
 /** The API form of a key (an element with neither an id nor a name is sent with its kind alone). */
@@ -94,14 +123,16 @@ export function keyFromProto(proto: RawKey): Key {
   return new Key(namespace ? { namespace, path } : { path });
 }
 
-function decodeProperties(properties: Record<string, RawValue>, path: Step[], into: Decoded): Properties {
+/** Decodes the properties at `opening`; gathers the shape into `into` when given. */
+function decodeProperties(properties: Record<string, RawValue>, opening: PathOpening, into: Decoded | undefined): Properties {
   const decoded: Properties = {};
-  for (const [name, value] of Object.entries(properties)) decoded[name] = decodeValue(value, [...path, name], into);
+  for (const name of Object.keys(properties)) decoded[name] = decodeValue(properties[name]!, opening, name, into);
   return decoded;
 }
 
-function decodeValue(value: RawValue, path: Step[], into: Decoded): unknown {
-  if (value.excludeFromIndexes) into.unindexed.add(pathKey(path));
+/** Decodes the value at step `step` of `opening` (its path's text is written only where the shape or an error needs it). */
+function decodeValue(value: RawValue, opening: PathOpening, step: Step, into: Decoded | undefined): unknown {
+  if (into && value.excludeFromIndexes) into.unindexed.add(placeKey(opening, step));
   switch (value.valueType ?? typeOfValue(value)) {
     case 'nullValue':
       return null;
@@ -112,7 +143,7 @@ function decodeValue(value: RawValue, path: Step[], into: Decoded): unknown {
     case 'integerValue':
       return decodeInteger(String(value.integerValue ?? '0'));
     case 'doubleValue':
-      return decodeDouble(Number(value.doubleValue ?? 0), path, into);
+      return decodeDouble(Number(value.doubleValue ?? 0), opening, step, into);
     case 'timestampValue':
       return decodeTimestamp(value.timestampValue ?? {});
     case 'blobValue':
@@ -122,11 +153,13 @@ function decodeValue(value: RawValue, path: Step[], into: Decoded): unknown {
     case 'geoPointValue':
       return Datastore.geoPoint({ latitude: value.geoPointValue?.latitude ?? 0, longitude: value.geoPointValue?.longitude ?? 0 });
     case 'entityValue':
-      return decodeProperties(value.entityValue?.properties ?? {}, path, into);
-    case 'arrayValue':
-      return (value.arrayValue?.values ?? []).map((item, i) => decodeValue(item, [...path, i], into));
+      return decodeProperties(value.entityValue?.properties ?? {}, openingOf(opening, step), into);
+    case 'arrayValue': {
+      const inner = openingOf(opening, step);
+      return (value.arrayValue?.values ?? []).map((item, i) => decodeValue(item, inner, i, into));
+    }
     default:
-      throw new TypeError(`property ${pathKey(path)} has a value of unknown type ${String(value.valueType)}`);
+      throw new TypeError(`property ${placeKey(opening, step)} has a value of unknown type ${String(value.valueType)}`);
   }
 }
 
@@ -155,8 +188,8 @@ function decodeInteger(digits: string): unknown {
   return Number.isSafeInteger(number) ? number : Datastore.int(digits);
 }
 
-function decodeDouble(number: number, path: Step[], into: Decoded): number {
-  if (Number.isInteger(number)) into.integralDoubles.add(pathKey(path));
+function decodeDouble(number: number, opening: PathOpening, step: Step, into: Decoded | undefined): number {
+  if (into && Number.isInteger(number)) into.integralDoubles.add(placeKey(opening, step));
   return number;
 }
 

@@ -6,7 +6,7 @@
 import { StoreConfigError } from '../../errors/errors';
 import { timestamp } from './encode';
 import { grpcCode } from './errors';
-import { decodeEntity, keyFromProto } from './protos';
+import { decodeEntityProperties, keyFromProto } from './protos';
 import type { DatastoreRpc, RawFilter, RawQuery } from './rpc';
 import { checkLockQuery, type LockPage, type LockQuery } from '../lock-query';
 
@@ -34,7 +34,7 @@ export async function queryDatastoreLocks(rpc: DatastoreRpc, query: LockQuery): 
     throw error;
   }
   const entities = (batch.entityResults ?? []).flatMap((result) =>
-    result.entity ? [{ key: keyFromProto(result.entity.key ?? {}), properties: decodeEntity(result.entity).properties }] : [],
+    result.entity ? [{ key: keyFromProto(result.entity.key ?? {}), properties: decodeEntityProperties(result.entity) }] : [],
   );
   const page: LockPage = { entities };
   const cursor = batch.endCursor;

@@ -62,7 +62,7 @@ import type { KeyQuery } from '../key-query';
 import { entityProto } from './encode';
 import { grpcCode } from './errors';
 import { lookup, lookupMany } from './lookup';
-import { decodeEntity } from './protos';
+import { decodeEntityProperties } from './protos';
 import { allNamespaces, queryDue } from './ledger-query';
 import { queryDatastoreLocks } from './query';
 import type { LockPage, LockQuery } from '../lock-query';
@@ -206,7 +206,7 @@ export class DatastoreStore implements Store {
   async get(key: Key): Promise<Properties | undefined> {
     keyString(key);
     const { entity } = await lookup(this.rpc, key);
-    return entity && decodeEntity(entity).properties;
+    return entity && decodeEntityProperties(entity);
   }
 
   async read(key: Key): Promise<Snapshot | undefined> {
@@ -219,7 +219,7 @@ export class DatastoreStore implements Store {
   async readWithLedger(key: Key, id: string): Promise<StepRead> {
     keyString(key);
     const [entity, ledger] = await lookupMany(this.rpc, [key, ledgerKey(this.ledgerKind, key.namespace, id)]);
-    const record = ledger?.entity ? readLedger(id, decodeEntity(ledger.entity).properties) : undefined;
+    const record = ledger?.entity ? readLedger(id, decodeEntityProperties(ledger.entity)) : undefined;
     return {
       snapshot: entity?.entity ? snapshotOf(entity.entity, entity.version, 'lookup') : undefined,
       record: record && !('malformed' in record) ? record : undefined,
