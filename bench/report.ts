@@ -50,11 +50,14 @@ function figures(r: Results) {
   const floorOps = summarize(r.throughput.floorOpsPerSec).median;
   const stepOps = summarize(r.throughput.stepOpsPerSec).median;
   const limitOps = summarize(r.throughput.limitOpsPerSec).median;
+  const limitRecordOps = summarize(r.throughput.limitRecordOpsPerSec).median;
   const floor = l.floor.median;
   const duplicate = Math.max(l.duplicateFinished.median, l.duplicateHeld.median);
   return {
-    l, floorOps, stepOps, limitOps, duplicate,
+    l, floorOps, stepOps, limitOps, limitRecordOps, duplicate,
     throughput16ToLimit: stepOps / limitOps,
+    throughput16ToLimitWithRecord: stepOps / limitRecordOps,
+    limitWithRecordToLimit16: limitRecordOps / limitOps,
     commitsPerStep16: r.throughput.stepCommits / r.throughput.steps,
     lookupsPerStep16: r.throughput.stepLookups / r.throughput.steps,
     stepToFloor: l.step.median / floor,
@@ -92,6 +95,8 @@ export function summaryJson(r: Results): Record<string, unknown> {
     floorCpuMicros16: round(summarize(r.throughput.floorCpuMicros).median, 1), stepCpuMicros16: round(summarize(r.throughput.stepCpuMicros).median, 1),
     limitOpsPerSec16: round(f.limitOps, 1), limitCpuMicros16: round(summarize(r.throughput.limitCpuMicros).median, 1),
     throughput16ToLimit: round(f.throughput16ToLimit), commitsPerStep16: round(f.commitsPerStep16),
+    limitRecordOpsPerSec16: round(f.limitRecordOps, 1), limitRecordCpuMicros16: round(summarize(r.throughput.limitRecordCpuMicros).median, 1),
+    throughput16ToLimitWithRecord: round(f.throughput16ToLimitWithRecord), limitWithRecordToLimit16: round(f.limitWithRecordToLimit16),
     lookupsPerStep16: round(f.lookupsPerStep16),
     throughputTargetsMet: f.throughput16ToLimit >= THROUGHPUT_TARGETS.throughput16ToLimit && f.commitsPerStep16 < THROUGHPUT_TARGETS.commitsPerStep16,
     stepToFloor: round(f.stepToFloor),
@@ -198,7 +203,9 @@ export function table(r: Results): string {
   lines.push(throughputRow('raw read-write transactions', f.floorOps, t.floorLatency, t.floorCpuMicros, '(floor)'));
   lines.push(throughputRow('steps through handle()', f.stepOps, t.stepLatency, t.stepCpuMicros, verdict(f.throughput16ToFloor, TARGETS.throughput16ToFloor, 'min')));
   lines.push(throughputRow('limit: lookup + 2 commits + HTTP', f.limitOps, t.limitLatency, t.limitCpuMicros, '(step limit)'));
+  lines.push(throughputRow('limit, its lookup with the record', f.limitRecordOps, t.limitRecordLatency, t.limitRecordCpuMicros, '(reference)'));
   lines.push(`  steps ÷ the limit at concurrency ${s.concurrency}: ${f.throughput16ToLimit.toFixed(2)} (${verdict(f.throughput16ToLimit, THROUGHPUT_TARGETS.throughput16ToLimit, 'min')}); commits per step: ${f.commitsPerStep16.toFixed(2)} over ${t.steps} steps, each with a ledger record to remove (${verdict(f.commitsPerStep16, THROUGHPUT_TARGETS.commitsPerStep16, 'below')}); lookups per step: ${f.lookupsPerStep16.toFixed(2)} (the first read, with the record; the removal reads nothing)`);
+  lines.push(`  the limit whose lookup also reads the step's record (as a step's does, for the route and body check): ${f.limitWithRecordToLimit16.toFixed(2)} × the limit; steps ÷ it: ${f.throughput16ToLimitWithRecord.toFixed(2)} (what the library's own logic leaves of it)`);
   lines.push(`  (node CPU µs: this process's CPU time per operation, median over batches; the emulator's JVM runs beside it on ${availableParallelism()} CPUs)`);
   lines.push('');
   lines.push(...breakdown(r, l));

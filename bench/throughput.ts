@@ -1,7 +1,8 @@
 /**
- * Throughput at a given concurrency: batches of raw transactions, of full steps and of the step's
- * limit (`limit.ts`: the lookup, two commits and the HTTP round trip, no lease logic), each on its
- * own entities, in turn (rotating which goes first) so all three meet the same noise. The steps
+ * Throughput at a given concurrency: batches of raw transactions, of full steps, of the step's
+ * limit (`limit.ts`: the lookup, two commits and the HTTP round trip, no lease logic) and of that
+ * limit with the step's record read in its lookup, each on its own entities, in turn (rotating
+ * which goes first) so all four meet the same noise. The steps
  * carry a ledger record, as scheduled steps do, so each also removes its record after its answer;
  * the commits they send are counted (a spy on the store's client), removals sent after a batch
  * ended included.
@@ -12,7 +13,8 @@ import { BENCH_CHAIN, seedWithRecords } from './entities';
 import { STEP_DONE, expectReply } from './expect';
 import { rawTransaction } from './floor';
 import { seededSteps, type Target } from './latency';
-import { stepLimit } from './limit';
+import { stepLimit, stepLimitWithRecord } from './limit';
+import { taskName } from '../src/rules/ledger-record';
 import type { SpiedClient } from '../test/support/datastore-spy';
 
 /** Operations per second of each batch, this process's CPU time per operation (µs) in each batch, and every operation's latency (ms). */
@@ -20,12 +22,16 @@ export interface ThroughputSamples {
   floorOpsPerSec: number[];
   stepOpsPerSec: number[];
   limitOpsPerSec: number[];
+  /** The limit whose lookup also reads the step's ledger record, as a step's does (`stepLimitWithRecord`). */
+  limitRecordOpsPerSec: number[];
   floorCpuMicros: number[];
   stepCpuMicros: number[];
   limitCpuMicros: number[];
+  limitRecordCpuMicros: number[];
   floorLatency: number[];
   stepLatency: number[];
   limitLatency: number[];
+  limitRecordLatency: number[];
   /** Commits the steps sent, all batches together, and the steps. */
   stepCommits: number;
   /** Lookups the steps sent, all batches together: one each (its first read), when its record's removal reads nothing. */
@@ -49,13 +55,17 @@ export async function measureThroughput(t: Target, batches: number, opsPerWorker
   const limitKeys = await seededSteps(t, 'limit16', batches * perBatch);
   const stepKeys = t.keys.keys('step16', batches * perBatch);
   await seedWithRecords(t.datastore, stepKeys);
+  const limitRecordKeys = t.keys.keys('limitrec16', batches * perBatch);
+  await seedWithRecords(t.datastore, limitRecordKeys);
   const out: ThroughputSamples = {
-    floorOpsPerSec: [], stepOpsPerSec: [], limitOpsPerSec: [], floorCpuMicros: [], stepCpuMicros: [], limitCpuMicros: [],
-    floorLatency: [], stepLatency: [], limitLatency: [], stepCommits: 0, stepLookups: 0, steps: 0,
+    floorOpsPerSec: [], stepOpsPerSec: [], limitOpsPerSec: [], limitRecordOpsPerSec: [],
+    floorCpuMicros: [], stepCpuMicros: [], limitCpuMicros: [], limitRecordCpuMicros: [],
+    floorLatency: [], stepLatency: [], limitLatency: [], limitRecordLatency: [], stepCommits: 0, stepLookups: 0, steps: 0,
   };
   const floorRecord = { rates: out.floorOpsPerSec, cpu: out.floorCpuMicros, latencies: out.floorLatency };
   const stepRecord = { rates: out.stepOpsPerSec, cpu: out.stepCpuMicros, latencies: out.stepLatency };
   const limitRecord = { rates: out.limitOpsPerSec, cpu: out.limitCpuMicros, latencies: out.limitLatency };
+  const limitWithRecordRecord = { rates: out.limitRecordOpsPerSec, cpu: out.limitRecordCpuMicros, latencies: out.limitRecordLatency };
   const limit = { store: t.server.locker.config.store, ping: () => t.server.ping() };
   const slice = (keys: Key[], b: number): Key[] => keys.slice(b * perBatch, (b + 1) * perBatch);
   const kinds: Array<(b: number) => Promise<void>> = [
@@ -70,6 +80,7 @@ export async function measureThroughput(t: Target, batches: number, opsPerWorker
       out.steps += perBatch;
     },
     (b) => batch(slice(limitKeys, b), concurrency, (key) => stepLimit(limit, key), limitRecord),
+    (b) => batch(slice(limitRecordKeys, b), concurrency, (key) => stepLimitWithRecord(limit, key, taskName(key, BENCH_CHAIN, 1)), limitWithRecordRecord),
   ];
   for (let b = 0; b < batches; b++) {
     for (let j = 0; j < kinds.length; j++) await kinds[(b + j) % kinds.length]!(b);

@@ -79,7 +79,7 @@ describe('npm run bench', () => {
     assert.equal(result.rpcsPerStep, 3, `a step sends a lookup and two commits, got ${String(result.rpcsPerStep)} RPCs`);
     assert.equal(result.rpcsPerFirstDuplicate, 1);
     // At concurrency 16 the steps carry a ledger record: two commits each, and their removals grouped.
-    for (const name of ['limitOpsPerSec16', 'throughput16ToLimit']) {
+    for (const name of ['limitOpsPerSec16', 'throughput16ToLimit', 'limitRecordOpsPerSec16', 'limitRecordCpuMicros16', 'throughput16ToLimitWithRecord', 'limitWithRecordToLimit16']) {
       assert.ok(typeof result[name] === 'number' && Number.isFinite(result[name]) && result[name] > 0, `${name} is a positive number, got ${String(result[name])}`);
     }
     const commits = result.commitsPerStep16 as number;
@@ -87,6 +87,10 @@ describe('npm run bench', () => {
     // Its task names its chain, so its first lookup reads its record too, and the removal deletes at the version read: nothing more is read.
     assert.equal(result.lookupsPerStep16, 1, `a step at concurrency 16 sends one lookup, its removal none, got ${String(result.lookupsPerStep16)}`);
     assert.equal(typeof result.throughputTargetsMet, 'boolean');
+    // The limit whose lookup reads the record too is shown beside it, its ratio derived from the same medians.
+    assert.ok(table.includes('limit, its lookup with the record'), 'the table shows the limit with the record read');
+    assert.ok(Math.abs((result.throughput16ToLimit as number) / (result.limitWithRecordToLimit16 as number) - (result.throughput16ToLimitWithRecord as number)) < 0.02,
+      'steps ÷ the limit with its record = (steps ÷ the limit) ÷ (the limit with its record ÷ the limit)');
     assert.ok((result.rpcsPerDuplicate as number) < 1, `repeated duplicates are answered from memory, got ${String(result.rpcsPerDuplicate)} RPCs`);
 
     // The same on the Firestore emulator (locking reads; baseVersion ignored), with a store built with no options: one run.
