@@ -99,7 +99,8 @@ export async function startExample(env: Record<string, string> = {}, entry: stri
 export async function runExample(env: Record<string, string>): Promise<ExampleRun> {
   const { child, out, err } = spawnExample(exampleEnv(env), TSX_ENTRY);
   const timer = setTimeout(() => child.pid && process.kill(child.pid, 'SIGKILL'), START_LIMIT_MS);
-  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  // 'close', not 'exit': the code, once the last of its output was read ('exit' may come first).
+  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
   clearTimeout(timer);
   return { code, stdout: out.join(''), stderr: err.join('') };
 }
