@@ -29,7 +29,8 @@ function run(env: Record<string, string>): Run {
   const out: string[] = [];
   child.stdout!.setEncoding('utf8').on('data', (c: string) => out.push(c));
   child.stderr!.setEncoding('utf8').on('data', (c: string) => out.push(c));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  // On 'close': after the last of the app's output was read ('exit' may come before it).
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
   return { child, out, exited };
 }
 

@@ -43,7 +43,8 @@ async function start(handler: 'cooperative' | 'stubborn'): Promise<App> {
   const waiting = new Set<() => void>();
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { out += chunk; for (const w of waiting) w(); });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { err += chunk; });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  // On 'close': after the last of the app's output was read ('exit' may come before it).
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
   const printed = (text: string): Promise<string> => new Promise((resolve, reject) => {
     const look = (): void => {
       const line = out.split('\n').find((l) => l.includes(text));
