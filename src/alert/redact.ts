@@ -4,6 +4,7 @@
  * too, so a name matches at any depth.
  */
 import type { Properties } from '../types';
+import { TRUNCATED } from '../errors/error-text';
 
 /** What a redacted value is shown as. */
 export const REDACTED = '[redacted]';
@@ -53,13 +54,32 @@ export function redactProperties(properties: Properties, redaction: Redaction): 
   return { properties: walk(properties, new Set()) as Properties, secrets };
 }
 
-/** Replaces every occurrence of a secret in `text` with `[redacted]`. */
+/**
+ * Replaces every occurrence of a secret in `text` with `[redacted]`. A text that was cut short when
+ * it was stored (an error in `lock_err`, which ends with `… (truncated)`) may end with the start of
+ * a secret the cut went through: that start (4 characters or more) is replaced too.
+ */
 export function scrub(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) {
     if (secret.length >= MIN_SCRUB_LENGTH) out = out.split(secret).join(REDACTED);
   }
-  return out;
+  return out.endsWith(TRUNCATED) ? scrubCut(out.slice(0, -TRUNCATED.length), secrets) + TRUNCATED : out;
+}
+
+/** A text cut short: the longest start of a secret it ends with (4 characters or more) replaced by `[redacted]`. */
+function scrubCut(text: string, secrets: readonly string[]): string {
+  let longest = 0;
+  for (const secret of secrets) {
+    // Where a start of `secret` longer than any found so far could begin, nearest the end last.
+    for (let at = Math.max(0, text.length - secret.length + 1); at <= text.length - Math.max(MIN_SCRUB_LENGTH, longest + 1); at++) {
+      if (text.charCodeAt(at) === secret.charCodeAt(0) && secret.startsWith(text.slice(at))) {
+        longest = text.length - at;
+        break;
+      }
+    }
+  }
+  return longest === 0 ? text : text.slice(0, -longest) + REDACTED;
 }
 
 /**

@@ -15,6 +15,7 @@ import { PermanentError, StoreRejectedError } from '../errors/errors';
 import { keyPath } from '../keys/key-codec';
 import type { Lease } from './lease';
 import { describeError, sameLock, type Lock } from '../rules/lock-fields';
+import { TRUNCATED } from '../errors/error-text';
 import { alerted, fail as failStep, release } from '../rules/transitions';
 import { AlertReason, type Properties } from '../types';
 import { scrubError, secretsOf } from '../alert/redact';
@@ -86,5 +87,5 @@ async function writeFailure(parts: FailParts, lease: Lease, error: unknown, err:
 /** An error in a few hundred characters: its name and the start of its message. */
 function shortError(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.length > 500 ? `${text.slice(0, 486)}… (truncated)` : text;
+  return text.length > 500 ? `${text.slice(0, 500 - TRUNCATED.length)}${TRUNCATED}` : text;
 }

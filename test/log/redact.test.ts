@@ -9,7 +9,8 @@ import request from 'supertest';
 import { Key } from '@google-cloud/datastore';
 import { Locker } from '../../src/locker';
 import { ConfigError, PermanentError } from '../../src/errors/errors';
-import { UNINDEXED_LOCK_FIELDS } from '../../src/rules/lock-fields';
+import { MAX_ERROR_LENGTH, UNINDEXED_LOCK_FIELDS } from '../../src/rules/lock-fields';
+import { formatAlert } from '../../src/alert/message';
 import { MemoryStore } from '../../src/store/memory/store';
 import { StepState, type AlertEvent, type Authenticator } from '../../src/types';
 import { MemoryLogger, testAuth, TEST_TOKEN } from '../support/task-app';
@@ -76,6 +77,60 @@ describe('redact: one Locker setting, honoured by every output', () => {
     assert.equal((await store.read(key))?.properties.password, SECRET);
   });
 
+  it('leaves no part of a secret where an error is cut: the stored text at 8 KiB, the list\'s first line at 299 characters', async () => {
+    // A 33-character token, in an error whose first line is cut for the list just after the token's
+    // 27th character, and whose stored text (8 KiB) is cut just after the 27th character of its
+    // second occurrence: 27 characters showed on steps.json and step.json before scrubbing came first.
+    const token = 'tok9QzX4vLm2Wp7Rk3Ns8Jd5Hf6Gb1Ya0';
+    assert.equal(token.length, 33);
+    const store = new MemoryStore({ projectId: 'shop' });
+    const logger = new MemoryLogger();
+    const alerts: AlertEvent[] = [];
+    const locker = new Locker({ store, authenticate: testAuth, logger, maxRetries: 1, redact: ['apiToken'], alerter: (e) => { alerts.push(e); } });
+    const told: unknown[] = [];
+    locker.on('failed', (e) => { told.push(e.error); });
+    const head = String(new PermanentError('§').stack).split('§')[0]!; // what the stored text starts with, before the message
+    const firstCut = 299;
+    const storedCut = MAX_ERROR_LENGTH - 14; // the stored text keeps about this much, then says it was cut
+    const message = 'a'.repeat(firstCut - 27 - head.length) + token + 'b'.repeat(storedCut - 27 - head.length - (firstCut - 27 - head.length) - token.length) + token + 'c'.repeat(100);
+    assert.equal((head + message).indexOf(token), firstCut - 27, 'the first occurrence straddles the list\'s cut');
+    assert.equal((head + message).lastIndexOf(token), storedCut - 27, 'the second straddles the stored cut');
+    const app = express();
+    app.post('/task', locker.handle(() => { throw new PermanentError(message); }, (p) => p));
+    app.use('/ops', locker.statusRouter({ authenticate: operator, kinds: ['Account'] }));
+    const key = new Key({ path: ['Account', 'bob'] });
+    await store.transaction(async (tx) => tx.put(key, {
+      user: 'bob', apiToken: token,
+      lock_ts: new Date(), lock_req: '', lock_seq: 1, lock_try: 0, lock_state: StepState.scheduled,
+    }, UNINDEXED_LOCK_FIELDS));
+    const res = await request(app).post('/task').set('x-test-auth', TEST_TOKEN).set('x-lock-key', locker.encodeKey(key)).set('x-lock-seq', '1');
+    assert.equal(res.status, 200, 'failed for good');
+    await locker.shutdown();
+    const stored = String((await store.read(key))?.properties.lock_err);
+    assert.ok(stored.endsWith('(truncated)') && stored.includes(token.slice(0, 27)) && stored.split(token).length === 2, 'the stored text, kept as it was, was cut through the second token');
+
+    const encoded = encodeURIComponent(locker.encodeKey(key));
+    const outputs: Array<[string, string]> = [];
+    for (const path of ['/ops/', '/ops/steps.json', `/ops/step?key=${encoded}`, `/ops/step.json?key=${encoded}`]) {
+      const page = await request(app).get(path).set('authorization', OPERATOR);
+      assert.equal(page.status, 200, path);
+      outputs.push([path, page.text]);
+    }
+    const listed = await locker.inspect().list({ kind: 'Account', state: 'failed' });
+    assert.equal(listed.steps.length, 1);
+    assert.ok(listed.steps[0]!.errorMessage!.length <= 300 && listed.steps[0]!.errorMessage!.endsWith('…'), 'the list shows the first line, cut');
+    outputs.push(['inspect().list()', JSON.stringify(listed)]);
+    outputs.push(['inspect().step()', JSON.stringify(await locker.inspect().step(key))]);
+    assert.equal(alerts.length, 1);
+    outputs.push(['the alert', JSON.stringify(alerts[0])]);
+    const mail = formatAlert(alerts[0]!, { subjectPrefix: '[locker]' });
+    outputs.push(['the email', `${mail.subject}\n${mail.text}\n${mail.html}`]);
+    outputs.push(['the events', told.map((e) => (e instanceof Error ? `${e.message}\n${e.stack}` : String(e))).join('\n')]);
+    outputs.push(['the logs', JSON.stringify(logger.lines)]);
+    const leaks = outputs.map(([where, text]) => [where, longestPart(text, token)] as const).filter(([, shown]) => shown >= 8);
+    assert.deepEqual(leaks, [], 'no output shows 8 characters of the token in a row (output, characters shown)');
+  });
+
   it('takes a function, and refuses anything else', () => {
     const store = new MemoryStore();
     assert.doesNotThrow(() => new Locker({ store, authenticate: false, redact: (name, value) => (name === 'pin' ? '****' : value) }));
@@ -84,3 +139,11 @@ describe('redact: one Locker setting, honoured by every output', () => {
     }
   });
 });
+
+/** The longest run of `secret`'s characters (a substring of it) that `text` contains. */
+function longestPart(text: string, secret: string): number {
+  for (let n = secret.length; n > 0; n--) {
+    for (let at = 0; at + n <= secret.length; at++) if (text.includes(secret.slice(at, at + n))) return n;
+  }
+  return 0;
+}

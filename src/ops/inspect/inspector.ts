@@ -11,7 +11,7 @@ import type { Parts } from '../../parts';
 import type { Config } from '../../config/options';
 import { ConfigError } from '../../errors/errors';
 import { keyIdentity } from '../../keys/key-path';
-import { readLock } from '../../rules/lock-fields';
+import { readLock, userProperties } from '../../rules/lock-fields';
 import type { LockQuery } from '../../store/lock-query';
 import { StepState } from '../../types';
 import type { StoreReads } from '../../store/reads';
@@ -107,7 +107,8 @@ export class Inspector {
         limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}),
       });
       for (const { key, properties } of page.entities) {
-        const view = redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key)), this.parts.config.redact);
+        const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
+        const view = redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
         if (inList(view, query.state)) steps.push(view);
       }
       storeCursor = page.cursor;
@@ -130,8 +131,8 @@ export class Inspector {
     if (!read) return undefined;
     const clock = this.clock();
     const lock = readLock(read.props);
-    const view = viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key));
-    const secrets = secretsOf(view.properties, this.parts.config.redact);
+    const secrets = secretsOf(userProperties(read.props), this.parts.config.redact);
+    const view = viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key), secrets);
     const detail: StepDetail = {
       ...redactView(view, this.parts.config.redact),
       alerts: lock.alerts, maxRetries: this.parts.config.maxRetries,
@@ -230,11 +231,8 @@ function decodeCursor(cursor: string): Position {
   throw new RangeError('the cursor is not one locker.inspect() handed out');
 }
 
-/** A step's view with the Locker's `redact` applied: its properties redacted, their secrets scrubbed from the error line. */
+/** A step's view with the Locker's `redact` applied to its properties (`viewStep` scrubbed their secrets from the error line before its cut). */
 function redactView<V extends StepSummary>(view: V, redaction: Redaction | undefined): V {
   if (!redaction) return view;
-  const { properties, secrets } = redactProperties(view.properties, redaction);
-  const out: V = { ...view, properties };
-  if (view.errorMessage !== undefined) out.errorMessage = scrub(view.errorMessage, secrets);
-  return out;
+  return { ...view, properties: redactProperties(view.properties, redaction).properties };
 }

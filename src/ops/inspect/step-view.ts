@@ -7,6 +7,7 @@ import type { Key } from '@google-cloud/datastore';
 import { keyPath } from '../../keys/key-codec';
 import { readLock, userProperties } from '../../rules/lock-fields';
 import { StepState, type Properties } from '../../types';
+import { scrub } from '../../alert/redact';
 
 /** The states the operator's view lists steps by. */
 export const InspectState = {
@@ -77,8 +78,11 @@ export interface StepSummary {
   properties: Properties;
 }
 
-/** The view of an entity's stored properties at `clock.now`. */
-export function viewStep(key: Key, props: Properties, clock: ViewClock, encodedKey: string): StepSummary {
+/**
+ * The view of an entity's stored properties at `clock.now`. `secrets` (the values `redact` takes
+ * out) are scrubbed from the error before its first line is cut: a cut never leaves part of one.
+ */
+export function viewStep(key: Key, props: Properties, clock: ViewClock, encodedKey: string, secrets: readonly string[] = []): StepSummary {
   const lock = readLock(props);
   const ageMs = lock.ts ? Math.max(0, clock.now - lock.ts.getTime()) : undefined;
   const scheduled = lock.state === StepState.scheduled;
@@ -97,7 +101,7 @@ export function viewStep(key: Key, props: Properties, clock: ViewClock, encodedK
   if (lock.ts) view.lastProgressAt = lock.ts;
   if (ageMs !== undefined) view.lastProgressAgeMs = ageMs;
   if (lock.task) view.task = lock.task;
-  if (lock.err) view.errorMessage = firstLine(lock.err);
+  if (lock.err) view.errorMessage = firstLine(scrub(lock.err, secrets));
   return view;
 }
 
