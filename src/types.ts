@@ -443,6 +443,12 @@ export interface Queue {
   shutdown?(): Promise<void>;
   /** How long the queue waits for a task's answer, ms, when it knows: the Locker checks it against `requestTimeout`. */
   readonly dispatchDeadlineMs?: number | undefined;
+  /**
+   * The path of the URL the queue appends task paths to (`/api` for `https://app.example.com/api`;
+   * '' when it has none). `handle()` takes a task only on its step's path or on this path followed
+   * by it: a queue whose target URL has a path of its own says so here. Defaults to ''.
+   */
+  readonly basePath?: string | undefined;
 }
 
 /** Cloud Tasks' metadata about the delivery, from `X-CloudTasks-*` or `X-AppEngine-*` headers. */

@@ -39,6 +39,11 @@ export class Dispatcher {
     return task;
   }
 
+  /** The path of the queue's target URL, which task paths are appended to: the queue's `basePath`, '' when it has none or does not say. */
+  get basePath(): string {
+    return this.settings.queue?.basePath ?? '';
+  }
+
   /** Whether there is a queue to send tasks to (`schedule()`, `scheduleMany()`, `fanOut()` and `sweep()` need one). */
   get hasQueue(): boolean {
     return this.settings.queue !== undefined;

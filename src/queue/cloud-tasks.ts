@@ -124,6 +124,8 @@ export class CloudTasksQueue implements Queue {
   private readonly givenDispatchDeadlineMs: number | undefined;
   private readonly callTimeoutMs: number;
   private readonly createAttempts: number;
+  /** The path of an HTTP target's URL (`/api` for `https://app.example.com/api`), '' for none and for App Engine targets. */
+  readonly basePath: string;
 
   constructor(options: CloudTasksQueueOptions) {
     checkOptions(options);
@@ -134,6 +136,7 @@ export class CloudTasksQueue implements Queue {
     this.dispatchDeadlineMs = options.dispatchDeadlineMs ?? DEFAULT_DISPATCH_DEADLINE;
     this.callTimeoutMs = options.callTimeoutMs ?? DEFAULTS.callTimeoutMs;
     this.createAttempts = options.createAttempts ?? DEFAULTS.createAttempts;
+    this.basePath = options.target.type === 'http' ? urlPath(options.target.url) : '';
   }
 
   /** Creates the task; resolves when it exists, rejects with `QueueError` otherwise. */
@@ -298,6 +301,11 @@ function checkTask(task: TaskRequest): void {
 
 // ---------------------------------------------------------------------------------------------
 // Conversions
+
+/** The path of a base URL, trailing slashes dropped: what a task's path is appended to. */
+function urlPath(base: string): string {
+  return new URL(base).pathname.replace(/\/+$/, '');
+}
 
 /** The base URL (trailing slashes dropped) followed by the path. */
 function joinUrl(base: string, path: string): string {

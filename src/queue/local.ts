@@ -128,6 +128,19 @@ export class LocalQueue implements Queue {
     this.pump();
   }
 
+  /**
+   * The path of `baseUrl` (`/api` for `http://127.0.0.1:8080/api`), '' when it has none: task
+   * requests go to it followed by the task's path. Asked of `baseUrl` each time, as each attempt
+   * does; undefined while it gives no URL.
+   */
+  get basePath(): string | undefined {
+    try {
+      return new URL(this.config.baseUrl()).pathname.replace(/\/+$/, '');
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Accepts exactly the requests this queue signed; 401 for the rest. */
   authenticator(): Authenticator {
     return localAuthenticator(this.config.secret);

@@ -21,6 +21,7 @@ import type { LockRead, SwapStep } from '../locks/locks';
 import { expire, overwrite, take as takeLease } from '../rules/transitions';
 import type { LedgerRecord, LedgerRef, Properties, Snapshot, StepRead } from '../types';
 import { taskName } from '../rules/ledger-record';
+import { onStepRoute } from './task-route';
 import { Lease, LEASE_SETTINGS } from './lease';
 
 /** What taking a lease reads of the configuration: the clock, the logger, the lease's and Go's durations, the retries, the refusal's status, the alert rules. */
@@ -34,6 +35,8 @@ export interface TakeParts {
   readonly seen: SeenSteps;
   readonly emit: Emit;
   readonly alerts: AlertSender;
+  /** The path of the queue's target URL, which task paths are appended to ('' when it has none): a task's route is checked against it. */
+  readonly basePath: () => string;
 }
 
 /** The part that takes leases as tasks arrive (see the file's comment); built once per Locker. */
@@ -137,7 +140,7 @@ async function readStep(parts: TakeParts, a: Arrival): Promise<{ answer: Outcome
  */
 function checked(parts: TakeParts, a: Arrival, read: LockRead | undefined, step: StepRead, chain: string): { answer: Outcome } | { read: LockRead | undefined; record?: LedgerRef } {
   const { record } = step;
-  const mismatch = record && record.seq === a.seq && record.chain === chain ? stepMismatch(record, a) : undefined;
+  const mismatch = record && record.seq === a.seq && record.chain === chain ? stepMismatch(parts, record, a) : undefined;
   if (!mismatch) return { read, ...(record && step.recordVersion !== undefined ? { record: { key: a.key, id: record.id, version: step.recordVersion } } : {}) };
   parts.config.logger.warn('task request refused: it does not match its step', {
     key: keyPath(a.key), seq: a.seq, path: a.request.path, stepPath: record!.path, mismatch,
@@ -146,13 +149,12 @@ function checked(parts: TakeParts, a: Arrival, read: LockRead | undefined, step:
 }
 
 /**
- * What of an arrival differs from its step's ledger record: the route (the request's path must be
- * the step's, or end with it when the queue's target URL has a path of its own) or the body (the
- * payload as JSON must be the body the step was scheduled with).
+ * What of an arrival differs from its step's ledger record: the route (the request's path, its query
+ * aside, must be the step's, or the queue's base path followed by it; its query the step's: see
+ * `task-route.ts`) or the body (the payload as JSON must be the body the step was scheduled with).
  */
-function stepMismatch(record: LedgerRecord, a: Arrival): 'route' | 'body' | undefined {
-  const url = a.request.originalUrl ?? a.request.url;
-  if (url !== record.path && !url.endsWith(record.path)) return 'route';
+function stepMismatch(parts: Pick<TakeParts, 'basePath'>, record: LedgerRecord, a: Arrival): 'route' | 'body' | undefined {
+  if (!onStepRoute(a.request.originalUrl ?? a.request.url, record.path, parts.basePath())) return 'route';
   const body = a.payload === undefined ? '' : JSON.stringify(a.payload);
   return body === record.body ? undefined : 'body';
 }

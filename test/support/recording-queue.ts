@@ -8,6 +8,10 @@ import type { Queue, TaskRequest } from '../../src/types';
 
 export class RecordingQueue implements Queue {
   readonly tasks: TaskRequest[] = [];
+
+  /** `basePath`: the path of the target URL a real queue would send these tasks under ('' by default). */
+  constructor(readonly basePath?: string) {}
+
   /** How many of the next enqueues fail. */
   failNext = 0;
 
