@@ -224,7 +224,8 @@ function crafted(rng: Rng, targets: readonly Target[], secret: string): Generate
   return pickWeighted<Generated>(rng, [
     [1, () => req('the genuine signed task of the held step', [503], HELD_PATH, sign(), HELD_BODY)],
     [1, () => req('a signature replayed on another route', [401], '/signed/other', sign(), HELD_BODY)],
-    [1, () => req('a signature replayed with another body (the body is not the step\'s)', UNBOUND, HELD_PATH, sign(), other)],
+    // The signature binds the body: refused (401) once the body is read, before the store (or the duplicate cache) is asked.
+    [1, () => req('a signature replayed with another body (the body is not the one signed)', [401], HELD_PATH, sign(), other)],
     [1, () => req('a signature replayed with another body and its hash', [401], HELD_PATH, { ...sign(), 'x-locker-body-sha256': createHash('sha256').update(other).digest('hex') }, other)],
     [1, () => req('a signature replayed for another step', [401], HELD_PATH, { ...sign(), 'x-lock-seq': String(HELD_SEQ + 1) }, HELD_BODY)],
     [1, () => req('a signature replayed for another chain', [401], HELD_PATH, { ...sign(), 'x-lock-chain': 'chainB' }, HELD_BODY)],

@@ -415,6 +415,12 @@ export type AuthVerdict =
   | {
     /** The request is accepted. */
     ok: true;
+    /**
+     * The SHA-256 (lowercase hex) of the body the credential was issued for, when it binds one
+     * (`LocalQueue`'s signature does): a task route then answers 401, before the store is read, to a
+     * request whose payload, as JSON, hashes otherwise.
+     */
+    bodySha256?: string;
   }
   | {
     /** The request is refused. */

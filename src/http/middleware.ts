@@ -14,6 +14,7 @@ import { decodeKey } from '../keys/key-codec';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import { REPEATED, singleHeader } from './single-header';
 import { readPayload } from './payload';
+import { isSignedBody } from './signed-body';
 import { afterAnswer, beforeAnswer } from './unread-body';
 import { TaskArrival } from './arrival';
 import { Headers, type Authenticator } from '../types';
@@ -84,15 +85,18 @@ export function handleMiddleware<E, P>(parts: TaskRouteParts, handler: TaskHandl
     parts.drain.track((async () => {
       // Neither admission nor the payload is awaited when it is at hand (no authenticator, a body
       // already read or empty): the store's read goes out without a turn of the event loop.
-      let answer = admit(parts, req, options.authenticate);
-      if (answer instanceof Promise) answer = await answer;
-      if (answer) return answerTask(parts, req, res, answer);
+      let admission = admit(parts, req, options.authenticate);
+      if (admission instanceof Promise) admission = await admission;
+      if (admission.refused) return answerTask(parts, req, res, admission.refused);
       let arrival;
       try {
         const { key, seq, chain, resent } = parseLockHeaders(req);
         if (kinds && !kinds.has(key.kind)) throw new BadRequestError(`this route does not serve kind ${JSON.stringify(key.kind)}`);
         let payload = readPayload(req, maxBody);
         if (payload instanceof Promise) payload = await payload;
+        if (admission.bodySha256 !== undefined && !isSignedBody(payload, admission.bodySha256)) {
+          return answerTask(parts, req, res, unsignedBody(parts, req));
+        }
         arrival = new TaskArrival(key, seq, chain, resent, payload, req, arrivedAt);
       } catch (error) {
         return answerTask(parts, req, res, rejected(parts, req, error));
@@ -173,28 +177,43 @@ function admitSweep(parts: { readonly config: HttpSettings }, req: Request, rout
   if (req.method === 'GET' && authenticate === false) return answers.wrongMethod('a sweep without an authenticator takes POSTs only');
   if (req.method !== 'POST' && req.method !== 'GET') return answers.wrongMethod('a sweep is a POST (Cloud Scheduler) or a GET (App Engine cron)');
   if (authenticate === false) return undefined;
-  return authenticated(parts, req, authenticate);
+  return authenticated(parts, req, authenticate).then((admission) => admission.refused);
 }
 
-/** Authenticates a request; returns the refusal, or undefined to go on (a promise of it when an authenticator runs). */
-function admit(parts: { readonly config: HttpSettings }, req: Request, routeAuth: Authenticator | false | undefined): Answer | undefined | Promise<Answer | undefined> {
-  if (req.method !== 'POST') return answers.wrongMethod('task requests are POSTs', 'method');
+/** What admission says of a request: the refusal, or admitted, with the body hash its credential binds when it binds one. */
+interface Admission {
+  readonly refused?: Answer;
+  readonly bodySha256?: string;
+}
+
+/** A request admitted without an authenticator: no credential, no body bound. */
+const ADMITTED: Admission = Object.freeze({});
+
+/** Authenticates a task request (a promise only when an authenticator runs). */
+function admit(parts: { readonly config: HttpSettings }, req: Request, routeAuth: Authenticator | false | undefined): Admission | Promise<Admission> {
+  if (req.method !== 'POST') return { refused: answers.wrongMethod('task requests are POSTs', 'method') };
   const authenticate = routeAuth ?? parts.config.authenticate;
-  if (authenticate === false) return undefined;
+  if (authenticate === false) return ADMITTED;
   return authenticated(parts, req, authenticate);
 }
 
-/** What the authenticator says of the request: undefined to go on, or the refusal (a failing authenticator refuses). */
-async function authenticated(parts: { readonly config: HttpSettings }, req: Request, authenticate: Authenticator): Promise<Answer | undefined> {
+/** What the authenticator says of the request: admitted (with the body it binds, if any), or refused (a failing authenticator refuses). */
+async function authenticated(parts: { readonly config: HttpSettings }, req: Request, authenticate: Authenticator): Promise<Admission> {
   try {
     const verdict = await authenticate({ method: req.method, url: req.originalUrl ?? req.url, headers: req.headers });
-    if (verdict.ok) return undefined;
+    if (verdict.ok) return verdict.bodySha256 === undefined ? ADMITTED : { bodySha256: verdict.bodySha256 };
     parts.config.logger.warn('task request refused', { status: verdict.status, reason: verdict.reason, path: req.path });
-    return answers.unauthenticated(verdict.status);
+    return { refused: answers.unauthenticated(verdict.status) };
   } catch (error) {
     parts.config.logger.warn('task request refused: the authenticator failed', { error: String(error), path: req.path });
-    return answers.unauthenticated();
+    return { refused: answers.unauthenticated() };
   }
+}
+
+/** The answer to a request whose credential binds another body than the one it carries: 401, logged. */
+function unsignedBody(parts: { readonly config: HttpSettings }, req: Request): Answer {
+  parts.config.logger.warn('task request refused', { status: 401, reason: 'the body is not the one its credential signed', path: req.path });
+  return answers.unauthenticated(401);
 }
 
 /**

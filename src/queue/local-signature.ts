@@ -14,8 +14,10 @@
  * sent (`/tasks/step?x=1`), and a missing header counts as the empty string. A signature is good
  * for that route, that step of that chain and that send, for a short while: replayed on another
  * route, for another step or chain, or late, it is refused. The authenticator sees headers only:
- * the body is bound by its hash here and, for every queue, by `handle()`, which compares the body
- * with the step's ledger record (docs/concepts/security.md).
+ * it accepts with the signed body hash (`bodySha256`), and `handle()`, once it read the body, answers
+ * 401 when the payload (as JSON: the body this queue sends) hashes otherwise, before the store is
+ * read. For every queue, `handle()` also compares the body with the step's ledger record
+ * (docs/concepts/security.md).
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { REPEATED, singleHeader } from '../http/single-header';
@@ -69,7 +71,8 @@ export function signLocalTask(secret: LocalSecret, p: SignedParts): string {
 /**
  * Checks the signature of an incoming request (its path and query, and its headers): accepts
  * exactly the requests whose `X-Locker-Signature` matches (compared in constant time) and has not
- * expired at `now` (epoch ms), refuses the rest with 401.
+ * expired at `now` (epoch ms), with the signed body hash for `handle()` to check the body against;
+ * refuses the rest with 401.
  */
 export function verifyLocalSignature(secret: LocalSecret, request: Pick<AuthRequest, 'url' | 'headers'>, now: number = Date.now()): AuthVerdict {
   const { headers } = request;
@@ -93,7 +96,7 @@ export function verifyLocalSignature(secret: LocalSecret, request: Pick<AuthRequ
     return refuse(`${LOCAL_SIGNATURE_HEADER} does not match`);
   }
   if (!/^\d{1,12}$/.test(parts.expires!) || Number(parts.expires) * 1000 < now) return refuse('the signature has expired');
-  return { ok: true };
+  return { ok: true, bodySha256: parts.bodyHash!.toLowerCase() };
 }
 
 /** An authenticator that accepts the requests signed with `secret`. */

@@ -457,7 +457,7 @@ describe('LocalQueue', () => {
         'x-cloudtasks-taskname': 'task-1', 'x-lock-key': 'KEY', 'x-lock-seq': '7', 'x-lock-chain': 'CHAIN',
         'x-locker-expires': '2000000000', 'x-locker-body-sha256': hash, 'x-locker-signature': expected,
       };
-      assert.deepEqual(verifyLocalSignature(secret, { url: '/tasks/step?x=1', headers }), { ok: true });
+      assert.deepEqual(verifyLocalSignature(secret, { url: '/tasks/step?x=1', headers }), { ok: true, bodySha256: hash }, 'accepted, with the signed body hash for handle() to check the body against');
       assert.equal(verifyLocalSignature(secret, { url: '/tasks/step', headers }).ok, false, 'the query is signed too');
       const refused = verifyLocalSignature(secret, { url: '/tasks/step?x=1', headers: { ...headers, 'x-locker-signature': expected.slice(0, -1) + (expected.endsWith('0') ? '1' : '0') } });
       assert.equal(refused.ok, false);
@@ -472,7 +472,7 @@ describe('LocalQueue', () => {
       const queue = newQueue({ baseUrl: app.url, secret });
       await queue.enqueue(task('with-secret'));
       await queue.idle();
-      assert.deepEqual(verifyLocalSignature(secret, { url: app.received[0].path, headers: app.received[0].headers }), { ok: true });
+      assert.deepEqual(verifyLocalSignature(secret, { url: app.received[0].path, headers: app.received[0].headers }), { ok: true, bodySha256: bodyHash(app.received[0].body) });
     });
   });
 
