@@ -108,6 +108,13 @@ describe('CloudTasksQueue', () => {
       assert.equal(onlyCall().task?.httpRequest?.url, 'https://app.example.com/api/step/2');
     });
 
+    it("gives the base URL's path as its basePath, which handle() takes tasks under", () => {
+      assert.equal(queue({ target: { type: 'http', url: 'https://app.example.com/api/' } }).basePath, '/api');
+      assert.equal(queue({ target: { type: 'http', url: 'https://app.example.com/a/b' } }).basePath, '/a/b');
+      assert.equal(queue().basePath, '');
+      assert.equal(queue({ target: { type: 'appengine' } }).basePath, '', 'an App Engine target has none: the path is the relative URI');
+    });
+
     it("replaces a task's own Content-Type with application/json", async () => {
       await queue().enqueue(task({ headers: { 'X-Lock-Seq': '1', 'content-type': 'text/plain' } }));
       assert.deepEqual(onlyCall().task?.httpRequest?.headers, { 'X-Lock-Seq': '1', 'Content-Type': 'application/json' });

@@ -149,6 +149,16 @@ describe('LocalQueue', () => {
       assert.deepEqual(queue.stats(), { pending: 0, inFlight: 0, delivered: 1, failedAttempts: 0, givenUp: 0, duplicates: 0 });
     });
 
+    it("gives baseUrl's path as its basePath, asked of a baseUrl function each time", () => {
+      let url = 'http://127.0.0.1:9/api/';
+      const queue = newQueue({ baseUrl: () => url });
+      assert.equal(queue.basePath, '/api');
+      url = 'http://127.0.0.1:9';
+      assert.equal(queue.basePath, '');
+      url = 'not a url';
+      assert.equal(queue.basePath, undefined, 'none while baseUrl gives no URL');
+    });
+
     it('asks a baseUrl function at every attempt', async () => {
       const app = await startApp();
       let port = '';
