@@ -22,7 +22,7 @@ const CIRCULAR = '[circular]';
 const MAX_SECRET_DEPTH = 16;
 
 /** Secret strings shorter than this are not scrubbed from free text (they would mangle it). */
-const MIN_SCRUB_LENGTH = 4;
+export const MIN_SCRUB_LENGTH = 4;
 
 /** The properties after redaction, and the string values that were taken out. */
 export interface Redacted {

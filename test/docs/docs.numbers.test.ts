@@ -11,6 +11,9 @@ import { join } from 'node:path';
 import { DEFAULTS } from '../../src/config/options';
 import { DEFAULT_REQUEST_TIMEOUT, stepTimes } from '../../src/config/time-limits';
 import { BATCH, PARALLEL_BATCHES } from '../../src/chain/schedule-many';
+import { MAX_ERROR_LENGTH } from '../../src/errors/error-text';
+import { MIN_SCRUB_LENGTH } from '../../src/alert/redact';
+import { ERROR_LINE_MAX } from '../../src/ops/inspect/step-view';
 import { docBlocks, docPages, ROOT } from '../support/doc-blocks';
 
 const read = (page: string): string => readFileSync(join(ROOT, page), 'utf8');
@@ -34,6 +37,14 @@ describe('numbers the docs state, from the code', () => {
     assert.match(prose('docs/reference/handler-context.md'), new RegExp(`eight at a time`));
     assert.equal(PARALLEL_BATCHES, 8);
     assert.doesNotMatch(prose('docs/reference/handler-context.md'), /lookups of up to 1,000 keys/);
+  });
+
+  it('security.md gives the cuts redact scrubs before, and the shortest value it scrubs, as the code has them', () => {
+    const page = prose('docs/concepts/security.md');
+    assert.match(page, new RegExp(`at ${ERROR_LINE_MAX} characters`), `the list's line: ${ERROR_LINE_MAX}`);
+    assert.match(page, new RegExp(`cut at ${MAX_ERROR_LENGTH / 1024} KiB`), `the stored error: ${MAX_ERROR_LENGTH / 1024} KiB`);
+    assert.match(page, new RegExp(`\\(${MIN_SCRUB_LENGTH} characters or more\\)`), `the start of a secret: ${MIN_SCRUB_LENGTH} characters or more`);
+    assert.match(page, new RegExp(`shorter than ${MIN_SCRUB_LENGTH} characters in free text \\(nor the first ${MIN_SCRUB_LENGTH - 1} characters`));
   });
 
   it('the README and no-step-is-lost give one recovery time: stallAfter plus a sweep every minute', () => {

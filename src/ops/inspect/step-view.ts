@@ -122,9 +122,12 @@ export function inList(view: StepSummary, state: InspectState): boolean {
   return view.state === state;
 }
 
+/** The longest error line a list shows, with its `…` when cut. */
+export const ERROR_LINE_MAX = 300;
+
 function firstLine(text: string): string {
   const line = text.split('\n', 1)[0] ?? '';
-  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
+  return line.length > ERROR_LINE_MAX ? `${line.slice(0, ERROR_LINE_MAX - 1)}…` : line;
 }
 
 /** Splits a stored error (`lock_err`: the stack, or name and message) into its message and stack. */
