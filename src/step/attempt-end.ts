@@ -11,7 +11,8 @@ import type { SettingName, Settings } from '../config/settings';
 import type { Arrival } from './arrival';
 import { FAIL_SETTINGS, failAttempt } from './fail';
 import { completeStep } from './finish';
-import type { Interruption, Lease } from './lease';
+import type { Lease } from './lease';
+import type { HandBackWhy } from './end-decision';
 import { outcomes, type Outcome } from './outcome';
 import { entityProperties, type ScheduleOptions, type ScheduledStep } from './handler-types';
 import type { AlertSender } from '../alert/sender';
@@ -112,7 +113,7 @@ export class AttemptEnds {
     const now = new Date(this.parts.config.clock());
     await this.parts.telemetry.span('finish', a, () => lease.settle('fan out', () => lease.fenced(
       (tx, props, lock) => this.parts.fanouts.seal(tx, a.key, props, lock, header, own, alertsSent, now),
-      (lock) => (sealedBy(lock, header) ? lock : undefined),
+      (lock) => (sealedBy(lock, header) ? Promise.resolve(lock) : undefined),
     )));
     movedOn(header.seq + 1);
     this.parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: header.seq + 1 });
@@ -138,13 +139,14 @@ export class AttemptEnds {
   /**
    * Hands the lease of a stopped attempt back (see `Lease.handBack`) and answers 503 so Cloud Tasks
    * delivers the task again: silently when the handler said it stopped before its effect (it
-   * rejected with the signal's reason itself, or called `ctx.handBack()`) or never ran; written stale
+   * rejected with the signal's reason itself, or called `ctx.handBack()`), never ran, or the store
+   * failed while `ctx.fanOut()` added children (the retry resumes them); written stale
    * (the next delivery's overwrite counts and alerts, naming this attempt) when it ran on, or
    * rejected with any other error (`rejected`), which may have come after its effect.
    */
-  async handBack(a: Arrival, lease: Lease, ranOn: boolean, why: Interruption, rejected?: unknown): Promise<Outcome> {
+  async handBack(a: Arrival, lease: Lease, ranOn: boolean, why: HandBackWhy, rejected?: unknown): Promise<Outcome> {
     const { parts } = this;
-    const reason = why instanceof ShutdownError ? 'shutdown' : 'time-limit';
+    const reason = why === 'store-unavailable' ? why : why instanceof ShutdownError ? 'shutdown' : 'time-limit';
     const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, reason };
     try {
       await lease.handBack(ranOn);
@@ -155,6 +157,7 @@ export class AttemptEnds {
     if (rejected !== undefined) {
       parts.config.logger.error('handler rejected after it was stopped with an error other than the signal\'s reason, so its effect may have happened; its lease is written stale, so the next delivery takes it over with an alert', { ...fields, error: describeError(rejected) });
     } else if (ranOn) parts.config.logger.error('handler still running after it was stopped; its lease is written stale, so the next delivery takes it over with an alert', fields);
+    else if (reason === 'store-unavailable') parts.config.logger.warn('the store failed while the step added fan-out children; its lease is handed back, and the next delivery resumes the fan-out', fields);
     else parts.config.logger.warn('lease handed back; the next delivery runs the step', fields);
     parts.emit('handedBack', { key: a.key, seq: a.seq, attempt: a.attempt, reason, silent: !ranOn });
     return outcomes.handedBack(a.seq, reason);
