@@ -34,15 +34,11 @@ export class FanOutWriter {
   }
 }
 
-const writers = new WeakMap<object, FanOutWriter>();
-
-/** The writer of the Locker whose dispatcher encodes keys (`parts.dispatcher`), made once per Locker. */
+/**
+ * The writer of the Locker whose dispatcher encodes keys (`parts.dispatcher`): made per operation
+ * (a small object; no state is kept at module level), its encoder bound there.
+ */
 export function writerOf(parts: { readonly dispatcher: { encodeKey(key: Key): string } }): FanOutWriter {
-  let writer = writers.get(parts.dispatcher);
-  if (!writer) {
-    const { dispatcher } = parts;
-    writer = new FanOutWriter((key) => dispatcher.encodeKey(key));
-    writers.set(dispatcher, writer);
-  }
-  return writer;
+  const { dispatcher } = parts;
+  return new FanOutWriter((key) => dispatcher.encodeKey(key));
 }
