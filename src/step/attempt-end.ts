@@ -24,7 +24,6 @@ import type { Locks } from '../locks/locks';
 import type { Telemetry } from '../telemetry/telemetry';
 import { CHAIN_SETTINGS, checkStep, commitNextStep, sendNextStep } from '../chain/next-step';
 import { LeaseLostError, PermanentError, ShutdownError } from '../errors/errors';
-import { classify, FaultClass } from '../errors/faults';
 import { sealedBy } from '../fanout/seal';
 import type { Header } from '../fanout/records';
 import { keyPath } from '../keys/key-codec';
@@ -53,24 +52,11 @@ export class AttemptEnds {
   constructor(private readonly parts: EndParts) {}
 
   /**
-   * The handler returned without scheduling or completing: the step, and the chain, are complete.
-   * A transient store failure is retried under the lease (`Lease.settle`); a refusal that would come
-   * again (an entity over the store's size limit, a value it cannot hold, a `toProperties()` that
-   * throws) fails the step for good at once, alerted: the handler ran, so running it again unalerted
-   * would break the promise that a re-run is always alerted (`unstorable`).
+   * Marks the step complete and saves the entity (`ctx.complete()`, and the end `finish` when the
+   * handler returned without scheduling or completing); see `finish.ts`. A transient store failure
+   * is retried under the lease (`Lease.settle`); what it throws then is decided by
+   * `decideAfterFinish()` (`end-decision.ts`).
    */
-  async finish(a: Arrival, lease: Lease, entity: unknown): Promise<Outcome> {
-    try {
-      await this.complete(a, lease, entity);
-    } catch (error) {
-      if (error instanceof LeaseLostError) return this.lost(a, error);
-      if (classify(error) === FaultClass.transient || classify(error) === FaultClass.config) throw error;
-      return this.fail(a, lease, this.unstorable(a, error));
-    }
-    return outcomes.done(a.seq);
-  }
-
-  /** Marks the step complete and saves the entity (`ctx.complete()`, and `finish`); see `finish.ts`. */
   complete(a: Arrival, lease: Lease, entity: unknown): Promise<void> {
     return completeStep(this.parts, a, lease, entity);
   }

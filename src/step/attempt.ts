@@ -5,7 +5,7 @@
  */
 import type { SettingName, Settings } from '../config/settings';
 import { lostLease } from './attempt-end';
-import { decideEnd, type AttemptEnd } from './end-decision';
+import { decideAfterFinish, decideEnd, type AttemptEnd } from './end-decision';
 import type { EntityFactory, TaskContext, TaskHandler } from './handler-types';
 import { makeContext, type StepProgress } from './task-context';
 import type { Parts } from '../parts';
@@ -100,7 +100,12 @@ async function carryOut(parts: AttemptParts, a: Arrival, lease: Lease, props: Pr
       }
       return outcomes.done(a.seq, end.next);
     case 'finish':
-      return parts.ends.finish(a, lease, entity);
+      try {
+        await parts.ends.complete(a, lease, entity);
+        return outcomes.done(a.seq);
+      } catch (error) {
+        return carryOut(parts, a, lease, props, entity, decideAfterFinish(error));
+      }
     case 'fail': {
       const answer = await parts.ends.fail(a, lease, end.error);
       return end.nearTimeout && answer.kind === 'released' ? outcomes.stoppedNearTimeout(answer) : answer;

@@ -80,3 +80,15 @@ export function decideEnd(f: AttemptFacts): AttemptEnd {
   if (error === f.fanOutError && fault === FaultClass.transient) return { end: 'handBack', ranOn: false, why: 'store-unavailable' };
   return { end: 'fail', error, nearTimeout: false };
 }
+
+/**
+ * How an attempt ends when the step's finishing write after the handler returned (`finish`) threw
+ * once its retries under the lease were spent: `lost` (the lease was lost), `unsure` (a store fault:
+ * it may have landed; or the store's set-up is wrong), or `unstorable` (refused for good: an entity
+ * over the store's limit, a value it cannot hold, a `toProperties()` that throws).
+ */
+export function decideAfterFinish(error: unknown): Extract<AttemptEnd, { end: 'lost' | 'unsure' | 'unstorable' }> {
+  if (error instanceof LeaseLostError) return { end: 'lost', error };
+  const fault = classify(error);
+  return fault === FaultClass.transient || fault === FaultClass.config ? { end: 'unsure', error } : { end: 'unstorable', error };
+}

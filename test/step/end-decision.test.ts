@@ -2,7 +2,7 @@
 // row is what the attempt knew when its handler was done, and the end it must come to.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decideEnd, type AttemptEnd, type AttemptFacts } from '../../src/step/end-decision';
+import { decideAfterFinish, decideEnd, type AttemptEnd, type AttemptFacts } from '../../src/step/end-decision';
 import { ContentionError, LeaseLostError, PermanentError, RequestTimeoutError, ShutdownError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../src/errors/errors';
 
 const shutdown = new ShutdownError('the instance is shutting down');
@@ -63,4 +63,20 @@ describe('decideEnd(): how an attempt ends', () => {
     const ends = new Set(ROWS.map(([, , e]) => e.end));
     assert.deepEqual([...ends].sort(), ['fail', 'finish', 'finished', 'handBack', 'lost', 'unstorable', 'unsure']);
   });
+});
+
+describe('decideAfterFinish(): the finishing write after the handler returned threw', () => {
+  const rows: Array<[string, unknown, AttemptEnd['end']]> = [
+    ['the lease was lost', lost, 'lost'],
+    ['the store stayed unavailable', unavailable, 'unsure'],
+    ['contention outlasted the retries', contention, 'unsure'],
+    ['the store\'s set-up is wrong', config, 'unsure'],
+    ['the store refused the entity for good', rejected, 'unstorable'],
+    ['toProperties() threw', thrown, 'unstorable'],
+  ];
+  for (const [what, error, end] of rows) {
+    it(`${what}: ${end}`, () => {
+      assert.deepEqual(decideAfterFinish(error), { end, error });
+    });
+  }
 });
