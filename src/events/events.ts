@@ -104,8 +104,8 @@ export interface LockerEvents {
    * a failed attempt counted and an overwrite alert naming this attempt).
    */
   handedBack: [StepEvent & {
-    /** Why the attempt was stopped. */
-    reason: 'shutdown' | 'time-limit';
+    /** Why the attempt was stopped, or (`store-unavailable`) why a fan-out's adding of children gave its lease back. */
+    reason: 'shutdown' | 'time-limit' | 'store-unavailable';
     /** Whether the hand-back went without a failed attempt counted and without an alert. */
     silent: boolean;
   }];

@@ -30,7 +30,7 @@ export class FanOuts {
   }
 
   /** Writes the seal in `tx` on the parent read as `props`/`lock`; returns the parent's lock as written (see `seal.ts`). */
-  seal(tx: StoreTransaction, key: Key, props: Properties, lock: Lock, header: Header, own: Properties, sent: readonly string[], now: Date): Lock {
+  seal(tx: StoreTransaction, key: Key, props: Properties, lock: Lock, header: Header, own: Properties, sent: readonly string[], now: Date): Promise<Lock> {
     return sealInTx(this.parts, tx, key, props, lock, header, own, sent, now);
   }
 

@@ -26,9 +26,9 @@ import { readLock } from '../rules/lock-fields';
 import { StepState, type LedgerRecord } from '../types';
 import { checkPolicy, outcomeOf, type FanOutPolicy } from './policy';
 import { allChildren, getChildren, getMany, pageIds, type FanParts } from './read-children';
-import {
-  childKey, childProperties, countStates, doneKey, headerKey, headerProperties, readHeader, UNINDEXED, type ChildRecord, type Header,
-} from './records';
+import { writerOf } from './record-writer';
+import { childKey, countStates, doneKey, headerKey, readHeader, type ChildRecord, type Header } from './records';
+import { join, joinCancelled, may } from './transitions';
 
 /** What a check found: still pending, not sealed (writing, or already joined or cancelled), or joined now. */
 export type CheckResult = 'pending' | 'not-sealed' | 'joined' | 'lost';
@@ -81,7 +81,7 @@ async function pageDone(parts: FanParts, header: Header, n: number, now: Date, f
     const [stored, mark] = await Promise.all([tx.get(headerKey(header.id, ns)), tx.get(doneKey(header.id, n, ns))]);
     const current = readHeader(header.id, stored, decodeKey);
     if (current?.state !== 'sealed' || (current.reopened ?? 0) !== (header.reopened ?? 0)) return false;
-    if (!mark) tx.put(doneKey(header.id, n, ns), { fanout: header.id, page: n, at: now }, UNINDEXED);
+    if (!mark) writerOf(parts).done(tx, header.id, n, ns, now);
     return true;
   });
 }
@@ -94,7 +94,7 @@ async function timeOut(parts: FanParts, namespace: string | undefined, pending: 
       if (!stored || stored.state !== 'pending') return;
       const record: ChildRecord = { ...c, state: 'timedOut', error: 'the fan-out\'s deadline passed before the child settled', settledAt: now };
       if (typeof stored.result === 'string') record.result = stored.result;
-      tx.put(childKey(c.id, namespace), childProperties(record, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+      writerOf(parts).child(tx, record);
     });
   }
 }
@@ -110,17 +110,15 @@ export async function commitJoin(parts: FanParts, header: Header, children: read
   const counts = countStates(children);
   const policy = JSON.parse(header.policy) as FanOutPolicy;
   const outcome = cancelled ? 'cancelled' : outcomeOf(checkPolicy(policy), counts);
-  const encode = (k: Parameters<typeof parts.dispatcher.encodeKey>[0]): string => parts.dispatcher.encodeKey(k);
   const record = await parts.locks.transaction(header.parent, async (tx) => {
     const current = readHeader(header.id, await tx.get(headerKey(header.id, header.parent.namespace)), decodeKey);
     // A cancel that asked for the join commits it from `cancelled`, once; otherwise only a sealed fan-out
     // joins, and only on the children read after it was last reopened (a retried child reopens it).
-    const from = cancelled ? current?.state === 'cancelled' && current.cancelJoin === true : current?.state === 'sealed' && (current.reopened ?? 0) === (header.reopened ?? 0);
+    const from = cancelled ? current !== undefined && may('joinCancelled', current) : current !== undefined && may('join', current) && (current.reopened ?? 0) === (header.reopened ?? 0);
     if (!current || !from) return 'not-sealed' as const;
     const parent = await tx.get(header.parent);
     const lock = parent ? readLock(parent) : undefined;
-    const { due: _due, ...rest } = current;
-    tx.put(headerKey(header.id, header.parent.namespace), headerProperties({ ...rest, state: 'joining', outcome, counts, joinedAt: now }, encode), UNINDEXED);
+    writerOf(parts).header(tx, cancelled ? joinCancelled(current, { now, counts }) : join(current, { now, outcome, counts }));
     const waiting = lock && lock.chain === header.chain && lock.seq === header.seq + 1 && lock.state === StepState.scheduled && lock.task === header.joinTask;
     if (!waiting) return 'lost' as const;
     const joinRecord = newLedgerRecord(header.parent, header.seq + 1, header.chain, {

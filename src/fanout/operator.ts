@@ -27,10 +27,10 @@ import { decodeKey, keyPath } from '../keys/key-codec';
 import { StepState, type LedgerRecord, type StoreTransaction } from '../types';
 import { commitJoin } from './join-trigger';
 import { allChildren, pagesFrom, type FanParts } from './read-children';
-import {
-  childKey, childProperties, doneKey, fanOutId, headerKey, headerProperties, readChild, readHeader, UNINDEXED, type ChildRecord, type FanOutState, type Header,
-} from './records';
+import { writerOf } from './record-writer';
+import { childKey, doneKey, fanOutId, headerKey, readChild, readHeader, type ChildRecord, type FanOutState, type Header } from './records';
 import { childEnd, settleRecord } from './settle';
+import { cancel as cancelHeader, may, reopen } from './transitions';
 
 /** What `cancelFanOut()` may be told. */
 export interface CancelFanOutOptions {
@@ -75,16 +75,19 @@ export interface FanOutActionResult {
 }
 
 
-/** The fan-out of the parent whose lock is `lock`: the one it waits on (at the join step), else the one its step is writing. */
-async function findHeader(parts: FanParts, tx: StoreTransaction, key: Key, lock: Lock): Promise<Header | undefined> {
+/**
+ * The fan-out of the parent whose lock is `lock`: the one its step is writing, else the one it waits
+ * on (at the join step). The step's own comes first: a join that fans out again is at the first
+ * fan-out's join step and writing its own, and the first one, joined, is no longer the one to act on.
+ */
+export async function findHeader(tx: StoreTransaction, key: Key, lock: Lock): Promise<Header | undefined> {
   if (lock.chain === undefined) return undefined;
-  for (const seq of [lock.seq - 1, lock.seq]) {
+  for (const seq of [lock.seq, lock.seq - 1]) {
     if (seq < 1) continue;
     const id = fanOutId(key, lock.chain, seq);
     const header = readHeader(id, await tx.get(headerKey(id, key.namespace)), decodeKey);
     if (header && (seq === lock.seq || lock.task === header.joinTask || header.state !== 'writing')) return header;
   }
-  void parts;
   return undefined;
 }
 
@@ -93,13 +96,11 @@ export async function cancelFanOut(parts: FanParts, key: Key, options: CancelFan
   rejectUnknownOptions('locker.cancelFanOut()', options, CANCEL_FAN_OUT_OPTION_NAMES);
   const join = options.join === true;
   const now = new Date(parts.config.clock());
-  const encode = (k: Key): string => parts.dispatcher.encodeKey(k);
   const decided = await parts.locks.transaction(key, async (tx) => {
     const props = await tx.get(key);
     const lock = current(key, props === undefined ? undefined : readLock(props), options.seq === undefined ? {} : { seq: options.seq });
-    const header = await findHeader(parts, tx, key, lock);
+    const header = await findHeader(tx, key, lock);
     if (!header) throw new TransitionError(`${keyPath(key)} step ${lock.seq} has no fan-out to cancel`);
-    const hKey = headerKey(header.id, key.namespace);
     if (header.state === 'joining') {
       throw new TransitionError(`${keyPath(key)}: the fan-out's join already started (outcome ${header.outcome ?? '?'}); cancel the parent's chain with cancel() instead`);
     }
@@ -114,11 +115,10 @@ export async function cancelFanOut(parts: FanParts, key: Key, options: CancelFan
     const ownStep = header.state === 'writing' ? lock.seq === header.seq : lock.seq === header.seq + 1 && lock.task === header.joinTask;
     const parentCancelled = !join && lock.state === StepState.scheduled && ownStep;
     if (parentCancelled) await cancelInTx(parts, tx, key, props!, lock, now);
-    const { due: _due, ...rest } = header;
     // The sweep finishes cancelling the children (and commits the join, if asked for) if this call
     // dies first; not sooner than `stallAfter`: it would race the call.
-    const next: Header = { ...rest, state: 'cancelled', cancelJoin: join, due: new Date(now.getTime() + parts.config.stallAfter) };
-    tx.put(hKey, headerProperties(next, encode), UNINDEXED);
+    const next = cancelHeader(header, { now, join, stallAfter: parts.config.stallAfter });
+    writerOf(parts).header(tx, next);
     return { header: next, was: header.state, parentCancelled: parentCancelled ? lock.seq : undefined };
   });
   const cancelled = await cancelChildren(parts, decided.header);
@@ -181,11 +181,10 @@ export async function cancelChildren(parts: FanParts, header: Header, why = 'the
  * children if this process dies first. Returns it, to cancel its children.
  */
 async function cancelNestedInTx(parts: FanParts, tx: StoreTransaction, key: Key, lock: Lock, now: Date): Promise<Header | undefined> {
-  const nested = await findHeader(parts, tx, key, lock);
-  if (!nested || (nested.state !== 'writing' && nested.state !== 'sealed')) return undefined;
-  const { due: _due, ...rest } = nested;
-  const next: Header = { ...rest, state: 'cancelled', cancelJoin: false, due: new Date(now.getTime() + parts.config.stallAfter) };
-  tx.put(headerKey(nested.id, key.namespace), headerProperties(next, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+  const nested = await findHeader(tx, key, lock);
+  if (!nested || !may('cancel', nested)) return undefined;
+  const next = cancelHeader(nested, { now, join: false, stallAfter: parts.config.stallAfter });
+  writerOf(parts).header(tx, next);
   return next;
 }
 
@@ -194,10 +193,10 @@ export async function retryFanOutChildren(parts: FanParts, key: Key, options: Re
   rejectUnknownOptions('locker.retryFanOutChildren()', options, RETRY_FAN_OUT_OPTION_NAMES);
   const props = await parts.reads.get(key);
   const lock = current(key, props === undefined ? undefined : readLock(props), options);
-  const header = await parts.locks.transact((tx) => findHeader(parts, tx, key, lock));
+  const header = await parts.locks.transact((tx) => findHeader(tx, key, lock));
   if (!header) throw new TransitionError(`${keyPath(key)} step ${lock.seq} has no fan-out`);
   if (header.state !== 'sealed') throw new TransitionError(`${keyPath(key)}: the fan-out is ${header.state}; failed children can only be retried while it waits for them (sealed)`);
-  const encode = (k: Key): string => parts.dispatcher.encodeKey(k);
+  const write = writerOf(parts);
   const ns = key.namespace;
   const result: FanOutActionResult = { fanout: header.id, was: header.state, children: 0, skipped: [] };
   for (const failed of (await allChildren(parts, header)).filter((c) => c.state === 'failed')) {
@@ -218,9 +217,9 @@ export async function retryFanOutChildren(parts: FanParts, key: Key, options: Re
         parts.locks.put(tx, failed.key, entity, revived);
         tx.putLedger(claimed);
         const { error: _error, settledAt: _settledAt, ...reopened } = child;
-        tx.put(childKey(failed.id, ns), childProperties({ ...reopened, state: 'pending' }, encode), UNINDEXED);
+        write.child(tx, { ...reopened, state: 'pending' });
         if (child.page !== undefined) tx.delete(doneKey(header.id, child.page, ns)); // its page is no longer done
-        tx.put(headerKey(header.id, ns), headerProperties({ ...h, reopened: (h.reopened ?? 0) + 1 }, encode), UNINDEXED);
+        write.header(tx, reopen(h));
         return claimed;
       });
     } catch (error) {

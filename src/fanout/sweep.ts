@@ -17,8 +17,10 @@ import { abandonIfOrphaned } from './abandon';
 import { checkJoin } from './join-trigger';
 import { cancelChildren, finishCancelledJoin } from './operator';
 import { getMany, pendingChildren, type FanParts } from './read-children';
-import { HEADER_KIND, headerKey, headerProperties, readHeader, UNINDEXED, type Header } from './records';
+import { writerOf } from './record-writer';
+import { HEADER_KIND, headerKey, readHeader, type Header } from './records';
 import { childEnd, settleRecord } from './settle';
+import { postpone as postponed } from './transitions';
 
 /** What the fan-out sweep did. */
 export interface FanOutSweep {
@@ -92,16 +94,9 @@ async function repair(parts: FanParts, header: Header): Promise<number> {
  * cancel, so the next sweep looks again).
  */
 async function postpone(parts: FanParts, id: string, namespace: string | undefined, settled: number): Promise<void> {
-  const now = parts.config.clock();
+  const now = new Date(parts.config.clock());
   await parts.locks.transact(async (tx) => {
     const header = readHeader(id, await tx.get(headerKey(id, namespace)), decodeKey);
-    if (!header) return;
-    const { due: _due, ...rest } = header;
-    const next: Header = rest;
-    if (header.state === 'writing' || header.state === 'sealed' || (header.state === 'cancelled' && (header.cancelJoin === true || settled > 0))) {
-      const at = now + parts.config.stallAfter;
-      next.due = new Date(header.deadline && header.deadline.getTime() > now ? Math.min(at, header.deadline.getTime()) : at);
-    }
-    tx.put(headerKey(id, namespace), headerProperties(next, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+    if (header) writerOf(parts).header(tx, postponed(header, { now, stallAfter: parts.config.stallAfter, pending: settled }));
   });
 }

@@ -7,7 +7,14 @@
  * `Retry-After` for "not now", 500 for a failed attempt, which the queue's backoff spaces out).
  */
 import type { AnswerReason } from '../events/events';
-import type { Outcome } from '../step/outcome';
+import type { HandBackReason, Outcome } from '../step/outcome';
+
+/** What a hand-back's answer says of why. */
+const HAND_BACK_WHY: Record<HandBackReason, string> = {
+  shutdown: 'the instance is shutting down',
+  'time-limit': 'the request neared its timeout',
+  'store-unavailable': 'the store failed while it added fan-out children',
+};
 
 /** How a task request is answered. */
 export interface Answer {
@@ -52,8 +59,8 @@ export const answers = {
     return { status: 200, message: `step ${seq} failed for good after ${tries} attempt(s)` };
   },
   /** The lease was handed back (shutdown, or the request's time limit): delivered again soon. */
-  handedBack(seq: number, reason: 'shutdown' | 'time-limit'): Answer {
-    return { status: 503, message: `step ${seq} handed back (${reason === 'shutdown' ? 'the instance is shutting down' : 'the request neared its timeout'}); retry`, retryAfter: 1, reason };
+  handedBack(seq: number, reason: HandBackReason): Answer {
+    return { status: 503, message: `step ${seq} handed back (${HAND_BACK_WHY[reason]}); retry`, retryAfter: 1, reason };
   },
   /** The attempt lost its lease: nothing it did after that was saved. */
   leaseLost(): Answer {

@@ -8,7 +8,8 @@ import type { SettingName, Settings } from '../config/settings';
 import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../parts';
 import { TransitionError } from '../errors/errors';
-import { keyPath } from '../keys/key-codec';
+import { decodeKey, keyPath } from '../keys/key-codec';
+import { childKey, fanOutId, fanOutOfChain, headerKey, readChild, readHeader, type Header } from '../fanout/records';
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { Lock } from '../rules/lock-fields';
 import { nextSend } from '../rules/ledger-record';
@@ -87,6 +88,7 @@ export async function retryStep(parts: ActionParts, key: Key, options: ActionOpt
   const now = parts.config.clock();
   const record = await parts.locks.update(key, async (tx, entity) => {
     const lock = current(key, entity?.lock, options);
+    await refuseSettledChild(tx, key, lock);
     const found = await ledgerOf(tx, key, lock);
     // lock_task keeps naming the record (found.id); alerts still unsent stay until someone sends them, the
     // retried step's own failure alert included: an operator retrying from the status page is not the
@@ -125,7 +127,31 @@ export async function resendStep(parts: ActionParts, key: Key, options: ActionOp
 export async function ledgerOf(tx: StoreTransaction, key: Key, lock: Lock): Promise<LedgerRecord> {
   const found = lock.task === undefined ? undefined : await tx.getLedger(key, lock.task);
   if (!found || found.seq !== lock.seq) {
+    const waiting = await waitingJoin(tx, key, lock);
+    if (waiting) {
+      throw new TransitionError(`${keyPath(key)} step ${lock.seq} is a fan-out's join: it waits for its fan-out's children (the fan-out is ${waiting.state}) and gets its task once they settled; act on the fan-out with cancelFanOut() or retryFanOutChildren()`);
+    }
     throw new TransitionError(`${keyPath(key)} step ${lock.seq} has no ledger record (the task's path and payload), so no new task can be made for it; kick off a new chain instead`);
   }
   return found;
+}
+
+/** The fan-out whose join the lock waits at, before its trigger wrote the join's record; undefined when it waits at none. */
+async function waitingJoin(tx: StoreTransaction, key: Key, lock: Lock): Promise<Header | undefined> {
+  if (lock.chain === undefined || lock.task === undefined || lock.seq < 2) return undefined;
+  const id = fanOutId(key, lock.chain, lock.seq - 1);
+  const header = readHeader(id, await tx.get(headerKey(id, key.namespace)), decodeKey);
+  return header && header.joinTask === lock.task && header.state !== 'joining' ? header : undefined;
+}
+
+/**
+ * Refuses `locker.retry()` of a fan-out child whose record settled: its record would stay settled
+ * (so `ctx.setResult()` throws, and the join never sees the retry); `retryFanOutChildren()` retries
+ * it and reopens its record together.
+ */
+async function refuseSettledChild(tx: StoreTransaction, key: Key, lock: Lock): Promise<void> {
+  if (fanOutOfChain(lock.chain) === undefined) return;
+  const child = readChild(lock.chain!, await tx.get(childKey(lock.chain!, key.namespace)), decodeKey);
+  if (!child || child.state === 'pending') return;
+  throw new TransitionError(`${keyPath(key)} is a fan-out child that settled ${child.state}: retry it with locker.retryFanOutChildren(parent) while its fan-out waits, which reopens its record with it (once the join ran, its outcome is decided: start a new chain instead)`);
 }

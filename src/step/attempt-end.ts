@@ -11,7 +11,8 @@ import type { SettingName, Settings } from '../config/settings';
 import type { Arrival } from './arrival';
 import { FAIL_SETTINGS, failAttempt } from './fail';
 import { completeStep } from './finish';
-import type { Interruption, Lease } from './lease';
+import type { Lease } from './lease';
+import type { HandBackWhy } from './end-decision';
 import { outcomes, type Outcome } from './outcome';
 import { entityProperties, type ScheduleOptions, type ScheduledStep } from './handler-types';
 import type { AlertSender } from '../alert/sender';
@@ -23,7 +24,6 @@ import type { Locks } from '../locks/locks';
 import type { Telemetry } from '../telemetry/telemetry';
 import { CHAIN_SETTINGS, checkStep, commitNextStep, sendNextStep } from '../chain/next-step';
 import { LeaseLostError, PermanentError, ShutdownError } from '../errors/errors';
-import { classify, FaultClass } from '../errors/faults';
 import { sealedBy } from '../fanout/seal';
 import type { Header } from '../fanout/records';
 import { keyPath } from '../keys/key-codec';
@@ -52,24 +52,11 @@ export class AttemptEnds {
   constructor(private readonly parts: EndParts) {}
 
   /**
-   * The handler returned without scheduling or completing: the step, and the chain, are complete.
-   * A transient store failure is retried under the lease (`Lease.settle`); a refusal that would come
-   * again (an entity over the store's size limit, a value it cannot hold, a `toProperties()` that
-   * throws) fails the step for good at once, alerted: the handler ran, so running it again unalerted
-   * would break the promise that a re-run is always alerted (`unstorable`).
+   * Marks the step complete and saves the entity (`ctx.complete()`, and the end `finish` when the
+   * handler returned without scheduling or completing); see `finish.ts`. A transient store failure
+   * is retried under the lease (`Lease.settle`); what it throws then is decided by
+   * `decideAfterFinish()` (`end-decision.ts`).
    */
-  async finish(a: Arrival, lease: Lease, entity: unknown): Promise<Outcome> {
-    try {
-      await this.complete(a, lease, entity);
-    } catch (error) {
-      if (error instanceof LeaseLostError) return this.lost(a, error);
-      if (classify(error) === FaultClass.transient || classify(error) === FaultClass.config) throw error;
-      return this.fail(a, lease, this.unstorable(a, error));
-    }
-    return outcomes.done(a.seq);
-  }
-
-  /** Marks the step complete and saves the entity (`ctx.complete()`, and `finish`); see `finish.ts`. */
   complete(a: Arrival, lease: Lease, entity: unknown): Promise<void> {
     return completeStep(this.parts, a, lease, entity);
   }
@@ -112,7 +99,7 @@ export class AttemptEnds {
     const now = new Date(this.parts.config.clock());
     await this.parts.telemetry.span('finish', a, () => lease.settle('fan out', () => lease.fenced(
       (tx, props, lock) => this.parts.fanouts.seal(tx, a.key, props, lock, header, own, alertsSent, now),
-      (lock) => (sealedBy(lock, header) ? lock : undefined),
+      (lock) => (sealedBy(lock, header) ? Promise.resolve(lock) : undefined),
     )));
     movedOn(header.seq + 1);
     this.parts.emit('completed', { key: a.key, seq: a.seq, attempt: a.attempt, next: header.seq + 1 });
@@ -138,13 +125,14 @@ export class AttemptEnds {
   /**
    * Hands the lease of a stopped attempt back (see `Lease.handBack`) and answers 503 so Cloud Tasks
    * delivers the task again: silently when the handler said it stopped before its effect (it
-   * rejected with the signal's reason itself, or called `ctx.handBack()`) or never ran; written stale
+   * rejected with the signal's reason itself, or called `ctx.handBack()`), never ran, or the store
+   * failed while `ctx.fanOut()` added children (the retry resumes them); written stale
    * (the next delivery's overwrite counts and alerts, naming this attempt) when it ran on, or
    * rejected with any other error (`rejected`), which may have come after its effect.
    */
-  async handBack(a: Arrival, lease: Lease, ranOn: boolean, why: Interruption, rejected?: unknown): Promise<Outcome> {
+  async handBack(a: Arrival, lease: Lease, ranOn: boolean, why: HandBackWhy, rejected?: unknown): Promise<Outcome> {
     const { parts } = this;
-    const reason = why instanceof ShutdownError ? 'shutdown' : 'time-limit';
+    const reason = why === 'store-unavailable' ? why : why instanceof ShutdownError ? 'shutdown' : 'time-limit';
     const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, reason };
     try {
       await lease.handBack(ranOn);
@@ -155,6 +143,7 @@ export class AttemptEnds {
     if (rejected !== undefined) {
       parts.config.logger.error('handler rejected after it was stopped with an error other than the signal\'s reason, so its effect may have happened; its lease is written stale, so the next delivery takes it over with an alert', { ...fields, error: describeError(rejected) });
     } else if (ranOn) parts.config.logger.error('handler still running after it was stopped; its lease is written stale, so the next delivery takes it over with an alert', fields);
+    else if (reason === 'store-unavailable') parts.config.logger.warn('the store failed while the step added fan-out children; its lease is handed back, and the next delivery resumes the fan-out', fields);
     else parts.config.logger.warn('lease handed back; the next delivery runs the step', fields);
     parts.emit('handedBack', { key: a.key, seq: a.seq, attempt: a.attempt, reason, silent: !ranOn });
     return outcomes.handedBack(a.seq, reason);

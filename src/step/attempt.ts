@@ -5,10 +5,11 @@
  */
 import type { SettingName, Settings } from '../config/settings';
 import { lostLease } from './attempt-end';
+import { decideAfterFinish, decideEnd, type AttemptEnd } from './end-decision';
 import type { EntityFactory, TaskContext, TaskHandler } from './handler-types';
 import { makeContext, type StepProgress } from './task-context';
 import type { Parts } from '../parts';
-import { LeaseLostError, ShutdownError, type StoreConfigError } from '../errors/errors';
+import type { LeaseLostError, StoreConfigError } from '../errors/errors';
 import { endedStep, outcomes, takeOutcome, type Outcome } from './outcome';
 import type { Arrival } from './arrival';
 import { classify, FaultClass } from '../errors/faults';
@@ -60,7 +61,7 @@ async function attempt<E, P>(parts: AttemptParts, a: Arrival, handler: TaskHandl
   }
 }
 
-/** Runs the handler under the lease, then ends the attempt (`parts.ends`): finished, released or failed, handed back, or lost. */
+/** Runs the handler under the lease, then ends the attempt as `decideEnd()` decides (`carryOut`). */
 async function runUnderLease<E, P>(
   parts: AttemptParts, a: Arrival, lease: Lease, props: Properties, handler: TaskHandler<E, P>, factory: EntityFactory<E>,
 ): Promise<Outcome> {
@@ -81,44 +82,43 @@ async function runUnderLease<E, P>(
     failure = { error };
   }
   const interruption = lease.interrupted();
-  // Stopped, and still running at the end of its grace: whatever it does next is not written
-  // (unless it already finished its step, whose answer follows).
-  if (ranOn && interruption && !step.done) return parts.ends.handBack(a, lease, true, interruption);
-  await lease.pause();
+  // Stopped, and still running at the end of its grace: handed back at once, the renewal not waited for.
+  if (!(ranOn && interruption && !step.done)) await lease.pause();
+  const end = decideEnd({
+    ranOn, interruption, finished: step.done, next: step.next, failure, settleError: step.settleError, fanOutError: step.fanOutError, lost: lease.lost,
+  });
+  return carryOut(parts, a, lease, props, entity, end);
+}
 
-  if (step.done) {
-    if (failure) {
-      const error = describeError(scrubError(failure.error, secretsOf(props, parts.config.redact)));
-      parts.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error });
+/** Carries out the end `decideEnd()` decided, in one place. */
+async function carryOut(parts: AttemptParts, a: Arrival, lease: Lease, props: Properties, entity: unknown, end: AttemptEnd): Promise<Outcome> {
+  switch (end.end) {
+    case 'finished':
+      if ('threw' in end) {
+        const error = describeError(scrubError(end.threw, secretsOf(props, parts.config.redact)));
+        parts.config.logger.error('handler threw after its step was finished; the step stays finished', { key: keyPath(a.key), seq: a.seq, error });
+      }
+      return outcomes.done(a.seq, end.next);
+    case 'finish':
+      try {
+        await parts.ends.complete(a, lease, entity);
+        return outcomes.done(a.seq);
+      } catch (error) {
+        return carryOut(parts, a, lease, props, entity, decideAfterFinish(error));
+      }
+    case 'fail': {
+      const answer = await parts.ends.fail(a, lease, end.error);
+      return end.nearTimeout && answer.kind === 'released' ? outcomes.stoppedNearTimeout(answer) : answer;
     }
-    return outcomes.done(a.seq, step.next);
+    case 'handBack':
+      return parts.ends.handBack(a, lease, end.ranOn, end.why, end.rejected);
+    case 'lost':
+      return parts.ends.lost(a, end.error);
+    case 'unstorable':
+      return parts.ends.fail(a, lease, parts.ends.unstorable(a, end.error));
+    case 'unsure':
+      throw end.error; // answered by `unexpected()`: 503 with the lease held, or the store's set-up reported
   }
-  const lostBy = lease.lost ?? (failure?.error instanceof LeaseLostError ? failure.error : undefined);
-  if (lostBy) return parts.ends.lost(a, lostBy);
-  if (!failure) return parts.ends.finish(a, lease, entity);
-  if (interruption) {
-    // Stopped, and it said so explicitly (it rejected with the signal's reason itself, or called
-    // ctx.handBack()): at shutdown, handed back silently, no attempt counted; for the request's time
-    // limit, a failed attempt, released, counted, answered 503.
-    if (failure.error === interruption) {
-      if (interruption instanceof ShutdownError) return parts.ends.handBack(a, lease, false, interruption);
-      const answer = await parts.ends.fail(a, lease, failure.error);
-      return answer.kind === 'released' ? outcomes.stoppedNearTimeout(answer) : answer;
-    }
-    // Any other rejection after the stop (an AbortError its effect's own call raised included) may
-    // come after the effect: the lease is written stale, so the next run is an overwrite, alerted.
-    if (!(failure.error instanceof LeaseLostError)) return parts.ends.handBack(a, lease, true, interruption, failure.error);
-  }
-  // The store's set-up is wrong (the handler let a StoreConfigError of its own write through): no write can help.
-  if (classify(failure.error) === FaultClass.config) throw failure.error;
-  // The handler let through the transient fault its own schedule()/complete() gave up with: as when
-  // finishing after it returned, the lease stays held (503), so the step is not run again unalerted
-  // by a release; a later delivery takes the stale lease over, with an overwrite alert.
-  if (failure.error === step.settleError && classify(failure.error) === FaultClass.transient) throw failure.error;
-  // Its own schedule()/complete() was refused for good (the entity too large, a value the store
-  // cannot hold, a toProperties() that throws): the handler ran, so the step fails for good, alerted.
-  if (failure.error === step.settleError) return parts.ends.fail(a, lease, parts.ends.unstorable(a, failure.error));
-  return parts.ends.fail(a, lease, failure.error);
 }
 
 /** The answer to an attempt ended by an error nobody handled: a store fault, classified once, or a bug. */

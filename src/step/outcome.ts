@@ -4,6 +4,9 @@
  * a status, a message and a `Retry-After`.
  */
 
+/** Why a lease was handed back: shutdown, the request's time limit, or the store failed while the step added fan-out children. */
+export type HandBackReason = 'shutdown' | 'time-limit' | 'store-unavailable';
+
 /** What came of an attempt. */
 export type Outcome =
   | { kind: 'done'; seq: number; next?: number }
@@ -12,7 +15,7 @@ export type Outcome =
   | { kind: 'expired'; seq: number }
   | { kind: 'released'; seq: number; tries: number; maxRetries: number; nearTimeout?: boolean }
   | { kind: 'failed'; seq: number; tries: number }
-  | { kind: 'handed-back'; seq: number; reason: 'shutdown' | 'time-limit' }
+  | { kind: 'handed-back'; seq: number; reason: HandBackReason }
   | { kind: 'lease-lost' }
   | { kind: 'store-unavailable' }
   | { kind: 'store-config' }
@@ -36,8 +39,8 @@ export const outcomes = {
   stoppedNearTimeout: (released: Extract<Outcome, { kind: 'released' }>): Outcome => ({ ...released, nearTimeout: true }),
   /** The step failed for good. */
   failed: (seq: number, tries: number): Outcome => ({ kind: 'failed', seq, tries }),
-  /** The lease was handed back (shutdown, or the request's time limit). */
-  handedBack: (seq: number, reason: 'shutdown' | 'time-limit'): Outcome => ({ kind: 'handed-back', seq, reason }),
+  /** The lease was handed back (shutdown, the request's time limit, or the store failed while the step added fan-out children). */
+  handedBack: (seq: number, reason: HandBackReason): Outcome => ({ kind: 'handed-back', seq, reason }),
   /** The attempt lost its lease: nothing it did after that was saved. */
   leaseLost: (): Outcome => ({ kind: 'lease-lost' }),
   /** The store failed transiently: nothing moved on. */

@@ -19,7 +19,7 @@ import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import type { LockRead, SwapStep } from '../locks/locks';
 import { expire, overwrite, take as takeLease } from '../rules/transitions';
-import type { LedgerRecord, LedgerRef, Properties, Snapshot, StepRead } from '../types';
+import { StepState, type LedgerRecord, type LedgerRef, type Properties, type Snapshot, type StepRead } from '../types';
 import { taskName } from '../rules/ledger-record';
 import { onStepRoute } from './task-route';
 import { Lease, LEASE_SETTINGS } from './lease';
@@ -119,8 +119,10 @@ type Swapped = { decision: Decision } | { decision: Decision; written: Snapshot;
  * another route or body runs nothing (docs/concepts/security.md). Every task this library sends
  * names its chain (`X-Lock-Chain`), so the record is read with the entity; a task that names none,
  * for a lock that has a chain, is checked all the same, against the record of the lock's step (a
- * second read, on a path only hand-made requests take). Only the Go library's locks (no chain, no
- * record) take tasks unchecked.
+ * second read, on a path only hand-made requests take). A request for the step the lock waits at
+ * whose record is missing is answered 400 too: no task was issued for it (a fan-out's join before
+ * its trigger). Only the Go library's locks (no chain, no record), and stores that cannot read the
+ * record with the entity (`readsWithRecord` false), take tasks unchecked.
  */
 async function readStep(parts: TakeParts, a: Arrival): Promise<{ answer: Outcome } | { read: LockRead | undefined; record?: LedgerRef }> {
   if (!parts.locks.readsWithRecord) return { read: await parts.locks.read(a.key) };
@@ -140,12 +142,30 @@ async function readStep(parts: TakeParts, a: Arrival): Promise<{ answer: Outcome
  */
 function checked(parts: TakeParts, a: Arrival, read: LockRead | undefined, step: StepRead, chain: string): { answer: Outcome } | { read: LockRead | undefined; record?: LedgerRef } {
   const { record } = step;
+  if (!record && unissued(read?.lock, a.seq, chain)) {
+    // The step the lock waits at has no record, so no task was issued for it yet (a fan-out's join
+    // before its trigger wrote it): whatever names it was not sent by this library.
+    parts.config.logger.warn('task request refused: its step has no ledger record, so no task was issued for it', {
+      key: keyPath(a.key), seq: a.seq, path: a.request.path,
+    });
+    return { answer: outcomes.badRequest(`step ${a.seq} has no ledger record: no task was issued for it yet`) };
+  }
   const mismatch = record && record.seq === a.seq && record.chain === chain ? stepMismatch(parts, record, a) : undefined;
   if (!mismatch) return { read, ...(record && step.recordVersion !== undefined ? { record: { key: a.key, id: record.id, version: step.recordVersion } } : {}) };
   parts.config.logger.warn('task request refused: it does not match its step', {
     key: keyPath(a.key), seq: a.seq, path: a.request.path, stepPath: record!.path, mismatch,
   });
   return { answer: outcomes.badRequest(`the request's ${mismatch} is not its step's`) };
+}
+
+/**
+ * Whether `lock` waits at step `seq` of `chain`, scheduled, so that a missing ledger record means no
+ * task was ever issued for the step: every step this library schedules is committed with its
+ * record, except a fan-out's join, whose record its trigger writes (docs/design.md, section 18). A
+ * step that ended, or another chain's, is left to the decision (a duplicate is dropped, 200).
+ */
+function unissued(lock: Lock | undefined, seq: number, chain: string): boolean {
+  return lock !== undefined && lock.chain === chain && lock.seq === seq && lock.state === StepState.scheduled;
 }
 
 /**

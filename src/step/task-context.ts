@@ -13,14 +13,17 @@ import type { Lease } from './lease';
 import type { Parts } from '../parts';
 
 /**
- * What the attempt learns from the handler's own `schedule()`/`complete()`: whether the step was
- * finished, the next step, and the transient store error that made finishing give up, if any.
+ * What the attempt learns from the handler's own `schedule()`/`complete()`/`fanOut()`: whether the
+ * step was finished, the next step, the error that made a finishing write give up, and the error
+ * that stopped a fan-out before its seal, if any (`end-decision.ts` decides on them).
  */
 export interface StepProgress {
   done: boolean;
   next: number | undefined;
-  /** The error a `schedule()`/`complete()` gave up with after its retries under the lease. */
+  /** The error a finishing write (`schedule()`, `complete()`, the seal of `fanOut()`) gave up with after its retries under the lease. */
   settleError?: unknown;
+  /** The error that stopped `fanOut()` before its seal: its source, a child, or the store while adding children. */
+  fanOutError?: unknown;
 }
 
 /**
@@ -73,7 +76,14 @@ export function makeContext<E>(parts: Pick<Parts, 'ends' | 'fanouts'>, a: Arriva
     },
     async fanOut(children, options) {
       finishOnce();
-      return remember(step, parts.fanouts.start(a, lease, children, options, (header) => parts.ends.seal(a, lease, entity, header, movedOn)));
+      // Only the seal is the step's finishing write; an error before it (the source, a child, the
+      // store while adding children) is the attempt's failure, and a retry resumes (end-decision.ts).
+      try {
+        return await parts.fanouts.start(a, lease, children, options, (header) => remember(step, parts.ends.seal(a, lease, entity, header, movedOn)));
+      } catch (error) {
+        if (error !== step.settleError) step.fanOutError = error;
+        throw error;
+      }
     },
     fanIn() {
       return parts.fanouts.fanIn(a.key, a.chain, a.seq);

@@ -6,7 +6,7 @@
  * answer lost), as a crash at that point would leave it. It also counts writes per entity.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerRecord, LockPage, LockQuery, Properties, Snapshot, Store, StoreTransaction, VersionedRead } from '../../src/types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerRecord, LockPage, LockQuery, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../src/types';
 import { StoreUnavailableError } from '../../src/errors/errors';
 import { keyString } from '../../src/keys/keys';
 
@@ -34,7 +34,12 @@ export class SeamStore implements Store {
   /** Writes per entity (by key identity). */
   readonly writes = new Map<string, number>();
 
-  constructor(private readonly inner: Store) {}
+  /** The entity and its step's record in one lookup, where the inner store has it (the take then checks a task against its step). */
+  readonly readWithLedger?: (key: Key, id: string) => Promise<StepRead>;
+
+  constructor(private readonly inner: Store) {
+    if (inner.readWithLedger) this.readWithLedger = (key, id) => inner.readWithLedger!(key, id);
+  }
 
   get projectId(): string | undefined {
     return this.inner.projectId;
