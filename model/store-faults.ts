@@ -116,6 +116,7 @@ export class FaultyStore implements Store {
 export class MortalStore implements Store {
   private dead = false;
   private dieAtWrite = false;
+  private dieAfterWrite = false;
 
   constructor(private readonly inner: Store, private readonly onDeath: () => void) {}
 
@@ -135,9 +136,15 @@ export class MortalStore implements Store {
     this.dieAtWrite = true;
   }
 
-  /** Forgets a death armed at the next write (the fault is healed before it struck). */
+  /** Dies just after its next write applied (the write landed; the process never saw its answer). */
+  armAfterNextWrite(): void {
+    this.dieAfterWrite = true;
+  }
+
+  /** Forgets a death armed at (or after) the next write (the fault is healed before it struck). */
   disarm(): void {
     this.dieAtWrite = false;
+    this.dieAfterWrite = false;
   }
 
   get isDead(): boolean {
@@ -148,6 +155,7 @@ export class MortalStore implements Store {
     if (write && this.dieAtWrite) this.die();
     if (this.dead) return never();
     const result = await run();
+    if (write && this.dieAfterWrite) this.die(); // the write applied; its answer is never seen
     if (this.dead) return never(); // died while the call was out: its answer is never seen
     return result;
   }
@@ -181,6 +189,9 @@ export class MortalStore implements Store {
       const result = await fn(mortal);
       if (this.dieAtWrite) this.die();
       if (this.dead) return never(); // never committed
+      return result;
+    }).then((result) => {
+      if (this.dieAfterWrite) this.die(); // committed; its answer is never seen
       return result;
     }), false);
   }
