@@ -6,7 +6,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { StoreUnavailableError } from '../src/errors/errors';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerNeeded, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../src/types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerNeeded, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../src/types';
 
 /**
  * A promise that never settles: what a call of a dead process returns. A new one each time, so that
@@ -106,6 +106,13 @@ export class FaultyStore implements Store {
     const inner = this.inner;
     if (!inner.retireLedgerMany) return undefined;
     return (records, needed) => this.writing('retireLedgerMany', () => inner.retireLedgerMany!(records, needed));
+  }
+
+  /** The fan-out sweep's query (without it, a Locker never sweeps fan-outs). */
+  get findKeys(): ((query: KeyQuery) => Promise<Key[]>) | undefined {
+    const inner = this.inner;
+    if (!inner.findKeys) return undefined;
+    return (query) => this.reading('findKeys', () => inner.findKeys!(query));
   }
 }
 
@@ -218,5 +225,11 @@ export class MortalStore implements Store {
     const inner = this.inner;
     if (!inner.retireLedgerMany) return undefined;
     return (records, needed) => this.call(() => inner.retireLedgerMany!(records, needed), true);
+  }
+
+  get findKeys(): ((query: KeyQuery) => Promise<Key[]>) | undefined {
+    const inner = this.inner;
+    if (!inner.findKeys) return undefined;
+    return (query) => this.call(() => inner.findKeys!(query), false);
   }
 }
