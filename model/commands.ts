@@ -173,12 +173,13 @@ export class StoreOutage extends Op {
  * entity (`rekickoff`: only entities no kickoff of the sequence touched yet are kicked off), the
  * alerter going down, fan-out (`fanout`: runs that fan out or set a result, the operator's fan-out
  * actions, the app deleting an entity, and the kill just after a write; `fanout-throw`: only
- * sources that never throw and name no child twice), forged requests (`forge`; `forge-path`:
+ * sources that never throw and name no child twice; `fanout-wide`: no fan-out past a page;
+ * `delete`: the app never deletes an entity; `kill-after-write`: no death just after a write), forged requests (`forge`; `forge-path`:
  * only those to another path or query; `forge-seq`: only those to another seq), and store
  * outages (`outage`).
  */
 export const FEATURES = [
-  'refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down', 'fanout', 'fanout-throw', 'forge', 'forge-path', 'forge-seq', 'outage',
+  'refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down', 'fanout', 'fanout-throw', 'fanout-wide', 'delete', 'kill-after-write', 'forge', 'forge-path', 'forge-seq', 'outage',
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 
@@ -195,7 +196,7 @@ function fanSpecArb(without: ReadonlySet<Feature>): fc.Arbitrary<FanSpec> {
       { arbitrary: fc.uniqueArray(anyEntity, { minLength: 1, maxLength: 4 }), weight: 9 },
       { arbitrary: throws ? anyEntity.map((e) => [e, e]) : fc.uniqueArray(anyEntity, { minLength: 1, maxLength: 4 }), weight: 1 },
     ),
-    wide: fc.oneof({ arbitrary: fc.constant(false), weight: 7 }, { arbitrary: fc.constant(true), weight: 1 }),
+    wide: without.has('fanout-wide') ? fc.constant(false) : fc.oneof({ arbitrary: fc.constant(false), weight: 7 }, { arbitrary: fc.constant(true), weight: 1 }),
     reverse: fc.boolean(),
     throwAt: throws ? fc.oneof({ arbitrary: fc.constant(undefined), weight: 2 }, { arbitrary: fc.constantFrom(1, 2, 100), weight: 1 }) : fc.constant(undefined),
     policy: fc.constantFrom(...POLICIES),
@@ -246,7 +247,7 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
     fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
     (without.has('alerter-down') ? fc.constant(true) : fc.boolean()).map((up) => new Alerter(up)),
     ...(without.has('outage') ? [] : [fc.tuple(fc.integer({ min: 1, max: 4 }), fc.boolean()).map(([n, applied]) => new StoreOutage(n, applied))]),
-    ...(without.has('fanout') ? [] : fanOutCommands(plan, fanSpecArb(without), actions)),
+    ...(without.has('fanout') ? [] : fanOutCommands(plan, fanSpecArb(without), actions, without)),
     ...forgeries(without),
   ];
 }
@@ -259,7 +260,9 @@ function forgeries(without: ReadonlySet<Feature>): Array<fc.Arbitrary<Command>> 
 }
 
 /** The fan-out commands: deliveries that fan out (more of them: they are most of what a fan-out is), the operator's actions on a child, a parent and a fan-out, the app's deletes and kickoffs on any entity, a death just after a write. */
-function fanOutCommands(plan: fc.Arbitrary<Plan>, fanSpec: fc.Arbitrary<FanSpec>, actions: ReadonlyArray<'retry' | 'resend' | 'cancel'>): Array<fc.Arbitrary<Command>> {
+function fanOutCommands(
+  plan: fc.Arbitrary<Plan>, fanSpec: fc.Arbitrary<FanSpec>, actions: ReadonlyArray<'retry' | 'resend' | 'cancel'>, without: ReadonlySet<Feature>,
+): Array<fc.Arbitrary<Command>> {
   const fanning = fc.tuple(fc.nat({ max: 7 }), slot, plan, fanSpec).map(([p, s, pl, fan]) => new Deliver(p, s, { ...pl, finish: 'fanout', fan }, false));
   const fanActions = (['cancelFanOut', 'cancelFanOut+join', 'retryFanOutChildren'] as const).filter((a) => actions.includes('cancel') || a === 'retryFanOutChildren');
   return [
@@ -267,8 +270,8 @@ function fanOutCommands(plan: fc.Arbitrary<Plan>, fanSpec: fc.Arbitrary<FanSpec>
     fc.tuple(fc.constantFrom(...fanActions), anyEntity, slot).map(([a, e, s]) => new FanOutOp(a, e, s)),
     fc.tuple(fc.constantFrom(...actions), anyEntity, slot).map(([a, e, s]) => new Operate(a, e, s)),
     fc.tuple(anyEntity, slot).map(([e, s]) => new Kickoff(e, s)),
-    anyEntity.map((e) => new Delete(e)),
-    slot.map((s) => new Kill(s, 'after-next-write')),
+    ...(without.has('delete') ? [] : [anyEntity.map((e) => new Delete(e))]),
+    ...(without.has('kill-after-write') ? [] : [slot.map((s) => new Kill(s, 'after-next-write'))]),
   ];
 }
 

@@ -22,6 +22,7 @@ import { ROUTES } from './handler';
 import { DEADLINE_MS } from './fan-out-plan';
 import { stepName, type FanOutSeen, type JoinSeen, type LockSeen, type Observations } from './observations';
 import type { Violation } from './oracle';
+import { DELETED } from './world';
 
 /** Every fan-out rule's violations. */
 export function fanOutRules(o: Observations): Violation[] {
@@ -86,7 +87,7 @@ function endBefore(locks: readonly LockSeen[], chain: string | undefined, op: nu
   if (chain === undefined) return undefined;
   let end: 'complete' | 'failed' | 'cancelled' | undefined;
   for (const lock of locks) {
-    if (lock.op >= op || lock.chain !== chain) continue;
+    if (lock.op >= op || lock.chain !== chain || lock.state === DELETED) continue; // a deletion after the chain ended changes nothing of how it ended
     if (lock.state === 'complete' || lock.state === 'failed' || lock.state === 'cancelled') end = lock.state;
     else end = undefined; // retried, or moved on to its next step
   }
