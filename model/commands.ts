@@ -67,6 +67,16 @@ export class Deliver extends Op {
   toString(): string { return `deliver(${this.late ? 'any' : 'open'} task #${this.pick} to slot ${this.slot}: ${plan(this.plan)})`; }
 }
 
+/** Delivers the newest open task of an entity's steps to an instance (scenarios name their tasks this way). */
+export class DeliverOf extends Op {
+  constructor(readonly entity: string, readonly slot: number, readonly plan: Plan) { super(); }
+  async act(w: World): Promise<void> {
+    const name = w.openTaskOf(this.entity);
+    if (name !== undefined) await w.deliver(name, w.at(this.slot), this.plan);
+  }
+  toString(): string { return `deliver(${this.entity}'s open task to slot ${this.slot}: ${plan(this.plan)})`; }
+}
+
 /** Delivers one open task twice at once, to two instances (or one): a concurrent duplicate. */
 export class DeliverTwice extends Op {
   constructor(readonly pick: number, readonly slots: [number, number], readonly plans: [Plan, Plan]) { super(); }

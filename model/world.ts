@@ -187,6 +187,13 @@ export class World {
     return [...this.tasks].filter(([, t]) => late || !t.done).map(([name]) => name);
   }
 
+  /** The newest open task of `entity`'s steps (undefined when it has none). */
+  openTaskOf(entity: string): string | undefined {
+    const locker = this.slots[0]!.locker;
+    const open = [...this.tasks].filter(([, t]) => !t.done && locker.decodeKey(lowerCase(t.task.headers)['x-lock-key'] ?? '').name === entity);
+    return open.at(-1)?.[0];
+  }
+
   /** Delivers task `name` to `instance` with `script`; resolves once it is answered, waits for the model, or its instance died. */
   async deliver(name: string, instance: Instance, script: Omit<Script, 'id'>): Promise<void> {
     await this.settle(this.start(name, instance, script));
