@@ -100,6 +100,16 @@ export class Release extends Op {
   toString(): string { return `release(waiting run #${this.pick})`; }
 }
 
+/** The time limit cuts a waiting run (near `requestTimeout`, in real time), where the sequence sets one. */
+export class Cut extends Op {
+  constructor(readonly pick: number) { super(); }
+  async act(w: World): Promise<void> {
+    const waiting = w.waitingRuns();
+    if (waiting.length > 0) await w.cut(waiting[this.pick % waiting.length]!);
+  }
+  toString(): string { return `cut(waiting run #${this.pick} at requestTimeout)`; }
+}
+
 /** Moves the model's clock. */
 export class Advance extends Op {
   constructor(readonly ms: number) { super(); }
@@ -184,12 +194,13 @@ export class StoreOutage extends Op {
  * alerter going down, fan-out (`fanout`: runs that fan out or set a result, the operator's fan-out
  * actions, the app deleting an entity, and the kill just after a write; `fanout-throw`: only
  * sources that never throw and name no child twice; `fanout-wide`: no fan-out past a page;
- * `delete`: the app never deletes an entity; `kill-after-write`: no death just after a write), forged requests (`forge`; `forge-path`:
+ * `delete`: the app never deletes an entity; `kill-after-write`: no death just after a write;
+ * `time-limit`: no sequence sets `requestTimeout`, so no step is cut at it), forged requests (`forge`; `forge-path`:
  * only those to another path or query; `forge-seq`: only those to another seq), and store
  * outages (`outage`).
  */
 export const FEATURES = [
-  'refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down', 'fanout', 'fanout-throw', 'fanout-wide', 'delete', 'kill-after-write', 'forge', 'forge-path', 'forge-seq', 'outage',
+  'refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down', 'fanout', 'fanout-throw', 'fanout-wide', 'delete', 'kill-after-write', 'time-limit', 'forge', 'forge-path', 'forge-seq', 'outage',
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 
@@ -281,9 +292,13 @@ function fanOutCommands(
     fc.tuple(fc.constantFrom(...actions), anyEntity, slot).map(([a, e, s]) => new Operate(a, e, s)),
     fc.tuple(anyEntity, slot).map(([e, s]) => new Kickoff(e, s)),
     ...(without.has('delete') ? [] : [anyEntity.map((e) => new Delete(e))]),
+    ...(without.has('time-limit') ? [] : [fc.nat({ max: 3 }).map((p) => new Cut(p))]),
     ...(without.has('kill-after-write') ? [] : [slot.map((s) => new Kill(s, 'after-next-write'))]),
   ];
 }
+
+/** The `requestTimeout` of a sequence that cuts steps at it: the least the Locker takes, so a cut comes a second after the request arrived. */
+export const REQUEST_TIMEOUT = 2_000;
 
 /** A sequence's configuration. */
 export function configArbitrary(without: ReadonlySet<Feature> = new Set()): fc.Arbitrary<SequenceConfig> {
@@ -291,5 +306,10 @@ export function configArbitrary(without: ReadonlySet<Feature> = new Set()): fc.A
     instances: fc.constantFrom(2, 3),
     alerter: without.has('email') ? fc.constant<SequenceConfig['alerter']>('record') : fc.constantFrom<SequenceConfig['alerter']>('record', 'email'),
     maxRetries: fc.constantFrom(2, 3),
-  });
+  }).chain((c) => (without.has('fanout') || without.has('time-limit')
+    ? fc.constant<SequenceConfig>(c)
+    : fc.oneof(
+      { arbitrary: fc.constant<SequenceConfig>(c), weight: 5 },
+      { arbitrary: fc.constant<SequenceConfig>({ ...c, requestTimeout: REQUEST_TIMEOUT }), weight: 1 },
+    )));
 }

@@ -27,6 +27,8 @@ export interface InstanceDeps {
   desk: AlertDesk;
   clock: () => number;
   maxRetries: number;
+  /** The Locker's `requestTimeout`, ms (real time), if the sequence sets one. */
+  requestTimeout?: number;
   /** A task the instance created (the queue accepted it). */
   created(task: TaskRequest): void;
   port: HandlerPort;
@@ -57,6 +59,7 @@ export class Instance {
     this.locker = new Locker({
       store: this.store, queue, alerter: deps.desk.alerterFor(() => this.dead), authenticate: false, logger: quiet,
       clock: deps.clock, maxRetries: deps.maxRetries, ...TIMINGS, telemetry: false,
+      ...(deps.requestTimeout === undefined ? {} : { requestTimeout: deps.requestTimeout }),
     });
     deps.listen(this.locker);
     this.app = express();

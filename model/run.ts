@@ -173,7 +173,7 @@ export function describeFailure(result: ModelResult): string {
   return [
     `counterexample (seed ${result.seed}, path ${f.path ?? '-'}, ${f.shrinks} shrinks):`,
     ...f.violations.map((v) => `  broken (${v.promise}) ${PROMISES[v.promise]}: ${v.text}`),
-    `  config: ${f.config.instances} instances, ${f.config.alerter} alerter, maxRetries ${f.config.maxRetries}`,
+    `  config: ${f.config.instances} instances, ${f.config.alerter} alerter, maxRetries ${f.config.maxRetries}${f.config.requestTimeout === undefined ? '' : `, requestTimeout ${f.config.requestTimeout} ms`}`,
     '  sequence:',
     ...f.commands.map((c, i) => `    ${i + 1}. ${c}`),
     `  replay: npm run ${result.store === 'datastore' ? 'model:datastore' : 'model'} -- --seed ${result.seed} --path ${f.path ?? ''} --replay-path '${f.replayPath ?? ''}'${result.without.length > 0 ? ` --without ${result.without.join(',')}` : ''}`,

@@ -62,6 +62,8 @@ interface Delivery {
 interface Gate {
   instance: Instance;
   release: (() => void) | undefined;
+  /** The run's `ctx.signal` while it waits (undefined when it runs on past it). */
+  signal: AbortSignal | undefined;
 }
 
 export class World {
@@ -142,6 +144,7 @@ export class World {
     };
     const instance = new Instance(id, {
       store: this.store, desk: this.desk, clock: this.clock, maxRetries: this.config.maxRetries, port,
+      ...(this.config.requestTimeout === undefined ? {} : { requestTimeout: this.config.requestTimeout }),
       created: (task) => {
         if (!this.tasks.has(task.name)) this.tasks.set(task.name, { task, done: false });
         const h = lowerCase(task.headers);
@@ -224,7 +227,7 @@ export class World {
   private wait(id: string, instance: Instance, signal: AbortSignal | undefined): Promise<'released' | 'aborted'> {
     if (instance.dead) return never();
     const waiting = new Promise<'released' | 'aborted'>((resolve) => {
-      const gate: Gate = { instance, release: () => resolve('released') };
+      const gate: Gate = { instance, release: () => resolve('released'), signal };
       this.gates.set(id, gate);
       if (signal) {
         if (signal.aborted) resolve('aborted');
@@ -241,6 +244,27 @@ export class World {
       reached.resolve();
     }
     return waiting;
+  }
+
+  /**
+   * Waits (real time: the Locker's time limits run on real timers) until the time limit cuts run
+   * `id` (its signal aborts near `requestTimeout`), then until its delivery is answered, waits
+   * again, or its instance died. Nothing when the sequence sets no `requestTimeout`.
+   */
+  async cut(id: string): Promise<void> {
+    const gate = this.gates.get(id);
+    const limit = this.config.requestTimeout;
+    if (!gate?.signal || limit === undefined) return;
+    const signal = gate.signal;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => { if (signal.aborted) resolve(); else signal.addEventListener('abort', () => resolve(), { once: true }); }),
+      new Promise<void>((resolve) => { timer = setTimeout(resolve, limit + 1_000); }),
+      gate.instance.death,
+    ]);
+    clearTimeout(timer);
+    const d = this.deliveries.get(id);
+    if (d) await this.settle(d);
   }
 
   /** Runs waiting for the model on live instances, oldest first. */
