@@ -59,6 +59,7 @@ async function main(): Promise<number> {
   const result = await runModel({ seed, runs, store, maxCommands, without: without as Feature[], ...(values.path ? { path: values.path } : {}), ...(values['replay-path'] ? { replayPath: values['replay-path'] } : {}) });
   console.log(`model: ${result.sequences} sequences (${result.generated} generated, the rest shrinking), ${result.operations} operations, ${(result.wallMs / 1000).toFixed(1)} s wall time, seed ${result.seed}`);
   if (result.failure) {
+    if (result.first) console.log(`model: first counterexample at sequence ${result.first.sequence}, after ${result.first.operations} operations and ${(result.first.wallMs / 1000).toFixed(1)} s`);
     console.log(describeFailure(result));
     console.log(JSON.stringify({ ...result, failure: { ...result.failure } }));
     return 1;

@@ -61,6 +61,8 @@ export interface ModelResult {
   /** Operations run: commands, and the deliveries and sweeps that brought each sequence to quiet. */
   operations: number;
   wallMs: number;
+  /** Where the first counterexample was met, before shrinking: its sequence's number, and the operations and wall time until it was judged. */
+  first?: { sequence: number; operations: number; wallMs: number };
   failure?: Counterexample;
 }
 
@@ -134,6 +136,7 @@ export async function runModel(options: ModelOptions): Promise<ModelResult> {
   const rig = await Rig.start(options.store);
   let sequences = 0;
   let operations = 0;
+  let first: ModelResult['first'];
   try {
     const without = new Set(options.without ?? []);
     const property = fc.asyncProperty(configArbitrary(without), fc.commands(commandArbitraries(without), {
@@ -142,11 +145,15 @@ export async function runModel(options: ModelOptions): Promise<ModelResult> {
       sequences++;
       const outcome = await runSequence(rig, config, commands);
       operations += outcome.operations;
-      if (outcome.violations.length > 0) throw new BrokenPromise(outcome.violations);
+      if (outcome.violations.length > 0) {
+        first ??= { sequence: sequences, operations, wallMs: Math.round(performance.now() - started) };
+        throw new BrokenPromise(outcome.violations);
+      }
     });
     const details = await fc.check(property, { seed: options.seed, numRuns: options.runs, ...(options.path ? { path: options.path } : {}) });
     const result: ModelResult = {
       seed: options.seed, store: options.store, sequences, generated: details.numRuns, without: [...without], operations, wallMs: Math.round(performance.now() - started),
+      ...(first ? { first } : {}),
     };
     if (details.failed && details.counterexample) {
       const [config, commands] = details.counterexample;
