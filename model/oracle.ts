@@ -100,6 +100,7 @@ function onceOrAlerted(o: Observations): Violation[] {
     const step = stepOfChain.split(' ')[0]!;
     const attempts = [...new Set(effects.map((e) => e.attempt))];
     if (attempts.length < 2) continue;
+    if (deletedSince(o, effects[0]!)) continue; // the alert naming the extra run was owed on the entity the app deleted: see (c)
     const named = new Set(o.received.filter((a) => stepName(alertStep(a)) === step).map((a) => a.previousAttempt));
     const unnamed = attempts.filter((a) => !named.has(a));
     if (unnamed.length > 1) {
