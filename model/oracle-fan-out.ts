@@ -75,11 +75,10 @@ function fanOutOf(o: Observations, join: JoinSeen): FanOutSeen | undefined {
   return o.fanOuts.filter((f) => f.entity === join.entity && f.seq === join.seq - 1 && f.chain === join.chain).at(-1);
 }
 
-/** The chain of child `entity` of `fan`: the chain the runs of its first step named (the model never computes the library's ids itself). */
+/** The chain of child `entity` of `fan`: the chain its first step's task named (`f<fan-out id>_…`, as the tasks the Locker made show it). */
 function childChainOf(entity: string, fan: FanOutSeen, o: Observations): string | undefined {
-  const payload = JSON.stringify({ of: fan.entity, at: fan.seq });
-  return o.runs.find((r) => r.entity === entity && r.url === ROUTES.child && r.body === payload && r.forged === undefined)?.chain
-    ?? o.tasks.find((t) => t.entity === entity && t.path === ROUTES.child && t.body === payload)?.chain;
+  const prefix = `f${fan.id}_`;
+  return o.tasks.find((t) => t.entity === entity && t.path === ROUTES.child && t.chain?.startsWith(prefix) === true)?.chain;
 }
 
 /** How chain `chain` last ended on an entity, as read before operation `op` (undefined: never seen ended). */
