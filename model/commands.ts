@@ -217,11 +217,11 @@ function fanSpecArb(without: ReadonlySet<Feature>): fc.Arbitrary<FanSpec> {
       { arbitrary: fc.uniqueArray(anyEntity, { minLength: 1, maxLength: 4 }), weight: 9 },
       { arbitrary: throws ? anyEntity.map((e) => [e, e]) : fc.uniqueArray(anyEntity, { minLength: 1, maxLength: 4 }), weight: 1 },
     ),
-    wide: without.has('fanout-wide') ? fc.constant(false) : fc.oneof({ arbitrary: fc.constant(false), weight: 7 }, { arbitrary: fc.constant(true), weight: 1 }),
+    wide: without.has('fanout-wide') ? fc.constant(false) : fc.oneof({ arbitrary: fc.constant(false), weight: 5 }, { arbitrary: fc.constant(true), weight: 1 }),
     reverse: fc.boolean(),
     throwAt: throws ? fc.oneof({ arbitrary: fc.constant(undefined), weight: 2 }, { arbitrary: fc.constantFrom(1, 2, 100), weight: 1 }) : fc.constant(undefined),
     policy: fc.constantFrom(...POLICIES),
-  });
+  }).map((spec) => (spec.wide && spec.throwAt !== undefined ? { ...spec, throwAt: 100 } : spec)); // a wide source throws after its first page was written and started
 }
 
 function planArb(without: ReadonlySet<Feature>): fc.Arbitrary<Plan> {

@@ -49,6 +49,9 @@ export interface Script {
 /** Finishes whose run does its effect (a run that throws fails before its effect). */
 const EFFECTFUL: ReadonlySet<Finish> = new Set(['return', 'schedule', 'refuse-value', 'refuse-toProperties', 'result', 'fanout']);
 
+/** Finishes a run of a step that fanned out before replaces by fanning out again. */
+const RESUMING: ReadonlySet<Finish> = new Set(['return', 'schedule', 'result']);
+
 /** The routes of every instance: a step, a fan-out child's first step, a join, and routes no task is ever made for (forged requests aim there). */
 export const ROUTES = Object.freeze({ step: '/step', child: '/child', join: '/join', other: '/other', admin: '/admin/step' });
 
@@ -91,8 +94,10 @@ export interface HandlerPort {
   scheduled(ctx: TaskContext<ModelEntity>, seq: number): void;
   /** Waits until the model releases run `id` ('released') or the signal aborts ('aborted'); never settles once the instance died. */
   wait(id: string, signal: AbortSignal | undefined): Promise<'released' | 'aborted'>;
-  /** The children of the fanning step `ctx` runs: those its first attempt gave (`proposed` when this is the first). */
-  fanChildren(ctx: TaskContext<ModelEntity>, proposed: string[]): string[];
+  /** The children of the fanning step `ctx` runs: those its first attempt gave (`spec`'s when this is the first). */
+  fanChildren(ctx: TaskContext<ModelEntity>, spec: FanSpec): string[];
+  /** Where the step `ctx` runs fanned out before: how this run fans out again (in the other order than the attempt before); else undefined. */
+  resumeFan(ctx: TaskContext<ModelEntity>): FanSpec | undefined;
   /** The key of entity `name`. */
   keyOf(name: string): Key;
   /** A fanning attempt's `fanOut()` resolved (the fan-out is sealed), over `children`. */
@@ -143,8 +148,11 @@ export function scriptOf(ctx: TaskContext<ModelEntity>): Script {
 /** The step handler of one instance. */
 export function stepHandler(port: HandlerPort): TaskHandler<ModelEntity> {
   return async (ctx) => {
-    const script = scriptOf(ctx);
+    const scripted = scriptOf(ctx);
     port.ran(ctx, idempotencyKeyOf(ctx));
+    // A step that fanned out fans out again when it runs again (the app's code is the same), unless the run throws.
+    const resume = RESUMING.has(scripted.finish) ? port.resumeFan(ctx) : undefined;
+    const script: Script = resume ? { ...scripted, finish: 'fanout', fan: scripted.fan ?? resume } : scripted;
     if (ctx.request.path === ROUTES.join) {
       const fanIn = await ctx.fanIn();
       port.joined(ctx, fanIn ? await readFanIn(fanIn) : undefined);
@@ -187,7 +195,7 @@ export function stepHandler(port: HandlerPort): TaskHandler<ModelEntity> {
       }
       case 'fanout': {
         const spec = script.fan!;
-        const names = port.fanChildren(ctx, spec.children);
+        const names = port.fanChildren(ctx, spec);
         const children = source(names, spec, (name) => ({
           key: port.keyOf(name), path: ROUTES.child, payload: { of: ctx.key.name ?? '', at: ctx.seq }, entity: { n: 0 },
         }));

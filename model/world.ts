@@ -12,7 +12,7 @@ import type { Store, TaskRequest } from '../src/types';
 import type { TestSmtpServer } from '../test/support/smtp';
 import { AlertDesk, type AlerterKind } from './alert-desk';
 import { PLAIN, ROUTES, scriptOf, type HandlerPort, type Script, ModelEntity } from './handler';
-import { childNames } from './fan-out-plan';
+import { childNames, type FanSpec } from './fan-out-plan';
 import { Instance, TIMINGS, type KillPoint } from './instance';
 import type { Loopback } from './loopback';
 import { emptyObservations, type Observations, type Run } from './observations';
@@ -88,8 +88,8 @@ export class World {
   operations = 0;
   /** Entities whose locks `look()` reads: the model's, and every fan-out child's. */
   private readonly watched = new Set<string>(ENTITIES);
-  /** The children each fanning step's first attempt gave, by `entity#seq chain`. */
-  private readonly fanChildren = new Map<string, string[]>();
+  /** Each fanning step's children (as its first attempt gave them), policy, and the order its last attempt gave, by `entity#seq chain`. */
+  private readonly fanSteps = new Map<string, { names: string[]; policy: FanSpec['policy']; reverse: boolean }>();
 
   constructor(readonly config: SequenceConfig, private readonly backend: Backend) {
     this.store = new FaultyStore(backend.store);
@@ -115,19 +115,23 @@ export class World {
         this.runsByAttempt.set(ctx.attempt, run);
         this.seen.runs.push(run);
       },
-      fanChildren: (ctx, proposed) => {
+      fanChildren: (ctx, spec) => {
         const step = `${ctx.key.name!}#${ctx.seq} ${chainOf(ctx) ?? ''}`;
-        const spec = scriptOf(ctx).fan!;
-        if (!this.fanChildren.has(step)) this.fanChildren.set(step, childNames(proposed, spec.wide));
-        const names = this.fanChildren.get(step)!;
+        const known = this.fanSteps.get(step);
+        const names = known?.names ?? childNames(spec.children, spec.wide);
+        this.fanSteps.set(step, { names, policy: known?.policy ?? spec.policy, reverse: spec.reverse });
         for (const name of names) if (!this.watched.has(name)) { this.watched.add(name); this.seen.locks.set(name, []); }
         return names;
+      },
+      resumeFan: (ctx) => {
+        const known = this.fanSteps.get(`${ctx.key.name!}#${ctx.seq} ${chainOf(ctx) ?? ''}`);
+        return known && { children: known.names, wide: false, reverse: !known.reverse, throwAt: undefined, policy: known.policy };
       },
       keyOf: (name) => this.key(name),
       fannedOut: (ctx, started, children, spec) => {
         const entity = ctx.key.name!;
         const chain = chainOf(ctx);
-        const given = this.fanChildren.get(`${entity}#${ctx.seq} ${chain ?? ''}`) ?? children;
+        const given = this.fanSteps.get(`${entity}#${ctx.seq} ${chain ?? ''}`)?.names ?? children;
         this.seen.fanOuts.push({ entity, seq: ctx.seq, chain, id: started.id, children, given, policy: spec.policy, sealedAt: this.now, op: this.operations });
         this.seen.committed.push({ entity, seq: started.joinSeq });
       },
