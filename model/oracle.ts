@@ -80,6 +80,9 @@ function ranToAnEnd(o: Observations): Violation[] {
   const ended = new Set<string>([...o.effects, ...o.failed, ...o.cancelled].map(stepName));
   for (const [entity, locks] of o.locks) {
     for (const lock of locks) if (lock.state === 'failed' || lock.state === 'cancelled') ended.add(stepName({ entity, seq: lock.seq }));
+    // A step the lock was later seen past finished (a fanning step's run may die after its seal, before its effect).
+    const furthest = Math.max(0, ...locks.filter((l) => l.state !== DELETED).map((l) => l.seq));
+    for (const step of o.committed) if (step.entity === entity && step.seq < furthest) ended.add(stepName(step));
     // The app deleted the entity: the steps committed on it until then are gone with it.
     const deleted = Math.max(0, ...locks.filter((l) => l.state === DELETED).map((l) => l.seq));
     for (const step of o.committed) if (step.entity === entity && step.seq <= deleted) ended.add(stepName(step));
