@@ -1,6 +1,7 @@
 /**
  * The broken promises known on today's main, each as the short sequence of model commands that
- * shows it (the six defects of issue 26, and one the model found on its own). Each names the
+ * shows it (the six defects of issue 26, two the model found on its own, and issue 37's fan-out
+ * defects 1-8, open on the code the fan-out commands were built on). Each names the
  * promise the oracle finds broken. Set `fixed` once the fix is merged: the sequence must then
  * hold every promise (test/promises/model.test.ts checks both ways).
  */
