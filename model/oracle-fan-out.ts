@@ -106,6 +106,12 @@ function childrenOnce(o: Observations): Violation[] {
   const named = new Set(o.received.map((a) => a.previousAttempt));
   for (const [chain, runs] of byChain) {
     if (runs.length < 2) continue;
+    // Runs of one start of the chain whose alert was owed on an entity the app then deleted are (b)'s and (c)'s case (not counted);
+    // a run after the chain was seen ended is a start again, counted whatever happened to the entity.
+    const effects = o.effects.filter((e) => e.chain === chain && e.url === ROUTES.child && e.forged === undefined);
+    const locks = o.locks.get(effects[0]!.entity) ?? [];
+    const startedAgain = effects.some((e) => locks.some((l) => l.chain === chain && l.op < e.op && (l.state === 'complete' || l.state === 'failed' || l.state === 'cancelled')));
+    if (!startedAgain && locks.some((l) => l.state === DELETED)) continue;
     const unnamed = runs.filter((r) => !named.has(r.split(' ')[0]));
     if (unnamed.length > 1) out.push({ promise: 'f', text: `fan-out child chain ${chain.slice(0, 12)}… did its first step's effect ${runs.length} times (${runs.map((r) => `${short(r.split(' ')[0]!)} at ${r.split(' ')[1]}`).join(', ')}); no alert that reached a person names ${unnamed.slice(0, -1).map((r) => short(r.split(' ')[0]!)).join(', ')}` });
   }
