@@ -7,7 +7,8 @@
 import fc from 'fast-check';
 import { BLOCKS, FINISHES, ON_SIGNAL, type Script } from './handler';
 import { TIMINGS, type KillPoint } from './instance';
-import { ENTITIES, type SequenceConfig, type World } from './world';
+import { POLICIES, type FanSpec } from './fan-out-plan';
+import { ENTITIES, FORGERIES, type FanOutAction, type Forgery, type SequenceConfig, type World } from './world';
 
 /** A command of the model. */
 export type Command = fc.AsyncCommand<object, World>;
@@ -33,7 +34,7 @@ abstract class Op implements Command {
 }
 
 function plan(p: Plan): string {
-  const parts: string[] = [p.finish];
+  const parts: string[] = [p.fan ? `fanOut([${p.fan.children.join(', ')}${p.fan.wide ? ', w0…' : ''}]${p.fan.reverse ? ' reversed' : ''}${p.fan.throwAt !== undefined ? `, source throws at ${p.fan.throwAt}` : ''}, ${p.fan.policy})` : p.finish];
   if (p.block !== 'none') parts.push(`blocks ${p.block}`, `on signal ${p.onSignal}`);
   return parts.join(', ');
 }
@@ -66,6 +67,16 @@ export class Deliver extends Op {
   toString(): string { return `deliver(${this.late ? 'any' : 'open'} task #${this.pick} to slot ${this.slot}: ${plan(this.plan)})`; }
 }
 
+/** Delivers the newest open task of an entity's steps to an instance (scenarios name their tasks this way). */
+export class DeliverOf extends Op {
+  constructor(readonly entity: string, readonly slot: number, readonly plan: Plan) { super(); }
+  async act(w: World): Promise<void> {
+    const name = w.openTaskOf(this.entity);
+    if (name !== undefined) await w.deliver(name, w.at(this.slot), this.plan);
+  }
+  toString(): string { return `deliver(${this.entity}'s open task to slot ${this.slot}: ${plan(this.plan)})`; }
+}
+
 /** Delivers one open task twice at once, to two instances (or one): a concurrent duplicate. */
 export class DeliverTwice extends Op {
   constructor(readonly pick: number, readonly slots: [number, number], readonly plans: [Plan, Plan]) { super(); }
@@ -87,6 +98,16 @@ export class Release extends Op {
     if (waiting.length > 0) await w.release(waiting[this.pick % waiting.length]!);
   }
   toString(): string { return `release(waiting run #${this.pick})`; }
+}
+
+/** The time limit cuts a waiting run (near `requestTimeout`, in real time), where the sequence sets one. */
+export class Cut extends Op {
+  constructor(readonly pick: number) { super(); }
+  async act(w: World): Promise<void> {
+    const waiting = w.waitingRuns();
+    if (waiting.length > 0) await w.cut(waiting[this.pick % waiting.length]!);
+  }
+  toString(): string { return `cut(waiting run #${this.pick} at requestTimeout)`; }
 }
 
 /** Moves the model's clock. */
@@ -124,6 +145,30 @@ export class Operate extends Op {
   toString(): string { return `${this.action}(${this.entity}) on slot ${this.slot}`; }
 }
 
+/** A request forged of a kept task (any ever created), delivered to an instance: another route, query, prefix, body or seq. */
+export class Forge extends Op {
+  constructor(readonly pick: number, readonly slot: number, readonly how: Forgery) { super(); }
+  async act(w: World): Promise<void> {
+    const names = w.taskNames(true);
+    if (names.length > 0) await w.deliverForged(names[this.pick % names.length]!, w.at(this.slot), this.how);
+  }
+  toString(): string { return `forge(task #${this.pick} as ${this.how}, to slot ${this.slot})`; }
+}
+
+/** The app deletes an entity (a fan-out child's, say) with its own client. */
+export class Delete extends Op {
+  constructor(readonly entity: string) { super(); }
+  act(w: World): Promise<void> { return w.deleteEntity(this.entity); }
+  toString(): string { return `the app deletes ${this.entity}`; }
+}
+
+/** An operator's `cancelFanOut()` (with or without the join) or `retryFanOutChildren()` on an entity's fan-out. */
+export class FanOutOp extends Op {
+  constructor(readonly action: FanOutAction, readonly entity: string, readonly slot: number) { super(); }
+  act(w: World): Promise<void> { return w.fanOutAction(this.action, this.entity, w.at(this.slot)); }
+  toString(): string { return `${this.action === 'cancelFanOut+join' ? 'cancelFanOut({ join: true })' : `${this.action}()`} of ${this.entity}'s fan-out on slot ${this.slot}`; }
+}
+
 /** The alerter goes down or comes back. */
 export class Alerter extends Op {
   constructor(readonly up: boolean) { super(); }
@@ -145,26 +190,60 @@ export class StoreOutage extends Op {
  * What a run can leave out of its sequences (`--without`), to look past a counterexample it keeps
  * finding: results the store refuses, the email alerter (and its rate limit), handlers that stop
  * after their effect, the operator's cancel and retry, repeated kickoff ids, a second kickoff on an
- * entity (`rekickoff`: only entities no kickoff of the sequence touched yet are kicked off), and
- * the alerter going down.
+ * entity (`rekickoff`: only entities no kickoff of the sequence touched yet are kicked off), the
+ * alerter going down, fan-out (`fanout`: runs that fan out or set a result, the operator's fan-out
+ * actions, the app deleting an entity, and the kill just after a write; `fanout-throw`: only
+ * sources that never throw and name no child twice; `fanout-wide`: no fan-out past a page;
+ * `delete`: the app never deletes an entity; `kill-after-write`: no death just after a write;
+ * `time-limit`: no sequence sets `requestTimeout`, so no step is cut at it), forged requests (`forge`; `forge-path`:
+ * only those to another path or query; `forge-seq`: only those to another seq), and store
+ * outages (`outage`).
  */
-export const FEATURES = ['refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down'] as const;
+export const FEATURES = [
+  'refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down', 'fanout', 'fanout-throw', 'fanout-wide', 'delete', 'kill-after-write', 'time-limit', 'forge', 'forge-path', 'forge-seq', 'outage',
+] as const;
 export type Feature = (typeof FEATURES)[number];
 
 const slot = fc.nat({ max: 2 });
-const entity = fc.constantFrom(...ENTITIES);
+/** The entities the commands of the model before fan-out act on; fan-out adds the fourth (children need room). */
+const entity = fc.constantFrom(...ENTITIES.slice(0, 3));
+const anyEntity = fc.constantFrom(...ENTITIES);
+
+/** A fanning run's script: 1 to 4 children (now and then one named twice), sometimes wide, an order, a throw part-way, a policy. */
+function fanSpecArb(without: ReadonlySet<Feature>): fc.Arbitrary<FanSpec> {
+  const throws = !without.has('fanout-throw');
+  return fc.record({
+    children: fc.oneof(
+      { arbitrary: fc.uniqueArray(anyEntity, { minLength: 1, maxLength: 4 }), weight: 9 },
+      { arbitrary: throws ? anyEntity.map((e) => [e, e]) : fc.uniqueArray(anyEntity, { minLength: 1, maxLength: 4 }), weight: 1 },
+    ),
+    wide: without.has('fanout-wide') ? fc.constant(false) : fc.oneof({ arbitrary: fc.constant(false), weight: 5 }, { arbitrary: fc.constant(true), weight: 1 }),
+    reverse: fc.boolean(),
+    throwAt: throws ? fc.oneof({ arbitrary: fc.constant(undefined), weight: 2 }, { arbitrary: fc.constantFrom(1, 2, 100), weight: 1 }) : fc.constant(undefined),
+    policy: fc.constantFrom(...POLICIES),
+  }).map((spec) => (spec.wide && spec.throwAt !== undefined ? { ...spec, throwAt: 100 } : spec)); // a wide source throws after its first page was written and started
+}
 
 function planArb(without: ReadonlySet<Feature>): fc.Arbitrary<Plan> {
-  const rare = FINISHES.filter((f) => !['return', 'schedule', 'throw'].includes(f) && !(without.has('refusal') && f.startsWith('refuse')));
+  const rare = FINISHES.filter((f) => !['return', 'schedule', 'throw', 'result', 'fanout'].includes(f) && !(without.has('refusal') && f.startsWith('refuse')));
+  const fanning = without.has('fanout') ? [] : [
+    { arbitrary: fc.constantFrom<Plan['finish']>('result'), weight: 2 },
+    { arbitrary: fc.constantFrom<Plan['finish']>('fanout'), weight: 3 },
+  ];
   return fc.record({
     finish: fc.oneof(
       { arbitrary: fc.constantFrom<Plan['finish']>('return', 'schedule'), weight: 6 },
       { arbitrary: fc.constantFrom<Plan['finish']>('throw'), weight: 2 },
       { arbitrary: fc.constantFrom<Plan['finish']>(...rare), weight: 2 },
+      ...fanning,
     ),
+    fan: fanSpecArb(without),
     block: fc.oneof({ arbitrary: fc.constant<Plan['block']>('none'), weight: 4 }, { arbitrary: fc.constantFrom<Plan['block']>(...BLOCKS.filter((b) => b !== 'none')), weight: 2 }),
     onSignal: fc.constantFrom(...ON_SIGNAL.filter((o) => !(without.has('stop-after') && o === 'stop-after'))),
-  }).map((p) => (without.has('stop-after') && p.block === 'after-effect' && p.onSignal !== 'ignore' ? { ...p, onSignal: 'ignore' } : p)); // past its effect, any stop is a stop after it
+  }).map(({ fan, ...p }) => {
+    const out: Plan = p.finish === 'fanout' ? { ...p, fan } : p;
+    return without.has('stop-after') && out.block === 'after-effect' && out.onSignal !== 'ignore' ? { ...out, onSignal: 'ignore' } : out; // past its effect, any stop is a stop after it
+  });
 }
 
 /** Every command's arbitrary, less the features left out (deliveries listed more than once: they are most of what happens). */
@@ -188,9 +267,38 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
     slot.map((s) => new Shutdown(s)),
     fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
     (without.has('alerter-down') ? fc.constant(true) : fc.boolean()).map((up) => new Alerter(up)),
-    fc.tuple(fc.integer({ min: 1, max: 4 }), fc.boolean()).map(([n, applied]) => new StoreOutage(n, applied)),
+    ...(without.has('outage') ? [] : [fc.tuple(fc.integer({ min: 1, max: 4 }), fc.boolean()).map(([n, applied]) => new StoreOutage(n, applied))]),
+    ...(without.has('fanout') ? [] : fanOutCommands(plan, fanSpecArb(without), actions, without)),
+    ...forgeries(without),
   ];
 }
+
+/** The forged requests left in. */
+function forgeries(without: ReadonlySet<Feature>): Array<fc.Arbitrary<Command>> {
+  const kinds = FORGERIES.filter((k) => !(without.has('forge-path') && (k === 'query' || k === 'prefix')) && !(without.has('forge-seq') && k.startsWith('seq')));
+  if (without.has('forge') || kinds.length === 0) return [];
+  return [fc.tuple(fc.nat({ max: 15 }), slot, fc.constantFrom(...kinds)).map(([p, s, how]) => new Forge(p, s, how))];
+}
+
+/** The fan-out commands: deliveries that fan out (more of them: they are most of what a fan-out is), the operator's actions on a child, a parent and a fan-out, the app's deletes and kickoffs on any entity, a death just after a write. */
+function fanOutCommands(
+  plan: fc.Arbitrary<Plan>, fanSpec: fc.Arbitrary<FanSpec>, actions: ReadonlyArray<'retry' | 'resend' | 'cancel'>, without: ReadonlySet<Feature>,
+): Array<fc.Arbitrary<Command>> {
+  const fanning = fc.tuple(fc.nat({ max: 7 }), slot, plan, fanSpec).map(([p, s, pl, fan]) => new Deliver(p, s, { ...pl, finish: 'fanout', fan }, false));
+  const fanActions = (['cancelFanOut', 'cancelFanOut+join', 'retryFanOutChildren'] as const).filter((a) => actions.includes('cancel') || a === 'retryFanOutChildren');
+  return [
+    fanning,
+    fc.tuple(fc.constantFrom(...fanActions), anyEntity, slot).map(([a, e, s]) => new FanOutOp(a, e, s)),
+    fc.tuple(fc.constantFrom(...actions), anyEntity, slot).map(([a, e, s]) => new Operate(a, e, s)),
+    fc.tuple(anyEntity, slot).map(([e, s]) => new Kickoff(e, s)),
+    ...(without.has('delete') ? [] : [anyEntity.map((e) => new Delete(e))]),
+    ...(without.has('time-limit') ? [] : [fc.nat({ max: 3 }).map((p) => new Cut(p))]),
+    ...(without.has('kill-after-write') ? [] : [slot.map((s) => new Kill(s, 'after-next-write'))]),
+  ];
+}
+
+/** The `requestTimeout` of a sequence that cuts steps at it: the least the Locker takes, so a cut comes a second after the request arrived. */
+export const REQUEST_TIMEOUT = 2_000;
 
 /** A sequence's configuration. */
 export function configArbitrary(without: ReadonlySet<Feature> = new Set()): fc.Arbitrary<SequenceConfig> {
@@ -198,5 +306,10 @@ export function configArbitrary(without: ReadonlySet<Feature> = new Set()): fc.A
     instances: fc.constantFrom(2, 3),
     alerter: without.has('email') ? fc.constant<SequenceConfig['alerter']>('record') : fc.constantFrom<SequenceConfig['alerter']>('record', 'email'),
     maxRetries: fc.constantFrom(2, 3),
-  });
+  }).chain((c) => (without.has('fanout') || without.has('time-limit')
+    ? fc.constant<SequenceConfig>(c)
+    : fc.oneof(
+      { arbitrary: fc.constant<SequenceConfig>(c), weight: 5 },
+      { arbitrary: fc.constant<SequenceConfig>({ ...c, requestTimeout: REQUEST_TIMEOUT }), weight: 1 },
+    )));
 }

@@ -5,13 +5,20 @@
  * until the model releases it, and what it does when `ctx.signal` aborts while it waits. The
  * effect (a charge, say) is recorded outside the store, by the model.
  */
+import type { Key } from '@google-cloud/datastore';
 import { PermanentError } from '../src/errors/errors';
+import type { FanIn, FanOutStarted } from '../src/fanout/types';
 import type { TaskContext, TaskHandler } from '../src/step/handler-types';
 import type { Properties } from '../src/types';
 import { abortedAfterEffect, handBackSilently, idempotencyKeyOf } from './conventions';
+import { policyOf, source, type FanSpec } from './fan-out-plan';
 
-/** How a run ends. */
-export const FINISHES = ['return', 'schedule', 'throw', 'permanent', 'refuse-value', 'refuse-toProperties'] as const;
+/**
+ * How a run ends: also `result` (a fan-out child sets its result with `ctx.setResult()`, then
+ * returns; elsewhere it returns) and `fanout` (`ctx.fanOut()` over the script's children, to the
+ * join route).
+ */
+export const FINISHES = ['return', 'schedule', 'throw', 'permanent', 'refuse-value', 'refuse-toProperties', 'result', 'fanout'] as const;
 export type Finish = (typeof FINISHES)[number];
 
 /** Where a run waits for the model, if it does. */
@@ -33,10 +40,25 @@ export interface Script {
   finish: Finish;
   block: Block;
   onSignal: OnSignal;
+  /** With `fanout`: the fan-out. */
+  fan?: FanSpec;
+  /** A forged or replayed request (how it was forged), for reports: the oracle judges the request itself. */
+  forged?: string;
 }
 
 /** Finishes whose run does its effect (a run that throws fails before its effect). */
-const EFFECTFUL: ReadonlySet<Finish> = new Set(['return', 'schedule', 'refuse-value', 'refuse-toProperties']);
+const EFFECTFUL: ReadonlySet<Finish> = new Set(['return', 'schedule', 'refuse-value', 'refuse-toProperties', 'result', 'fanout']);
+
+/** Finishes a run of a step that fanned out before replaces by fanning out again. */
+const RESUMING: ReadonlySet<Finish> = new Set(['return', 'schedule', 'result']);
+
+/** The routes of every instance: a step, a fan-out child's first step, a join, and routes no task is ever made for (forged requests aim there). */
+export const ROUTES = Object.freeze({ step: '/step', child: '/child', join: '/join', other: '/other', admin: '/admin/step' });
+
+/** A fan-out child's chain id (`f<fan-out id>_<key hash>`). */
+export function isChildChain(chain: string | undefined): boolean {
+  return chain !== undefined && /^f[0-9a-f]{24}_/.test(chain);
+}
 
 /** The longest chain the model grows: a run at this step returns instead of scheduling. */
 export const LAST_STEP = 6;
@@ -72,6 +94,48 @@ export interface HandlerPort {
   scheduled(ctx: TaskContext<ModelEntity>, seq: number): void;
   /** Waits until the model releases run `id` ('released') or the signal aborts ('aborted'); never settles once the instance died. */
   wait(id: string, signal: AbortSignal | undefined): Promise<'released' | 'aborted'>;
+  /** The children of the fanning step `ctx` runs: those its first attempt gave (`spec`'s when this is the first). */
+  fanChildren(ctx: TaskContext<ModelEntity>, spec: FanSpec): string[];
+  /** Where the step `ctx` runs fanned out before: how this run fans out again (in the other order than the attempt before); else undefined. */
+  resumeFan(ctx: TaskContext<ModelEntity>): FanSpec | undefined;
+  /** The key of entity `name`. */
+  keyOf(name: string): Key;
+  /** A fanning attempt's `fanOut()` resolved (the fan-out is sealed), over `children`. */
+  fannedOut(ctx: TaskContext<ModelEntity>, started: FanOutStarted, children: string[], spec: FanSpec): void;
+  /** A run on the join route read `ctx.fanIn()`: what it was shown, every page, undefined when it was no join. */
+  joined(ctx: TaskContext<ModelEntity>, shown: JoinShown | undefined): void;
+}
+
+/** What a join was shown: `fanIn()`'s id, outcome and counts, every page of children, and the children per state as `children({ state })` lists them. */
+export interface JoinShown {
+  id: string;
+  outcome: string;
+  counts: Record<string, number>;
+  listing: Array<{ entity: string; state: string; result?: unknown }>;
+  byState: Record<string, string[]>;
+}
+
+/** Reads a join's `fanIn()` page by page (cursors), and once more per state. */
+async function readFanIn(fanIn: FanIn): Promise<JoinShown> {
+  const listing: JoinShown['listing'] = [];
+  const pages = async (state?: string): Promise<Array<{ entity: string; state: string; result?: unknown }>> => {
+    const out: JoinShown['listing'] = [];
+    let cursor: string | undefined;
+    for (let n = 0; n < 1_000; n++) {
+      const options: { cursor?: string; state?: 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'timedOut' } = {};
+      if (cursor !== undefined) options.cursor = cursor;
+      if (state !== undefined) options.state = state as NonNullable<typeof options.state>;
+      const page = await fanIn.children(options);
+      for (const c of page.children) out.push({ entity: c.key.name ?? String(c.key.id), state: c.state, ...(c.result !== undefined ? { result: c.result } : {}) });
+      cursor = page.cursor;
+      if (cursor === undefined) break;
+    }
+    return out;
+  };
+  listing.push(...await pages());
+  const byState: Record<string, string[]> = {};
+  for (const state of ['pending', 'succeeded', 'failed', 'cancelled', 'timedOut']) byState[state] = (await pages(state)).map((c) => c.entity);
+  return { id: fanIn.id, outcome: fanIn.outcome, counts: { ...fanIn.counts }, listing, byState };
 }
 
 /** Reads a delivery's script from its request. */
@@ -84,8 +148,15 @@ export function scriptOf(ctx: TaskContext<ModelEntity>): Script {
 /** The step handler of one instance. */
 export function stepHandler(port: HandlerPort): TaskHandler<ModelEntity> {
   return async (ctx) => {
-    const script = scriptOf(ctx);
+    const scripted = scriptOf(ctx);
     port.ran(ctx, idempotencyKeyOf(ctx));
+    // A step that fanned out fans out again when it runs again (the app's code is the same), unless the run throws.
+    const resume = RESUMING.has(scripted.finish) ? port.resumeFan(ctx) : undefined;
+    const script: Script = resume ? { ...scripted, finish: 'fanout', fan: scripted.fan ?? resume } : scripted;
+    if (ctx.request.path === ROUTES.join) {
+      const fanIn = await ctx.fanIn();
+      port.joined(ctx, fanIn ? await readFanIn(fanIn) : undefined);
+    }
     const effectful = EFFECTFUL.has(script.finish);
     let effected = false;
     const effect = (): void => {
@@ -95,7 +166,7 @@ export function stepHandler(port: HandlerPort): TaskHandler<ModelEntity> {
       }
     };
     if (script.block !== 'none') {
-      if (script.block === 'after-effect') effect();
+      if (script.block === 'after-effect' && script.finish !== 'fanout') effect(); // a fanning run's effect comes after its seal
       const how = await port.wait(script.id, ctx.signal);
       if (how === 'aborted') {
         if (script.onSignal === 'stop-before' && !effected) return handBackSilently(ctx);
@@ -115,6 +186,24 @@ export function stepHandler(port: HandlerPort): TaskHandler<ModelEntity> {
         effect();
         ctx.entity.n++;
         return;
+      case 'result': {
+        const chain = ctx.request.headers['x-lock-chain'];
+        if (isChildChain(typeof chain === 'string' ? chain : undefined)) await ctx.setResult({ n: ctx.entity.n, seq: ctx.seq });
+        effect();
+        ctx.entity.n++;
+        return;
+      }
+      case 'fanout': {
+        const spec = script.fan!;
+        const names = port.fanChildren(ctx, spec);
+        const children = source(names, spec, (name) => ({
+          key: port.keyOf(name), path: ROUTES.child, payload: { of: ctx.key.name ?? '', at: ctx.seq }, entity: { n: 0 },
+        }));
+        const started = await ctx.fanOut(children, { join: ROUTES.join, payload: { join: ctx.seq }, policy: policyOf(spec.policy) });
+        port.fannedOut(ctx, started, names, spec);
+        effect(); // after the seal: a source that threw did nothing yet, and its retry is no second effect
+        return;
+      }
       case 'schedule': {
         effect();
         ctx.entity.n++;

@@ -9,14 +9,14 @@ import express, { type Express } from 'express';
 import { Locker } from '../src/locker';
 import type { Logger, Queue, Store, TaskRequest } from '../src/types';
 import type { AlertDesk } from './alert-desk';
-import { stepHandler, ModelEntity, type HandlerPort } from './handler';
+import { stepHandler, ModelEntity, ROUTES, type HandlerPort } from './handler';
 import { MortalStore, never } from './store-faults';
 
 /** The timings every instance runs with, ms. Real-time timers (renewal, proof, time limits) never fire within a sequence; the model's clock moves leases. */
 export const TIMINGS = Object.freeze({ leaseDuration: 60_000, stallAfter: 120_000, alertTimeout: 5_000 });
 
 /** How an instance dies. */
-export type KillPoint = 'now' | 'next-write' | 'next-enqueue';
+export type KillPoint = 'now' | 'next-write' | 'after-next-write' | 'next-enqueue';
 
 /** A logger that keeps nothing (the model reads outcomes, not log lines). */
 const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -27,6 +27,8 @@ export interface InstanceDeps {
   desk: AlertDesk;
   clock: () => number;
   maxRetries: number;
+  /** The Locker's `requestTimeout`, ms (real time), if the sequence sets one. */
+  requestTimeout?: number;
   /** A task the instance created (the queue accepted it). */
   created(task: TaskRequest): void;
   port: HandlerPort;
@@ -57,10 +59,12 @@ export class Instance {
     this.locker = new Locker({
       store: this.store, queue, alerter: deps.desk.alerterFor(() => this.dead), authenticate: false, logger: quiet,
       clock: deps.clock, maxRetries: deps.maxRetries, ...TIMINGS, telemetry: false,
+      ...(deps.requestTimeout === undefined ? {} : { requestTimeout: deps.requestTimeout }),
     });
     deps.listen(this.locker);
     this.app = express();
-    this.app.post('/step', this.locker.handle(stepHandler(deps.port), (props) => new ModelEntity(props)));
+    const handler = this.locker.handle(stepHandler(deps.port), (props) => new ModelEntity(props));
+    for (const route of Object.values(ROUTES)) this.app.post(route, handler);
   }
 
   get dead(): boolean {
@@ -77,6 +81,7 @@ export class Instance {
   kill(point: KillPoint): void {
     if (point === 'now') this.store.die();
     else if (point === 'next-write') this.store.armAtNextWrite();
+    else if (point === 'after-next-write') this.store.armAfterNextWrite();
     else this.dieAtEnqueue = true;
   }
 }

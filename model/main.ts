@@ -6,6 +6,7 @@
  *   npm run model -- --seed 42 --runs 2000 --store memory
  *   npm run model -- --known                          (replays the known defects' sequences)
  *   npm run model -- --without refusal,email          (look past the counterexamples those find)
+ *   npm run model -- --ignore 'failed for good on its first run'   (look past a rule's known counterexample)
  *   npm run model:datastore -- --runs 30             (on the legacy emulator, started for the run)
  */
 import { parseArgs } from 'node:util';
@@ -23,6 +24,7 @@ async function main(): Promise<number> {
       path: { type: 'string' },
       'replay-path': { type: 'string' },
       without: { type: 'string', default: '' },
+      ignore: { type: 'string', multiple: true, default: [] },
       known: { type: 'boolean', default: false },
     },
   });
@@ -31,7 +33,7 @@ async function main(): Promise<number> {
   const maxCommands = Number(values['max-commands']);
   const store = values.store as StoreKind;
   if (!Number.isSafeInteger(seed) || !Number.isSafeInteger(runs) || runs < 1 || !Number.isSafeInteger(maxCommands) || maxCommands < 1) {
-    console.error('usage: npm run model -- [--seed N] [--runs N] [--store memory|datastore] [--max-commands N] [--path P --replay-path R] [--without F,...] [--known]');
+    console.error('usage: npm run model -- [--seed N] [--runs N] [--store memory|datastore] [--max-commands N] [--path P --replay-path R] [--without F,...] [--ignore TEXT]... [--known]');
     return 2;
   }
   if (store !== 'memory' && store !== 'datastore') {
@@ -55,15 +57,16 @@ async function main(): Promise<number> {
     console.error(`--without takes ${FEATURES.join(', ')}; got ${unknown.join(', ')}`);
     return 2;
   }
-  console.log(`model: seed ${seed}, up to ${runs} sequences of up to ${maxCommands} commands, on the ${store} store${without.length > 0 ? `, without ${without.join(', ')}` : ''}`);
-  const result = await runModel({ seed, runs, store, maxCommands, without: without as Feature[], ...(values.path ? { path: values.path } : {}), ...(values['replay-path'] ? { replayPath: values['replay-path'] } : {}) });
+  console.log(`model: seed ${seed}, up to ${runs} sequences of up to ${maxCommands} commands, on the ${store} store${without.length > 0 ? `, without ${without.join(', ')}` : ''}${values.ignore.length > 0 ? `, not counting ${values.ignore.map((t) => JSON.stringify(t)).join(', ')}` : ''}`);
+  const result = await runModel({ seed, runs, store, maxCommands, without: without as Feature[], ignore: values.ignore, ...(values.path ? { path: values.path } : {}), ...(values['replay-path'] ? { replayPath: values['replay-path'] } : {}) });
   console.log(`model: ${result.sequences} sequences (${result.generated} generated, the rest shrinking), ${result.operations} operations, ${(result.wallMs / 1000).toFixed(1)} s wall time, seed ${result.seed}`);
   if (result.failure) {
+    if (result.first) console.log(`model: first counterexample at sequence ${result.first.sequence}, after ${result.first.operations} operations and ${(result.first.wallMs / 1000).toFixed(1)} s`);
     console.log(describeFailure(result));
     console.log(JSON.stringify({ ...result, failure: { ...result.failure } }));
     return 1;
   }
-  console.log('model: every promise held: (a) every committed step ran to an end; (b) every effect once, or each extra run named by an alert; (c) every alert claimed reached the alerter, each id stable; (d) no kickoffId started two chains on one entity');
+  console.log('model: every promise held: (a) every committed step ran to an end; (b) every effect once, or each extra run named by an alert; (c) every alert claimed reached the alerter, each id stable; (d) no kickoffId started two chains on one entity; (f) fan-out: each join once, after its children, shown each child once as it ended; (s) no forged request ran a handler');
   console.log(JSON.stringify(result));
   return 0;
 }

@@ -15,12 +15,19 @@
  *   `started` without `resumed` twice for one id and one entity.
  * - (e) (where the context has `ctx.idempotencyKey`) every run of one step of one chain was given
  *   the same key, and no two steps share one.
+ * - (f) Fan-out keeps them: the join runs once its fan-out joined, and is shown each child once
+ *   with its true end; a child's first step runs once unless alerted; a step that threw (a
+ *   fanning step whose source threw included) is retried (oracle-fan-out.ts).
+ * - (s) A forged or replayed request never runs a handler: every run's request (entity, step,
+ *   chain, route with its query, body) is one the Locker made a task of.
  */
 import type { AlertEvent } from '../src/types';
 import { stepName, type Observations, type StepRef } from './observations';
+import { fanOutRules } from './oracle-fan-out';
+import { DELETED } from './world';
 
 /** Which promise broke. */
-export type Promise4 = 'a' | 'b' | 'c' | 'd' | 'e';
+export type Promise4 = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 's';
 
 /** One broken promise. */
 export interface Violation {
@@ -35,6 +42,8 @@ export const PROMISES: Readonly<Record<Promise4, string>> = Object.freeze({
   c: 'every alert claimed reached the alerter at least once, each id stable',
   d: 'no kickoffId started two chains on one entity',
   e: 'ctx.idempotencyKey is stable per step per chain',
+  f: 'fan-out: the join runs once, after every child settled, shown each child once as it ended; a child runs once unless alerted; a step that threw is retried',
+  s: 'a forged or replayed request never runs a handler',
 });
 
 /** An alert owed: its reason (as the claim names it), step and the attempt it names. */
@@ -46,7 +55,24 @@ interface Owed extends StepRef {
 
 /** Checks every promise; an empty list means all held. */
 export function judge(o: Observations): Violation[] {
-  return [...ranToAnEnd(o), ...onceOrAlerted(o), ...alertsArrived(o), ...kickoffsOnce(o), ...idempotencyKeys(o)];
+  return [...ranToAnEnd(o), ...onceOrAlerted(o), ...alertsArrived(o), ...kickoffsOnce(o), ...idempotencyKeys(o), ...fanOutRules(o), ...onlyTasksRun(o)];
+}
+
+/** Every run's request is one a Locker made a task of: its entity, step, chain, route (query included) and body. */
+function onlyTasksRun(o: Observations): Violation[] {
+  const out: Violation[] = [];
+  const made = new Set(o.tasks.map((t) => requestId(t.entity, t.seq, t.chain, t.path, t.body)));
+  for (const run of o.runs) {
+    if (made.has(requestId(run.entity, run.seq, run.chain, run.url, run.body))) continue;
+    out.push({ promise: 's', text: `a request ${run.forged ? `forged as ${run.forged} ` : ''}ran the handler at ${run.url} on step ${stepName(run)} (body ${run.body === '' ? 'none' : run.body}); no task was made for that route and body at that step` });
+  }
+  return out;
+}
+
+function requestId(entity: string, seq: number, chain: string | undefined, url: string, body: string): string {
+  let normal = body;
+  try { normal = body === '' ? '' : JSON.stringify(JSON.parse(body)); } catch { /* kept as sent */ }
+  return `${entity}#${seq} ${chain ?? ''} ${url} ${normal}`;
 }
 
 function ranToAnEnd(o: Observations): Violation[] {
@@ -54,6 +80,12 @@ function ranToAnEnd(o: Observations): Violation[] {
   const ended = new Set<string>([...o.effects, ...o.failed, ...o.cancelled].map(stepName));
   for (const [entity, locks] of o.locks) {
     for (const lock of locks) if (lock.state === 'failed' || lock.state === 'cancelled') ended.add(stepName({ entity, seq: lock.seq }));
+    // A step the lock was later seen past finished (a fanning step's run may die after its seal, before its effect).
+    const furthest = Math.max(0, ...locks.filter((l) => l.state !== DELETED).map((l) => l.seq));
+    for (const step of o.committed) if (step.entity === entity && step.seq < furthest) ended.add(stepName(step));
+    // The app deleted the entity: the steps committed on it until then are gone with it.
+    const deleted = Math.max(0, ...locks.filter((l) => l.state === DELETED).map((l) => l.seq));
+    for (const step of o.committed) if (step.entity === entity && step.seq <= deleted) ended.add(stepName(step));
     const last = locks.at(-1);
     if (last?.state === 'scheduled') out.push({ promise: 'a', text: `${entity} still has step ${last.seq} scheduled after deliveries and sweeps ran until quiet` });
   }
@@ -65,10 +97,13 @@ function ranToAnEnd(o: Observations): Violation[] {
 
 function onceOrAlerted(o: Observations): Violation[] {
   const out: Violation[] = [];
-  const byStep = groupBy(o.effects, stepName);
-  for (const [step, effects] of byStep) {
+  // A step of one chain (an entity the app deleted starts its seqs again, on a new chain).
+  const byStep = groupBy(o.effects, (e) => `${stepName(e)} ${e.chain ?? ''}`);
+  for (const [stepOfChain, effects] of byStep) {
+    const step = stepOfChain.split(' ')[0]!;
     const attempts = [...new Set(effects.map((e) => e.attempt))];
     if (attempts.length < 2) continue;
+    if (deletedSince(o, effects[0]!)) continue; // the alert naming the extra run was owed on the entity the app deleted: see (c)
     const named = new Set(o.received.filter((a) => stepName(alertStep(a)) === step).map((a) => a.previousAttempt));
     const unnamed = attempts.filter((a) => !named.has(a));
     if (unnamed.length > 1) {
@@ -81,6 +116,7 @@ function onceOrAlerted(o: Observations): Violation[] {
 function alertsArrived(o: Observations): Violation[] {
   const out: Violation[] = [];
   for (const owed of owedAlerts(o)) {
+    if (deletedSince(o, owed)) continue; // the app deleted the entity, and the step's alerts with it
     const arrived = o.received.some((a) => a.key.name === owed.entity && a.seq === owed.seq && a.previousAttempt === owed.previous && (!KNOWN_REASONS.has(owed.reason) || a.reason === owed.reason));
     if (!arrived) out.push({ promise: 'c', text: `the ${owed.reason} alert of step ${stepName(owed)} naming attempt ${short(owed.previous)} (${owed.why}) never reached the alerter` });
   }
@@ -103,6 +139,11 @@ function alertsArrived(o: Observations): Violation[] {
 }
 
 const KNOWN_REASONS: ReadonlySet<string> = new Set(['overwrite', 'failure']);
+
+/** Whether the app deleted `step`'s entity at that step or after it. */
+function deletedSince(o: Observations, step: StepRef): boolean {
+  return (o.locks.get(step.entity) ?? []).some((l) => l.state === DELETED && l.seq >= step.seq);
+}
 
 /** Every alert owed: each claim the store showed, and each takeover the Locker reported. */
 function owedAlerts(o: Observations): Owed[] {

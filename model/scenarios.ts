@@ -1,17 +1,19 @@
 /**
  * The broken promises known on today's main, each as the short sequence of model commands that
- * shows it (the six defects of issue 26, and one the model found on its own). Each names the
+ * shows it (the six defects of issue 26, two the model found on its own, and issue 37's fan-out
+ * defects 1-8, open on the code the fan-out commands were built on). Each names the
  * promise the oracle finds broken. Set `fixed` once the fix is merged: the sequence must then
  * hold every promise (test/promises/model.test.ts checks both ways).
  */
-import { Advance, Alerter, Deliver, Kickoff, KickoffMany, Operate, Release, Shutdown, type Command, type Feature, type Plan } from './commands';
+import { Advance, Alerter, Delete, Deliver, DeliverOf, FanOutOp, Forge, Kickoff, KickoffMany, Kill, Operate, Release, Shutdown, type Command, type Feature, type Plan } from './commands';
+import type { FanSpec } from './fan-out-plan';
 import { TIMINGS } from './instance';
 import type { Promise4 } from './oracle';
 import type { SequenceConfig } from './world';
 
 /** One known broken promise. */
 export interface KnownDefect {
-  /** Issue 26's number for it, or `model` for one the model found on its own. */
+  /** Issue 26's number for it (`37.n` for issue 37's fan-out defects), or `model` for one the model found on its own. */
   id: string;
   title: string;
   /** The promise the oracle finds broken while it is not fixed. */
@@ -26,6 +28,9 @@ const PLAIN_CONFIG: SequenceConfig = Object.freeze({ instances: 2, alerter: 'rec
 const run = (finish: Plan['finish']): Plan => ({ finish, block: 'none', onSignal: 'stop-before' });
 const blocked = (finish: Plan['finish'], onSignal: Plan['onSignal'] = 'stop-before'): Plan => ({ finish, block: 'before-effect', onSignal });
 const PAST_LEASE = TIMINGS.leaseDuration + 1_000;
+const fan = (children: string[], more: Partial<FanSpec> = {}): Plan => ({
+  finish: 'fanout', block: 'none', onSignal: 'stop-before', fan: { children, wide: false, reverse: false, throwAt: undefined, policy: 'settled', ...more },
+});
 
 /** Every known broken promise; `fixed` says which are fixed on this branch. */
 export const KNOWN_DEFECTS: readonly KnownDefect[] = [
@@ -81,10 +86,61 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
       new Deliver(0, 0, run('permanent'), false), new Shutdown(0),
     ],
   },
+  // Issue 37: fan-out's defects, each as the model found it (docs/concepts/measured.md#the-model-finds-fan-outs-defects), shortened by hand.
+  {
+    id: '37.1', title: 'a resumed parent starts an ended child again (its entity deleted): the child runs twice, unalerted', promise: 'f', fixed: false, config: PLAIN_CONFIG,
+    commands: () => [
+      new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1'], { wide: true, throwAt: 100 })), new DeliverOf('e1', 0, run('return')),
+      new Delete('e1'), new Operate('retry', 'e0', 0), new DeliverOf('e0', 0, fan(['e1'], { wide: true })),
+    ],
+  },
+  {
+    id: '37.2', title: 'a fan-out child kickoff drops a failure alert its entity still owes', promise: 'c', fixed: false, config: PLAIN_CONFIG,
+    commands: () => [
+      new Kickoff('e1', 0), new Alerter(false), new DeliverOf('e1', 0, run('permanent')), new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1'])),
+    ],
+  },
+  {
+    id: '37.3', title: 'the seal leaves an owed overwrite alert on a join step with no record, and cancelFanOut() loses it', promise: 'c', fixed: false, config: PLAIN_CONFIG,
+    commands: () => [
+      new Alerter(false), new Kickoff('e0', 0), new Deliver(0, 0, blocked('return'), false), new Advance(PAST_LEASE),
+      new Deliver(0, 1, fan(['e1']), false), new FanOutOp('cancelFanOut', 'e0', 1),
+    ],
+  },
+  {
+    id: '37.4', title: 'a request for the join\'s seq, before the join, runs a handler (the join step has no record to check it against)', promise: 's', fixed: false, config: PLAIN_CONFIG,
+    commands: () => [new Kickoff('e0', 0), new Deliver(0, 0, fan(['e1']), false), new Forge(0, 0, 'seq+1 join')],
+  },
+  {
+    id: '37.5', title: 'the route check takes /other?then=/step for /step', promise: 's', fixed: false, config: PLAIN_CONFIG,
+    commands: () => [new Kickoff('e0', 0), new Forge(0, 0, 'query')],
+  },
+  {
+    id: '37.5', title: 'the route check takes /admin/step for /step', promise: 's', fixed: false, config: PLAIN_CONFIG,
+    commands: () => [new Kickoff('e0', 0), new Forge(0, 0, 'prefix')],
+  },
+  {
+    id: '37.6', title: 'fanIn().children() lists a child twice after a retry that gives the children in another order', promise: 'f', fixed: false, config: PLAIN_CONFIG,
+    commands: () => [
+      new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1'], { wide: true, throwAt: 100 })), new Operate('retry', 'e0', 0),
+      new DeliverOf('e0', 0, fan(['e1'], { wide: true, reverse: true })),
+    ],
+  },
+  {
+    id: '37.7', title: 'a child that succeeded is reported failed when its settle was lost and the app started another chain on its entity', promise: 'f', fixed: false, config: PLAIN_CONFIG,
+    commands: () => [
+      new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1'])), new DeliverOf('e1', 0, blocked('return')), new Kill(0, 'after-next-write'), new Release(0),
+      new Kickoff('e1', 1),
+    ],
+  },
+  {
+    id: '37.8', title: 'a fanning step whose source throws part-way fails for good on its first attempt', promise: 'f', fixed: false, config: PLAIN_CONFIG,
+    commands: () => [new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1', 'e2'], { throwAt: 1 }))],
+  },
 ];
 
 /**
  * The features every known broken promise needs (one of them at least): a run that leaves them all
  * out (`--without`) must hold every promise while the defects are open.
  */
-export const KNOWN_TRIGGERS: readonly Feature[] = Object.freeze(['refusal', 'email', 'stop-after', 'cancel', 'kickoff-id', 'alerter-down']);
+export const KNOWN_TRIGGERS: readonly Feature[] = Object.freeze(['refusal', 'email', 'stop-after', 'cancel', 'kickoff-id', 'alerter-down', 'fanout', 'forge']);

@@ -6,7 +6,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { StoreUnavailableError } from '../src/errors/errors';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerNeeded, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../src/types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerNeeded, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../src/types';
 
 /**
  * A promise that never settles: what a call of a dead process returns. A new one each time, so that
@@ -107,6 +107,13 @@ export class FaultyStore implements Store {
     if (!inner.retireLedgerMany) return undefined;
     return (records, needed) => this.writing('retireLedgerMany', () => inner.retireLedgerMany!(records, needed));
   }
+
+  /** The fan-out sweep's query (without it, a Locker never sweeps fan-outs). */
+  get findKeys(): ((query: KeyQuery) => Promise<Key[]>) | undefined {
+    const inner = this.inner;
+    if (!inner.findKeys) return undefined;
+    return (query) => this.reading('findKeys', () => inner.findKeys!(query));
+  }
 }
 
 /**
@@ -116,6 +123,7 @@ export class FaultyStore implements Store {
 export class MortalStore implements Store {
   private dead = false;
   private dieAtWrite = false;
+  private dieAfterWrite = false;
 
   constructor(private readonly inner: Store, private readonly onDeath: () => void) {}
 
@@ -135,9 +143,15 @@ export class MortalStore implements Store {
     this.dieAtWrite = true;
   }
 
-  /** Forgets a death armed at the next write (the fault is healed before it struck). */
+  /** Dies just after its next write applied (the write landed; the process never saw its answer). */
+  armAfterNextWrite(): void {
+    this.dieAfterWrite = true;
+  }
+
+  /** Forgets a death armed at (or after) the next write (the fault is healed before it struck). */
   disarm(): void {
     this.dieAtWrite = false;
+    this.dieAfterWrite = false;
   }
 
   get isDead(): boolean {
@@ -148,6 +162,7 @@ export class MortalStore implements Store {
     if (write && this.dieAtWrite) this.die();
     if (this.dead) return never();
     const result = await run();
+    if (write && this.dieAfterWrite) this.die(); // the write applied; its answer is never seen
     if (this.dead) return never(); // died while the call was out: its answer is never seen
     return result;
   }
@@ -182,6 +197,9 @@ export class MortalStore implements Store {
       if (this.dieAtWrite) this.die();
       if (this.dead) return never(); // never committed
       return result;
+    }).then((result) => {
+      if (this.dieAfterWrite) this.die(); // committed; its answer is never seen
+      return result;
     }), false);
   }
 
@@ -207,5 +225,11 @@ export class MortalStore implements Store {
     const inner = this.inner;
     if (!inner.retireLedgerMany) return undefined;
     return (records, needed) => this.call(() => inner.retireLedgerMany!(records, needed), true);
+  }
+
+  get findKeys(): ((query: KeyQuery) => Promise<Key[]>) | undefined {
+    const inner = this.inner;
+    if (!inner.findKeys) return undefined;
+    return (query) => this.call(() => inner.findKeys!(query), false);
   }
 }

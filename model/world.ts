@@ -11,7 +11,8 @@ import type { Locker } from '../src/locker';
 import type { Store, TaskRequest } from '../src/types';
 import type { TestSmtpServer } from '../test/support/smtp';
 import { AlertDesk, type AlerterKind } from './alert-desk';
-import { PLAIN, type HandlerPort, type Script, ModelEntity } from './handler';
+import { PLAIN, ROUTES, scriptOf, type HandlerPort, type Script, ModelEntity } from './handler';
+import { childNames, type FanSpec } from './fan-out-plan';
 import { Instance, TIMINGS, type KillPoint } from './instance';
 import type { Loopback } from './loopback';
 import { emptyObservations, type Observations, type Run } from './observations';
@@ -23,6 +24,8 @@ export interface SequenceConfig {
   instances: number;
   alerter: AlerterKind;
   maxRetries: number;
+  /** The Lockers' `requestTimeout`, ms of real time, where a sequence cuts steps at it (a `cut` command waits for it). */
+  requestTimeout?: number;
 }
 
 /** What a world is built on: the store, its keys, the loopback server and the SMTP server. */
@@ -33,8 +36,8 @@ export interface Backend {
   smtp: TestSmtpServer | undefined;
 }
 
-/** The entities every sequence works on: few, so that operations meet on them. */
-export const ENTITIES = ['e0', 'e1', 'e2'] as const;
+/** The entities every sequence works on: few, so that operations meet on them (fan-out children are drawn from them too). */
+export const ENTITIES = ['e0', 'e1', 'e2', 'e3'] as const;
 
 /** How long a shutdown may take, ms (real time: the drain waits for answers). */
 const SHUTDOWN_MS = 400;
@@ -59,6 +62,8 @@ interface Delivery {
 interface Gate {
   instance: Instance;
   release: (() => void) | undefined;
+  /** The run's `ctx.signal` while it waits (undefined when it runs on past it). */
+  signal: AbortSignal | undefined;
 }
 
 export class World {
@@ -81,11 +86,15 @@ export class World {
   readonly kickedOff = new Set<string>();
   /** Operations run (commands, and the deliveries and sweeps of `quiet()`). */
   operations = 0;
+  /** Entities whose locks `look()` reads: the model's, and every fan-out child's. */
+  private readonly watched = new Set<string>(ENTITIES);
+  /** Each fanning step's children (as its first attempt gave them), policy, and the order its last attempt gave, by `entity#seq chain`. */
+  private readonly fanSteps = new Map<string, { names: string[]; policy: FanSpec['policy']; reverse: boolean }>();
 
   constructor(readonly config: SequenceConfig, private readonly backend: Backend) {
     this.store = new FaultyStore(backend.store);
     this.desk = new AlertDesk(config.alerter, backend.smtp, this.clock);
-    this.seen = emptyObservations([...ENTITIES]);
+    this.seen = emptyObservations([...ENTITIES], config.maxRetries);
     for (let i = 0; i < config.instances; i++) this.slots.push(this.spawn());
   }
 
@@ -98,10 +107,37 @@ export class World {
     let self: Instance | undefined;
     const port: HandlerPort = {
       ran: (ctx, idempotencyKey) => {
-        const chain = ctx.request.headers['x-lock-chain'];
-        const run = { entity: ctx.key.name!, seq: ctx.seq, attempt: ctx.attempt, chain: typeof chain === 'string' ? chain : undefined, idempotencyKey };
+        const script = scriptOf(ctx);
+        const run: Run = {
+          entity: ctx.key.name!, seq: ctx.seq, attempt: ctx.attempt, chain: chainOf(ctx), idempotencyKey,
+          url: ctx.request.originalUrl, body: ctx.payload === undefined ? '' : JSON.stringify(ctx.payload), finish: script.finish, forged: script.forged, op: this.operations,
+        };
         this.runsByAttempt.set(ctx.attempt, run);
         this.seen.runs.push(run);
+      },
+      fanChildren: (ctx, spec) => {
+        const step = `${ctx.key.name!}#${ctx.seq} ${chainOf(ctx) ?? ''}`;
+        const known = this.fanSteps.get(step);
+        const names = known?.names ?? childNames(spec.children, spec.wide);
+        this.fanSteps.set(step, { names, policy: known?.policy ?? spec.policy, reverse: spec.reverse });
+        for (const name of names) if (!this.watched.has(name)) { this.watched.add(name); this.seen.locks.set(name, []); }
+        return names;
+      },
+      resumeFan: (ctx) => {
+        const known = this.fanSteps.get(`${ctx.key.name!}#${ctx.seq} ${chainOf(ctx) ?? ''}`);
+        return known && { children: known.names, wide: false, reverse: !known.reverse, throwAt: undefined, policy: known.policy };
+      },
+      keyOf: (name) => this.key(name),
+      fannedOut: (ctx, started, children, spec) => {
+        const entity = ctx.key.name!;
+        const chain = chainOf(ctx);
+        const given = this.fanSteps.get(`${entity}#${ctx.seq} ${chain ?? ''}`)?.names ?? children;
+        this.seen.fanOuts.push({ entity, seq: ctx.seq, chain, id: started.id, children, given, policy: spec.policy, sealedAt: this.now, op: this.operations });
+        this.seen.committed.push({ entity, seq: started.joinSeq });
+      },
+      joined: (ctx, shown) => {
+        const script = scriptOf(ctx);
+        this.seen.joins.push({ entity: ctx.key.name!, seq: ctx.seq, chain: chainOf(ctx), attempt: ctx.attempt, url: ctx.request.originalUrl, forged: script.forged, shown, now: this.now, op: this.operations });
       },
       effect: (ctx) => {
         const run = this.runsByAttempt.get(ctx.attempt);
@@ -112,7 +148,13 @@ export class World {
     };
     const instance = new Instance(id, {
       store: this.store, desk: this.desk, clock: this.clock, maxRetries: this.config.maxRetries, port,
-      created: (task) => { if (!this.tasks.has(task.name)) this.tasks.set(task.name, { task, done: false }); },
+      ...(this.config.requestTimeout === undefined ? {} : { requestTimeout: this.config.requestTimeout }),
+      created: (task) => {
+        if (!this.tasks.has(task.name)) this.tasks.set(task.name, { task, done: false });
+        const h = lowerCase(task.headers);
+        const key = h['x-lock-key'] === undefined ? undefined : self?.locker.decodeKey(h['x-lock-key']);
+        this.seen.tasks.push({ entity: key?.name ?? '', seq: Number(h['x-lock-seq']), chain: h['x-lock-chain'], path: task.path, body: task.body });
+      },
       listen: (locker) => this.listen(locker),
     });
     self = instance;
@@ -122,7 +164,7 @@ export class World {
   }
 
   private listen(locker: Locker): void {
-    locker.on('failed', (e) => this.seen.failed.push({ entity: e.key.name!, seq: e.seq }));
+    locker.on('failed', (e) => this.seen.failed.push({ entity: e.key.name!, seq: e.seq, attempt: e.attempt }));
     locker.on('overwritten', (e) => this.seen.overwritten.push({ entity: e.key.name!, seq: e.seq, previous: e.previous, attempt: e.attempt }));
   }
 
@@ -152,19 +194,27 @@ export class World {
     return [...this.tasks].filter(([, t]) => late || !t.done).map(([name]) => name);
   }
 
+  /** The newest open task of `entity`'s steps (undefined when it has none). */
+  openTaskOf(entity: string): string | undefined {
+    const locker = this.slots[0]!.locker;
+    const open = [...this.tasks].filter(([, t]) => !t.done && locker.decodeKey(lowerCase(t.task.headers)['x-lock-key'] ?? '').name === entity);
+    return open.at(-1)?.[0];
+  }
+
   /** Delivers task `name` to `instance` with `script`; resolves once it is answered, waits for the model, or its instance died. */
   async deliver(name: string, instance: Instance, script: Omit<Script, 'id'>): Promise<void> {
     await this.settle(this.start(name, instance, script));
   }
 
-  /** Starts a delivery, as Cloud Tasks sends one. */
-  start(name: string, instance: Instance, script: Omit<Script, 'id'>): Delivery {
+  /** Starts a delivery, as Cloud Tasks sends one; or, `forged`, the request someone holding a task credential makes of a kept task. */
+  start(name: string, instance: Instance, script: Omit<Script, 'id'>, forged?: Forgery): Delivery {
     const entry = this.tasks.get(name)!;
     const id = `d${++this.serial}`;
-    const headers: Record<string, string> = { ...entry.task.headers, 'x-model-script': JSON.stringify({ ...script, id }) };
-    if (entry.task.body !== '') headers['content-type'] = 'application/json';
-    const answered = post(this.backend.loopback.url(instance.id, entry.task.path), headers, entry.task.body, this.aborter.signal).then((status) => {
-      if (status !== undefined && status >= 200 && status < 300) entry.done = true;
+    const request = forged ? forge(entry.task, forged) : { path: entry.task.path, headers: entry.task.headers, body: entry.task.body };
+    const headers: Record<string, string> = { ...request.headers, 'x-model-script': JSON.stringify({ ...script, id, ...(forged ? { forged } : {}) }) };
+    if (request.body !== '') headers['content-type'] = 'application/json';
+    const answered = post(this.backend.loopback.url(instance.id, request.path), headers, request.body, this.aborter.signal).then((status) => {
+      if (!forged && status !== undefined && status >= 200 && status < 300) entry.done = true;
       return status;
     });
     const delivery: Delivery = { id, instance, task: name, answered, waiting: deferred() };
@@ -181,7 +231,7 @@ export class World {
   private wait(id: string, instance: Instance, signal: AbortSignal | undefined): Promise<'released' | 'aborted'> {
     if (instance.dead) return never();
     const waiting = new Promise<'released' | 'aborted'>((resolve) => {
-      const gate: Gate = { instance, release: () => resolve('released') };
+      const gate: Gate = { instance, release: () => resolve('released'), signal };
       this.gates.set(id, gate);
       if (signal) {
         if (signal.aborted) resolve('aborted');
@@ -198,6 +248,27 @@ export class World {
       reached.resolve();
     }
     return waiting;
+  }
+
+  /**
+   * Waits (real time: the Locker's time limits run on real timers) until the time limit cuts run
+   * `id` (its signal aborts near `requestTimeout`), then until its delivery is answered, waits
+   * again, or its instance died. Nothing when the sequence sets no `requestTimeout`.
+   */
+  async cut(id: string): Promise<void> {
+    const gate = this.gates.get(id);
+    const limit = this.config.requestTimeout;
+    if (!gate?.signal || limit === undefined) return;
+    const signal = gate.signal;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => { if (signal.aborted) resolve(); else signal.addEventListener('abort', () => resolve(), { once: true }); }),
+      new Promise<void>((resolve) => { timer = setTimeout(resolve, limit + 1_000); }),
+      gate.instance.death,
+    ]);
+    clearTimeout(timer);
+    const d = this.deliveries.get(id);
+    if (d) await this.settle(d);
   }
 
   /** Runs waiting for the model on live instances, oldest first. */
@@ -254,6 +325,22 @@ export class World {
     }
   }
 
+  /** A forged request made of kept task `name`, delivered to `instance`. */
+  async deliverForged(name: string, instance: Instance, how: Forgery): Promise<void> {
+    await this.settle(this.start(name, instance, PLAIN, how));
+  }
+
+  /** The app deletes `entity` itself (its own Datastore client, no fault, no instance). */
+  async deleteEntity(entity: string): Promise<void> {
+    await this.backend.store.transaction(async (tx) => { tx.delete(this.key(entity)); });
+  }
+
+  /** An operator's `cancelFanOut()` (with the join, or not) or `retryFanOutChildren()` of `entity`'s fan-out, from `instance`. */
+  async fanOutAction(action: FanOutAction, entity: string, instance: Instance): Promise<void> {
+    const key = this.key(entity);
+    await this.call(instance, () => (action === 'retryFanOutChildren' ? instance.locker.retryFanOutChildren(key) : instance.locker.cancelFanOut(key, action === 'cancelFanOut+join' ? { join: true } : {})));
+  }
+
   /** An operator's retry, cancel or resend of `entity`'s step, from `instance`. */
   async operate(action: 'retry' | 'cancel' | 'resend', entity: string, instance: Instance): Promise<void> {
     const r = await this.call(instance, () => instance.locker[action](this.key(entity)));
@@ -268,16 +355,24 @@ export class World {
 
   /** Reads every entity's lock from the store itself (no fault, no instance) and notes the ones that changed. */
   async look(): Promise<void> {
-    for (const entity of ENTITIES) {
-      const props = await this.backend.store.get(this.key(entity));
-      if (!props) continue;
+    const names = [...this.watched];
+    const all = await Promise.all(names.map((entity) => this.backend.store.get(this.key(entity))));
+    for (const [i, entity] of names.entries()) {
+      const props = all[i];
+      if (!props) {
+        const seen = this.seen.locks.get(entity)!;
+        const last = seen.at(-1);
+        if (last && last.state !== DELETED) seen.push({ seq: last.seq, chain: last.chain, op: this.operations, now: this.now, state: DELETED, alerts: [] });
+        continue;
+      }
       const lock = {
-        seq: Number(props.lock_seq), state: typeof props.lock_state === 'string' ? props.lock_state : undefined,
+        seq: Number(props.lock_seq), chain: typeof props.lock_chain === 'string' ? props.lock_chain : undefined, op: this.operations, now: this.now,
+        state: typeof props.lock_state === 'string' ? props.lock_state : undefined,
         alerts: Array.isArray(props.lock_alerts) ? props.lock_alerts.map(String) : [],
       };
       const seen = this.seen.locks.get(entity)!;
       const last = seen.at(-1);
-      if (!last || last.seq !== lock.seq || last.state !== lock.state || last.alerts.join() !== lock.alerts.join()) seen.push(lock);
+      if (!last || last.seq !== lock.seq || last.chain !== lock.chain || last.state !== lock.state || last.alerts.join() !== lock.alerts.join()) seen.push(lock);
     }
   }
 
@@ -332,6 +427,48 @@ export class World {
     for (const id of this.served) this.backend.loopback.remove(id);
     await this.desk.close();
   }
+}
+
+/** The state `look()` notes for an entity it read before and finds gone (the app deleted it). */
+export const DELETED = 'deleted (by the app)';
+
+/** The operator's actions on a whole fan-out. */
+export type FanOutAction = 'cancelFanOut' | 'cancelFanOut+join' | 'retryFanOutChildren';
+
+/**
+ * How a kept task is forged: to a route no task is made for, to that route with the task's path in
+ * its query, to the task's path under a prefix, with another body, or as the next step (another
+ * `X-Lock-Seq`, to the task's own route, the join's, or the step route).
+ */
+export const FORGERIES = ['route', 'query', 'prefix', 'body', 'seq+1', 'seq+1 join', 'seq+1 step'] as const;
+export type Forgery = (typeof FORGERIES)[number];
+
+/** The request a forgery makes of `task`. */
+function forge(task: TaskRequest, how: Forgery): { path: string; headers: Record<string, string>; body: string } {
+  const headers = { ...task.headers };
+  const seqHeader = Object.keys(headers).find((h) => h.toLowerCase() === 'x-lock-seq');
+  switch (how) {
+    case 'route': return { path: ROUTES.other, headers, body: task.body };
+    case 'query': return { path: `${ROUTES.other}?then=${task.path}`, headers, body: task.body };
+    case 'prefix': return { path: `/admin${task.path}`, headers, body: task.body };
+    case 'body': return { path: task.path, headers, body: JSON.stringify({ forged: true }) };
+    default: {
+      if (seqHeader) headers[seqHeader] = String(Number(headers[seqHeader]) + 1);
+      const path = how === 'seq+1 join' ? ROUTES.join : how === 'seq+1 step' ? ROUTES.step : task.path;
+      return { path, headers, body: task.body };
+    }
+  }
+}
+
+/** The chain a task request names (`X-Lock-Chain`). */
+function chainOf(ctx: { request: { headers: Record<string, string | string[] | undefined> } }): string | undefined {
+  const chain = ctx.request.headers['x-lock-chain'];
+  return typeof chain === 'string' ? chain : undefined;
+}
+
+/** Headers with lower-case names. */
+function lowerCase(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
 }
 
 /**
