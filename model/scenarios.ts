@@ -101,22 +101,22 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     ],
   },
   {
-    id: '37.3', title: 'the seal leaves an owed overwrite alert on a join step with no record, and cancelFanOut() loses it', promise: 'c', fixed: false, config: PLAIN_CONFIG,
+    id: '37.3', title: 'the seal leaves an owed overwrite alert on a join step with no record, and cancelFanOut() loses it', promise: 'c', fixed: true, config: PLAIN_CONFIG,
     commands: () => [
       new Alerter(false), new Kickoff('e0', 0), new Deliver(0, 0, blocked('return'), false), new Advance(PAST_LEASE),
       new Deliver(0, 1, fan(['e1']), false), new FanOutOp('cancelFanOut', 'e0', 1),
     ],
   },
   {
-    id: '37.4', title: 'a request for the join\'s seq, before the join, runs a handler (the join step has no record to check it against)', promise: 's', fixed: false, config: PLAIN_CONFIG,
+    id: '37.4', title: 'a request for the join\'s seq, before the join, runs a handler (the join step has no record to check it against)', promise: 's', fixed: true, config: PLAIN_CONFIG,
     commands: () => [new Kickoff('e0', 0), new Deliver(0, 0, fan(['e1']), false), new Forge(0, 0, 'seq+1 join')],
   },
   {
-    id: '37.5', title: 'the route check takes /other?then=/step for /step', promise: 's', fixed: false, config: PLAIN_CONFIG,
+    id: '37.5', title: 'the route check takes /other?then=/step for /step', promise: 's', fixed: true, config: PLAIN_CONFIG,
     commands: () => [new Kickoff('e0', 0), new Forge(0, 0, 'query')],
   },
   {
-    id: '37.5', title: 'the route check takes /admin/step for /step', promise: 's', fixed: false, config: PLAIN_CONFIG,
+    id: '37.5', title: 'the route check takes /admin/step for /step', promise: 's', fixed: true, config: PLAIN_CONFIG,
     commands: () => [new Kickoff('e0', 0), new Forge(0, 0, 'prefix')],
   },
   {
@@ -134,7 +134,7 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     ],
   },
   {
-    id: '37.8', title: 'a fanning step whose source throws part-way fails for good on its first attempt', promise: 'f', fixed: false, config: PLAIN_CONFIG,
+    id: '37.8', title: 'a fanning step whose source throws part-way fails for good on its first attempt', promise: 'f', fixed: true, config: PLAIN_CONFIG,
     commands: () => [new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1', 'e2'], { throwAt: 1 }))],
   },
 ];
