@@ -27,6 +27,7 @@ import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import { readLock, type Lock } from '../rules/lock-fields';
 import type { NextStep } from '../rules/ledger-record';
 import type { BatchLockWrite } from '../locks/locks';
+import { settleReplaced, settleReplacedInTx } from '../fanout/child-end';
 import type { ConditionalOutcome, LedgerRecord, Properties, StoreTransaction, VersionedRead } from '../types';
 
 /** Reads and decisions of an entity that keeps changing under the call (or meeting store faults), before it is given up. */
@@ -35,7 +36,7 @@ export const ROUNDS = 5;
 const TRANSACTIONS = 2;
 
 /** The parts the rounds use, with the chain settings (the clock, the alert rules a kickoff keeps owed alerts by). */
-export type RoundParts = Pick<Parts, 'locks' | 'emit' | 'ledger'> & { readonly config: ChainSettings };
+export type RoundParts = Pick<Parts, 'locks' | 'emit' | 'ledger' | 'dispatcher'> & { readonly config: ChainSettings };
 
 /** One kickoff to carry out. */
 export interface KickoffJob {
@@ -115,6 +116,7 @@ export async function kickoffRounds<J extends KickoffJob>(
     const now = new Date(parts.config.clock());
     const writes: BatchLockWrite[] = [];
     const writing: { job: J; previousTask: string | undefined }[] = [];
+    const replacing: Promise<void>[] = [];
     open.forEach((job, i) => {
       const read = reads[i]!;
       const marker = reads[open.length + i]!;
@@ -123,7 +125,10 @@ export async function kickoffRounds<J extends KickoffJob>(
       if (outcome.kind !== 'start') return done(job, outcome);
       writes.push({ read, lock: outcome.lock, own: outcome.own, record: outcome.record, marker: { key: job.markerKey, ...marking.mark(job, marker.properties, outcome.record, now), read: marker } });
       writing.push({ job, previousTask: outcome.previousTask });
+      // A fan-out child's chain that ended unsettled is settled from its lock before the lock is replaced.
+      if (read.properties) replacing.push(settleReplaced(parts, job.key, readLock(read.properties), encode(parts)));
     });
+    await Promise.all(replacing);
     const outcomes: ConditionalOutcome[] = writes.length === 0 ? [] : await parts.locks.replaceMany(writes)
       .catch((error: unknown) => writes.map(() => ({ outcome: 'error' as const, error: asError(error) })));
     const next: J[] = [];
@@ -186,6 +191,7 @@ async function eachTransaction<J extends KickoffJob>(
         const recorded = marking.recorded(job, marker, false);
         const p = planKickoff(job.key, props, job.entity, job.chain, job.step, now, carry(parts, now), recorded && { seq: recorded.seq });
         if (p.kind === 'start') {
+          if (props) await settleReplacedInTx(tx, job.key, readLock(props), now, encode(parts));
           parts.locks.put(tx, job.key, props ?? {}, p.lock, p.own);
           const m = marking.mark(job, marker, p.record, now);
           tx.put(job.markerKey, m.properties, m.excludeFromIndexes);
@@ -204,6 +210,10 @@ async function eachTransaction<J extends KickoffJob>(
     }
   });
   onRound?.();
+}
+
+function encode(parts: RoundParts): (key: Key) => string {
+  return (key) => parts.dispatcher.encodeKey(key);
 }
 
 /** A kickoff keeps the alerts still owed on the lock it starts from, as `schedule()` does (`endStepAlerts`). */

@@ -30,7 +30,7 @@ import type { Lease } from '../step/lease';
 import type { LedgerRecord } from '../types';
 import { checkJoin } from './join-trigger';
 import { checkPolicy } from './policy';
-import { pagesFrom, type FanParts } from './read-children';
+import { getMany, pagesFrom, type FanParts } from './read-children';
 import {
   childChain, childKey, childProperties, fanOutId, headerKey, headerProperties, PAGE_SIZE, PAGE_WINDOW, pageKey, readChild, readHeader, readPage, UNINDEXED, type Header,
 } from './records';
@@ -164,18 +164,26 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   // header: child-record transactions reading it too would contend on it (measured on the legacy
   // emulator: starting children at half the rate).
   // Child records in transactions of GROUPS (legacy Datastore takes 25 entity groups per transaction); one already there is kept.
-  const writeRecords = (): Promise<unknown> => Promise.all(groupsOf(page).map((chunk) => parts.locks.transact(async (tx) => {
-    const records = await Promise.all(chunk.map((c) => tx.get(childKey(c.id, ns))));
-    chunk.forEach((c, i) => {
-      if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now }, encode), UNINDEXED);
-    });
-  })));
+  // `pageOf`: the page each child's record names (the one page that lists it for `fanIn()`).
+  const pageOf = new Map<string, number>();
+  const writeRecords = async (): Promise<void> => {
+    await Promise.all(groupsOf(page).map((chunk) => parts.locks.transact(async (tx) => {
+      const records = await Promise.all(chunk.map((c) => tx.get(childKey(c.id, ns))));
+      chunk.forEach((c, i) => {
+        const found = readChild(c.id, records[i], decodeKey);
+        pageOf.set(c.id, found ? found.page ?? n : n);
+        if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now }, encode), UNINDEXED);
+      });
+    })));
+    await claimUnlisted(parts, header, n, page, pageOf);
+  };
   // The page record, unless the fan-out was cancelled: then the ids earlier attempts listed on it.
+  // It lists the children whose record names this page; one an earlier attempt listed on another page stays there.
   const listPage = (): Promise<Set<string> | undefined> => parts.locks.transact(async (tx) => {
     const [stored, listedBefore] = await Promise.all([tx.get(headerKey(header.id, ns)), tx.get(pageKey(header.id, n, ns))]);
     const before = readPage(listedBefore);
     if (readHeader(header.id, stored, decodeKey)?.state === 'cancelled') return new Set(before);
-    tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids: [...new Set([...before, ...page.map((c) => c.id)])] }, UNINDEXED);
+    tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids: [...new Set([...before, ...page.filter((c) => pageOf.get(c.id) === n).map((c) => c.id)])] }, UNINDEXED);
     return undefined;
   });
   // One page transaction at a time, in page order (the next page's waits for this one's, whatever
@@ -192,14 +200,41 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   }
   if (refused) {
     // Cancelled before this page was listed: the records just written that no page lists are read
-    // by nothing; remove them (those an earlier attempt listed stay, for the cancel to settle).
-    await Promise.all(groupsOf(page.filter((c) => !refused.has(c.id))).map((group) => parts.locks.transact(async (tx) => {
+    // by nothing; remove them (those an earlier attempt listed, here or on another page, stay, for the cancel to settle).
+    await Promise.all(groupsOf(page.filter((c) => pageOf.get(c.id) === n && !refused.has(c.id))).map((group) => parts.locks.transact(async (tx) => {
       const records = await Promise.all(group.map((c) => tx.get(childKey(c.id, ns))));
-      group.forEach((c, i) => { if (readChild(c.id, records[i], decodeKey)?.state === 'pending') tx.delete(childKey(c.id, ns)); });
+      group.forEach((c, i) => {
+        const child = readChild(c.id, records[i], decodeKey);
+        if (child?.state === 'pending' && child.page === n && child.started === undefined) tx.delete(childKey(c.id, ns));
+      });
     }))).catch(() => undefined); // best effort: an unlisted record left behind changes nothing
     throw new TransitionError(`fanOut(): fan-out ${header.id} was cancelled while its children were being added`);
   }
   await startChildren(parts, page, result);
+}
+
+/**
+ * The children of page `n` whose record an earlier attempt wrote for another page that never
+ * listed it (it died between the two writes, and this attempt's source gave another order): their
+ * record is moved to page `n`, which lists them (`pageOf` updated). Pages only grow, so a page
+ * read listing a child always will. Reads nothing when every record is new or names page `n`.
+ */
+async function claimUnlisted(parts: FanParts, header: Header, n: number, page: readonly Checked[], pageOf: Map<string, number>): Promise<void> {
+  const ns = header.parent.namespace;
+  const elsewhere = page.filter((c) => pageOf.get(c.id) !== n);
+  if (elsewhere.length === 0) return;
+  const pages = [...new Set(elsewhere.map((c) => pageOf.get(c.id)!))];
+  const listed = new Map((await getMany(parts, pages.map((p) => pageKey(header.id, p, ns)))).map((props, i) => [pages[i]!, new Set(readPage(props))]));
+  const unlisted = elsewhere.filter((c) => !listed.get(pageOf.get(c.id)!)!.has(c.id));
+  await Promise.all(groupsOf(unlisted).map((group) => parts.locks.transact(async (tx) => {
+    const records = await Promise.all(group.map((c) => tx.get(childKey(c.id, ns))));
+    group.forEach((c, i) => {
+      const child = readChild(c.id, records[i], decodeKey);
+      if (child?.state !== 'pending' || child.page !== pageOf.get(c.id)) return;
+      tx.put(childKey(c.id, ns), childProperties({ ...child, page: n }, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+    });
+  })));
+  for (const c of unlisted) pageOf.set(c.id, n);
 }
 
 /** `items` in runs of at most {@link GROUPS}, one transaction's worth each. */
