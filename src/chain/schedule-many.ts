@@ -43,8 +43,8 @@ export type KickoffSettings = Settings<typeof KICKOFF_SETTINGS>;
 type KickoffParts = Pick<Parts, 'locks' | 'emit' | 'dispatcher' | 'ledger'> & { readonly config: KickoffSettings };
 
 /**
- * Items per batch: one lookup (the entities and their kickoff records) and three commits of 125 mutations (Datastore takes 1,000 keys and 500
- * mutations). Smaller batches, several in flight, keep the backend busier than a few large ones
+ * Items per batch: one lookup (the entities and their kickoff records), two commits (125 ledger records; the 125 entities with
+ * their kickoff records) and one lookup of the records again (Datastore takes 1,000 keys and 500 mutations). Smaller batches, several in flight, keep the backend busier than a few large ones
  * (measured on the legacy emulator: `npm run bench:kickoff`).
  */
 export const BATCH = 125;
