@@ -620,7 +620,7 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       assertChildrenRanOnce(rig, children);
     });
 
-    it('a child that succeeded, whose settle was lost, is told succeeded after the app started another chain on its entity (issue 37, defect 7)', async () => {
+    for (const how of ['schedule', 'scheduleMany'] as const) it(`a child that succeeded, whose settle was lost, is told succeeded after the app started another chain on its entity with ${how}() (issue 37, defect 7)`, async () => {
       const parent = parentKey();
       const children = lines(`lost${counter}`, 1);
       const child = rig.key('Line', children[0]!.name);
@@ -628,7 +628,8 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       await rig.start(parent, children, { policy: { require: 'succeeded' } });
       await until('the child complete, its own settle lost', async () => (await rig.store.get(child))?.lock_state === StepState.complete && rig.store.fired.length === 1);
       // Before the sweep repairs the child, the app starts another chain on its entity.
-      await rig.locker.schedule(child, { name: 'again' }, '/child', { mode: 'hang', name: 'again' });
+      if (how === 'schedule') await rig.locker.schedule(child, { name: 'again' }, '/child', { mode: 'hang', name: 'again' });
+      else assert.equal((await rig.locker.scheduleMany([{ key: child, entity: { name: 'again' }, path: '/child', payload: { mode: 'hang', name: 'again' } }])).started, 1);
       const run = await rig.joined(parent);
       assert.equal(run.children[0]?.state, 'succeeded', 'the child is told as its chain ended');
       assert.deepEqual(run.children[0]?.result, { name: children[0]!.name, seq: 1 });
