@@ -123,7 +123,8 @@ export async function kickoffRounds<J extends KickoffJob>(
       const state = states.get(job)!;
       const outcome = decide(parts, marking, job, state, read, marker, now);
       if (outcome.kind !== 'start') return done(job, outcome);
-      writes.push({ read, lock: outcome.lock, own: outcome.own, record: outcome.record, marker: { key: job.markerKey, ...marking.mark(job, marker.properties, outcome.record, now), read: marker } });
+      const mark = { key: job.markerKey, ...marking.mark(job, marker.properties, outcome.record, now), read: marker }; // rides in the entity's commit
+      writes.push({ read, lock: outcome.lock, own: outcome.own, record: outcome.record, marker: mark });
       writing.push({ job, previousTask: outcome.previousTask });
       // A fan-out child's chain that ended unsettled is settled from its lock before the lock is replaced.
       if (read.properties) replacing.push(settleReplaced(parts, job.key, readLock(read.properties), encode(parts)));
@@ -140,10 +141,11 @@ export async function kickoffRounds<J extends KickoffJob>(
         started(parts, job.key, record, previousTask);
         return report(job, { kind: 'started', record });
       }
-      // Not written (a conflict), or not known (a store fault): the record and the marker may be stored.
-      Object.assign(state, { record, marked: true, unsure: outcome.outcome === 'error' && transient(outcome.error) });
-      if (outcome.outcome === 'conflict' || state.unsure) next.push(job);
-      else done(job, { kind: 'failed', cause: 'refused', error: outcome.outcome === 'error' ? outcome.error : new Error('not written') });
+      // Not written (a conflict), or not known (a store fault): the record and the marker may be
+      // stored. A write the store refused stored no marker (its entity's commit failed whole).
+      if (outcome.outcome === 'error' && !transient(outcome.error)) return done(job, { kind: 'failed', cause: 'refused', error: outcome.error });
+      Object.assign(state, { record, marked: true, unsure: outcome.outcome === 'error' });
+      next.push(job);
     });
     onRound?.();
     open = next;
@@ -169,8 +171,9 @@ function decide<J extends KickoffJob>(
   }
   if (plan.kind === 'start') return plan;
   if (plan.kind === 'busy') return plan;
-  if (plan.live && state.unsure && state.record) {
-    // This call's write, answered by a store fault, landed: the chain is its own start.
+  if (plan.live && state.record?.seq === plan.seq) {
+    // A write of this call landed (one answered by a store fault, or applied after its deadline
+    // while the next round's write met it as a conflict): the chain is this call's start.
     const record = state.record;
     state.unsure = false;
     started(parts, job.key, record, undefined);
