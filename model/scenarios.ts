@@ -88,14 +88,14 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
   },
   // Issue 37: fan-out's defects, each as the model found it (docs/concepts/measured.md#the-model-finds-fan-outs-defects), shortened by hand.
   {
-    id: '37.1', title: 'a resumed parent starts an ended child again (its entity deleted): the child runs twice, unalerted', promise: 'f', fixed: false, config: PLAIN_CONFIG,
+    id: '37.1', title: 'a resumed parent starts an ended child again (its entity deleted): the child runs twice, unalerted', promise: 'f', fixed: true, config: PLAIN_CONFIG,
     commands: () => [
       new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1'], { wide: true, throwAt: 100 })), new DeliverOf('e1', 0, run('return')),
       new Delete('e1'), new Operate('retry', 'e0', 0), new DeliverOf('e0', 0, fan(['e1'], { wide: true })),
     ],
   },
   {
-    id: '37.2', title: 'a fan-out child kickoff drops a failure alert its entity still owes', promise: 'c', fixed: false, config: PLAIN_CONFIG,
+    id: '37.2', title: 'a fan-out child kickoff drops a failure alert its entity still owes', promise: 'c', fixed: true, config: PLAIN_CONFIG,
     commands: () => [
       new Kickoff('e1', 0), new Alerter(false), new DeliverOf('e1', 0, run('permanent')), new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1'])),
     ],
@@ -120,14 +120,14 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     commands: () => [new Kickoff('e0', 0), new Forge(0, 0, 'prefix')],
   },
   {
-    id: '37.6', title: 'fanIn().children() lists a child twice after a retry that gives the children in another order', promise: 'f', fixed: false, config: PLAIN_CONFIG,
+    id: '37.6', title: 'fanIn().children() lists a child twice after a retry that gives the children in another order', promise: 'f', fixed: true, config: PLAIN_CONFIG,
     commands: () => [
       new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1'], { wide: true, throwAt: 100 })), new Operate('retry', 'e0', 0),
       new DeliverOf('e0', 0, fan(['e1'], { wide: true, reverse: true })),
     ],
   },
   {
-    id: '37.7', title: 'a child that succeeded is reported failed when its settle was lost and the app started another chain on its entity', promise: 'f', fixed: false, config: PLAIN_CONFIG,
+    id: '37.7', title: 'a child that succeeded is reported failed when its settle was lost and the app started another chain on its entity', promise: 'f', fixed: true, config: PLAIN_CONFIG,
     commands: () => [
       new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1'])), new DeliverOf('e1', 0, blocked('return')), new Kill(0, 'after-next-write'), new Release(0),
       new Kickoff('e1', 1),

@@ -232,9 +232,12 @@ export interface ConditionalWrite {
   /** The ledger record of the step the write schedules. */
   record: LedgerRecord;
   /**
-   * An entity to store once the write is: the kickoff's record of the chain it starts. Stored in
-   * the entity's own commit where the store commits the two together; else right after it,
-   * before the call returns.
+   * An entity to store with the write: the kickoff's record of the chain it starts (a bulk
+   * kickoff's `LockerKickoff` record, a fan-out child's record). Stored in the entity's own commit,
+   * and only while it is still at the version `marker.read` found (a marker changed meanwhile is
+   * left as it is; the entity's write does not depend on it). Where the entity's commit is not
+   * atomic (Datastore's `NON_TRANSACTIONAL` commit), a marker may be stored though its entity met
+   * a conflict: the caller reads it again and knows it wrote it.
    */
   marker?: KickoffMarker;
 }
@@ -247,6 +250,8 @@ export interface KickoffMarker {
   properties: Properties;
   /** Properties kept out of indexes (all of them). */
   excludeFromIndexes: readonly string[];
+  /** The marker as read in the kickoff's lookup (absent ones included): written only while still at that version. Without it, written whatever is there. */
+  read?: VersionedRead;
 }
 
 /** What `Store.replaceMany` did with one write. */

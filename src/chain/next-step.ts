@@ -17,6 +17,7 @@ import { readLock, type Lock } from '../rules/lock-fields';
 import { newChainId, scheduledStep, type NextStep } from '../rules/ledger-record';
 import { entityProperties, SCHEDULE_OPTION_NAMES, type ScheduledStep, type ScheduleOptions } from '../step/handler-types';
 import { checkDeliverable, keyPath } from '../keys/key-codec';
+import { settleReplacedInTx } from '../fanout/child-end';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/json-depth';
 import type { Json, LedgerRecord, Properties, StoreTransaction } from '../types';
 
@@ -101,14 +102,18 @@ export async function kickoff(
   const now = new Date(parts.config.clock());
   const chain = newChainId();
   const own = entityProperties(entity);
-  const record = await parts.locks.update(key, (tx, found) => {
+  const record = await parts.locks.update(key, async (tx, found) => {
+    let planned;
     try {
       // An earlier chain's overwrite alerts still unsent stay on the lock until someone sends them.
-      return commitNextStep(parts, tx, key, found?.props ?? {}, found?.lock ?? readLock({}), { chain, step, how: 'kickoff', own, sent: NO_ALERTS }, now).record;
+      planned = commitNextStep(parts, tx, key, found?.props ?? {}, found?.lock ?? readLock({}), { chain, step, how: 'kickoff', own, sent: NO_ALERTS }, now);
     } catch (error) {
       if (error instanceof ChainBusyError) throw new ChainBusyError(`${keyPath(key)}: ${error.message}`);
       throw error;
     }
+    // A fan-out child's chain that ended unsettled is settled from its lock before the lock is replaced.
+    if (found) await settleReplacedInTx(tx, key, found.lock, now, (k) => parts.dispatcher.encodeKey(k));
+    return planned.record;
   });
   return sendNextStep(parts, record, '');
 }

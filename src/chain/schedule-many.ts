@@ -3,10 +3,12 @@
  *
  * 1. Every item is checked before anything is written: a key given twice throws a `TypeError`;
  *    an invalid item is reported `failed` and skipped.
- * 2. Batches of {@link BATCH} items, {@link PARALLEL_BATCHES} at a time: one `readMany`, the
- *    `kickoff` transition per entity (`kickoff-plan.ts`), one `replaceMany` that keeps each
- *    entity's compare-and-swap. An entity that changed meanwhile is read and decided again (up to
- *    {@link ROUNDS} times); one the store refuses fails alone.
+ * 2. Batches of {@link BATCH} items, {@link PARALLEL_BATCHES} at a time, through the batch kickoff's
+ *    rounds (`kickoff-rounds.ts`, which `ctx.fanOut()` runs too): one `readMany` of the entities
+ *    and their kickoff records, the `kickoff` transition per entity (`kickoff-plan.ts`), one
+ *    `replaceMany` that keeps each entity's compare-and-swap, each kickoff record in its entity's
+ *    commit. An entity that changed meanwhile is read and decided again; one the store refuses
+ *    fails alone.
  * 3. The written steps' tasks are created with bounded concurrency.
  *
  * The ledger makes a crash anywhere harmless: a step written without its task is delivered by the
@@ -18,21 +20,20 @@
 import type { SettingName, Settings } from '../config/settings';
 import { randomUUID } from 'node:crypto';
 import type { Parts } from '../parts';
-import { ConfigError, StoreUnavailableError } from '../errors/errors';
+import { ConfigError } from '../errors/errors';
 import { checkDeliverable, keyPath } from '../keys/key-codec';
-import { planKickoff, kickoffChainId, kickoffRecord, kickoffRecordKey, type Carry, type KickoffPlan } from '../rules/kickoff-plan';
-import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
+import { kickoffChainId, kickoffRecord, kickoffRecordKey } from '../rules/kickoff-plan';
+import { eachLimited, kickoffRounds, type KickoffJob, type KickoffMarking, type KickoffOutcome } from './kickoff-rounds';
 import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
 import { CHAIN_SETTINGS, checkStep } from './next-step';
 import type { NextStep } from '../rules/ledger-record';
-import type { BatchLockWrite } from '../locks/locks';
 import {
   SCHEDULE_MANY_DEFAULTS, SCHEDULE_MANY_OPTION_NAMES,
   type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult,
 } from './schedule-many-types';
 import { keyString } from '../keys/keys';
-import { StepState, type ConditionalWrite, type LedgerRecord, type Properties, type VersionedRead } from '../types';
+import { StepState, type LedgerRecord } from '../types';
 
 /** What a bulk kickoff reads of the configuration: the chain settings, the logger, the key's app id. */
 export const KICKOFF_SETTINGS = [...CHAIN_SETTINGS, 'logger', 'keyAppId'] as const satisfies readonly SettingName[];
@@ -42,15 +43,13 @@ export type KickoffSettings = Settings<typeof KICKOFF_SETTINGS>;
 type KickoffParts = Pick<Parts, 'locks' | 'emit' | 'dispatcher' | 'ledger'> & { readonly config: KickoffSettings };
 
 /**
- * Items per batch: one lookup (the entities and their kickoff records) and three commits of 125 mutations (Datastore takes 1,000 keys and 500
- * mutations). Smaller batches, several in flight, keep the backend busier than a few large ones
+ * Items per batch: one lookup (the entities and their kickoff records), two commits (125 ledger records; the 125 entities with
+ * their kickoff records) and one lookup of the records again (Datastore takes 1,000 keys and 500 mutations). Smaller batches, several in flight, keep the backend busier than a few large ones
  * (measured on the legacy emulator: `npm run bench:kickoff`).
  */
 export const BATCH = 125;
 /** Batches in flight at once. */
 export const PARALLEL_BATCHES = 8;
-/** Reads and decisions of an entity that keeps changing under the call, before it is reported failed. */
-const ROUNDS = 5;
 
 /** An item that passed the checks. */
 interface Pending {
@@ -58,8 +57,6 @@ interface Pending {
   item: KickoffItem;
   step: NextStep;
   chain: string;
-  /** Set once a write of this item's record may have been stored (a conflict may leave it behind). */
-  recorded?: LedgerRecord;
 }
 
 /** A step this call wrote, or an earlier run of the same kickoff wrote, whose task is to be sent. */
@@ -127,118 +124,41 @@ function check(parts: KickoffParts, items: readonly KickoffItem[], kickoffId: st
   return pending;
 }
 
-/** Reads, decides and writes one batch (again for the entities that changed meanwhile); returns the steps to send. */
+/** The jobs of one batch, each with the pending item it carries out. */
+interface Job extends KickoffJob {
+  pending: Pending;
+}
+
+/** A bulk kickoff's marker: its `LockerKickoff` record of the chain (`kickoff-plan.ts`). */
+const MARKING: KickoffMarking<Job> = {
+  recorded: (_job, marker, mine) => (marker === undefined || mine ? undefined : { seq: typeof marker.seq === 'number' ? marker.seq : 0 }),
+  mark: (_job, _marker, record, now) => kickoffRecord(record.seq, now),
+  unmark: async (tx, job) => { tx.delete(job.markerKey); },
+};
+
+/** Starts one batch's chains (`kickoff-rounds.ts`); settles what it can and returns the steps to send. */
 async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<ToSend[]> {
-  if (!parts.locks.batches) return eachTransaction(parts, batch, run);
   const toSend: ToSend[] = [];
-  let open = batch;
-  for (let round = 0; round < ROUNDS && open.length > 0; round++) {
-    let reads: VersionedRead[];
-    let records: VersionedRead[];
-    try {
-      // Each entity with the kickoff's record of its chain, in one lookup (2 × 125 keys).
-      const all = await parts.locks.readMany([...open.map((p) => p.item.key), ...open.map((p) => kickoffRecordKey(p.item.key, p.chain))]);
-      reads = all.slice(0, open.length);
-      records = all.slice(open.length);
-    } catch (error) {
-      for (const p of open) fail(parts, run, p, error);
-      return toSend;
-    }
-    const now = new Date(parts.config.clock());
-    const writes: BatchLockWrite[] = [];
-    const writing: { pending: Pending; previousTask: string | undefined; record: LedgerRecord }[] = [];
-    open.forEach((p, i) => {
-      const read = reads[i]!;
-      const plan = decide(parts, run, p, read, records[i]!.properties, now, toSend);
-      if (plan?.kind !== 'start') return;
-      writes.push({ read, lock: plan.lock, own: plan.own, record: plan.record, marker: markerOf(p, plan.record, now) });
-      writing.push({ pending: p, previousTask: plan.previousTask, record: plan.record });
-      p.recorded = plan.record;
-    });
-    const outcomes = writes.length === 0 ? [] : await parts.locks.replaceMany(writes).catch((error: unknown) => writes.map(() => ({ outcome: 'error' as const, error: asError(error) })));
-    const next: Pending[] = [];
-    outcomes.forEach((outcome, i) => {
-      const { pending, previousTask, record } = writing[i]!;
-      if (outcome.outcome === 'conflict') next.push(pending);
-      else if (outcome.outcome === 'error') fail(parts, run, pending, outcome.error);
-      else {
-        started(parts, pending, record, previousTask);
-        toSend.push({ pending, record, seq: record.seq });
-      }
-    });
-    run.progress();
-    open = next;
-  }
-  for (const p of open) fail(parts, run, p, new StoreUnavailableError(`the entity changed under the kickoff ${ROUNDS} times in a row; not started`));
+  const jobs: Job[] = batch.map((pending) => ({
+    pending, key: pending.item.key, entity: pending.item.entity, chain: pending.chain, step: pending.step, markerKey: kickoffRecordKey(pending.item.key, pending.chain),
+  }));
+  await kickoffRounds(parts, jobs, MARKING, ({ pending: p }, outcome) => {
+    if (outcome.kind === 'started') toSend.push({ pending: p, record: outcome.record, seq: outcome.record.seq });
+    else if (outcome.kind === 'busy') run.settle(p.index, { status: 'busy', key: p.item.key, seq: outcome.seq, running: outcome.running });
+    else if (outcome.kind === 'failed') fail(parts, run, p, outcome.error);
+    else settleOwn(run, p, outcome, toSend);
+  }, () => run.progress());
   return toSend;
 }
 
-/** The plan for one read entity; settles the busy ones and queues the resumed ones. */
-function decide(parts: KickoffParts, run: Run, p: Pending, read: VersionedRead, recorded: Properties | undefined, now: Date, toSend: ToSend[]): KickoffPlan | undefined {
-  let plan: KickoffPlan;
-  try {
-    plan = planKickoff(p.item.key, read.properties, p.item.entity, p.chain, p.step, now, carry(parts, now), recorded);
-  } catch (error) {
-    fail(parts, run, p, error);
-    return undefined;
-  }
-  if (plan.kind === 'busy') forgetRecord(parts, p);
-  settleKnown(run, p, plan, toSend);
-  return plan;
-}
-
-/** A store without the batch operations: each item in a transaction of its own, as `schedule()` runs it. */
-async function eachTransaction(parts: KickoffParts, batch: Pending[], run: Run): Promise<ToSend[]> {
-  const toSend: ToSend[] = [];
-  await eachLimited(batch, 2, async (p) => { // 2 per batch, 16 in all: as many transactions as a loop of schedule() at concurrency 16
-    try {
-      const now = new Date(parts.config.clock());
-      const done = await parts.locks.transaction(p.item.key, async (tx) => {
-        const props = await tx.get(p.item.key);
-        const markerKey = kickoffRecordKey(p.item.key, p.chain);
-        const plan = planKickoff(p.item.key, props, p.item.entity, p.chain, p.step, now, carry(parts, now), await tx.get(markerKey));
-        if (plan.kind === 'start') {
-          parts.locks.put(tx, p.item.key, props ?? {}, plan.lock, plan.own);
-          const marker = markerOf(p, plan.record, now);
-          tx.put(marker.key, marker.properties, marker.excludeFromIndexes);
-          if (plan.previousTask !== undefined) tx.deleteLedger(p.item.key, plan.previousTask);
-          tx.putLedger(plan.record);
-        }
-        return plan;
-      });
-      if (done.kind === 'start') {
-        started(parts, p, done.record, undefined);
-        toSend.push({ pending: p, record: done.record, seq: done.record.seq });
-      } else settleKnown(run, p, done, toSend);
-    } catch (error) {
-      fail(parts, run, p, error);
-    }
-  });
-  run.progress();
-  return toSend;
-}
-
-/** The kickoff's record of the chain it starts on `p`'s entity (`kickoff-plan.ts`). */
-function markerOf(p: Pending, record: LedgerRecord, now: Date): NonNullable<ConditionalWrite['marker']> {
-  return { key: kickoffRecordKey(p.item.key, p.chain), ...kickoffRecord(record.seq, now) };
-}
-
-/** A kickoff keeps the alerts still owed on the lock it starts from, as `schedule()` does (`endStepAlerts`). */
-function carry(parts: KickoffParts, now: Date): Carry {
-  return (planned, from) => endStepAlerts(parts.config, planned, from, NO_ALERTS, now);
-}
-
-/** Settles a plan found in a transaction (busy, or this kickoff's own chain). */
-function settleKnown(run: Run, p: Pending, plan: KickoffPlan, toSend: ToSend[]): void {
-  if (plan.kind === 'busy') run.settle(p.index, { status: 'busy', key: p.item.key, seq: plan.seq, running: plan.running });
-  else if (plan.kind === 'own') {
-    const { lock } = plan;
-    // The chain it started ended (and another may run, or the entity was deleted): nothing is started or sent.
-    if (!plan.live) return run.settle(p.index, { status: 'started', key: p.item.key, seq: plan.seq, task: '', sent: false, resumed: true });
-    const live = lock.state === StepState.scheduled && lock.req === '' && lock.task !== undefined;
-    if (live) toSend.push({ pending: p, record: undefined, seq: lock.seq, resumedTask: lock.task });
-    else run.settle(p.index, { status: 'started', key: p.item.key, seq: lock.seq, task: lock.task ?? '', sent: false, resumed: true });
-  }
+/** Settles (or queues for sending) a chain this kickoff started before. */
+function settleOwn(run: Run, p: Pending, plan: Extract<KickoffOutcome, { kind: 'own' }>, toSend: ToSend[]): void {
+  const { lock } = plan;
+  // The chain it started ended (and another may run, or the entity was deleted): nothing is started or sent.
+  if (!plan.live) return run.settle(p.index, { status: 'started', key: p.item.key, seq: plan.seq, task: '', sent: false, resumed: true });
+  const live = lock.state === StepState.scheduled && lock.req === '' && lock.task !== undefined;
+  if (live) toSend.push({ pending: p, record: undefined, seq: lock.seq, resumedTask: lock.task });
+  else run.settle(p.index, { status: 'started', key: p.item.key, seq: lock.seq, task: lock.task ?? '', sent: false, resumed: true });
 }
 
 /** Creates a written step's task; for a resumed chain, reads its record first and sends its current task. */
@@ -258,11 +178,6 @@ async function send(parts: KickoffParts, s: ToSend, run: Run): Promise<void> {
   run.progressEvery(100);
 }
 
-function started(parts: KickoffParts, p: Pending, record: LedgerRecord, previousTask: string | undefined): void {
-  parts.emit('scheduled', { key: p.item.key, seq: record.seq, attempt: '', task: record.task, path: record.path });
-  parts.ledger.retire(p.item.key, previousTask);
-}
-
 /**
  * Reports an item failed. A record its write may have stored stays: after a failed commit its entity
  * may have been written nonetheless, and the sweep clears the record if it was not.
@@ -272,23 +187,8 @@ function fail(parts: KickoffParts, run: Run, p: Pending, error: unknown): void {
   parts.config.logger.warn('scheduleMany(): a chain was not started', { key: keyPath(p.item.key), error: asError(error).message });
 }
 
-/** Removes a record an earlier write of this item may have left (its entity was not written): the sweep would otherwise. */
-function forgetRecord(parts: KickoffParts, p: Pending): void {
-  if (p.recorded) parts.ledger.retire(p.item.key, p.recorded.id);
-  p.recorded = undefined;
-}
-
 function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
-}
-
-/** Runs `fn` on every item, at most `limit` at a time. */
-async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /** Runs functions, at most `limit` at a time. */

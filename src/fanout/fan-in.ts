@@ -5,7 +5,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Json } from '../types';
-import { getChildren, getHeader, pageIds, type FanParts } from './read-children';
+import { getHeader, pageChildren, type FanParts } from './read-children';
 import { fanOutId, type ChildState } from './records';
 import type { FanIn, FanInChild, FanInPage } from './types';
 
@@ -23,10 +23,10 @@ export async function fanIn(parts: FanParts, key: Key, chain: string | undefined
       const n = options.cursor === undefined ? 0 : Number(options.cursor);
       if (!Number.isSafeInteger(n) || n < 0) throw new RangeError('fanIn().children(): the cursor is not one it handed out');
       if (n >= pages) return { children: [] };
-      const records = await getChildren(parts, await pageIds(parts, header.id, n, key.namespace), key.namespace);
+      const records = await pageChildren(parts, header.id, n, key.namespace);
       const children: FanInChild[] = [];
       for (const r of records) {
-        if (!r || (options.state !== undefined && r.state !== options.state)) continue;
+        if (options.state !== undefined && r.state !== options.state) continue;
         const child: FanInChild = { key: r.key, state: r.state };
         if (r.error !== undefined) child.error = r.error;
         if (r.result !== undefined) child.result = JSON.parse(r.result) as Json;

@@ -73,19 +73,41 @@ export async function getChildren(parts: ReadParts, ids: readonly string[], name
   return props.map((p, i) => readChild(ids[i]!, p, decodeKey));
 }
 
-/** Every child id of the fan-out, from its `pages` page records. */
-export async function allChildIds(parts: ReadParts, header: Header): Promise<string[]> {
+/** Every child id of the fan-out, from its `pages` page records, with the pages that list it. */
+async function listings(parts: ReadParts, header: Header): Promise<Map<string, Set<number>>> {
   const pages = await getMany(parts, Array.from({ length: header.pages }, (_, n) => pageKey(header.id, n, header.parent.namespace)));
-  return [...new Set(pages.flatMap((p) => readPage(p)))];
+  const listed = new Map<string, Set<number>>();
+  pages.forEach((p, n) => {
+    for (const id of readPage(p)) listed.set(id, (listed.get(id) ?? new Set<number>()).add(n));
+  });
+  return listed;
 }
 
 /**
- * Every child record of the fan-out, by key. A child a page lists with no record never started (its
- * record is written before its kickoff; the attempt that listed it died first) and does not count.
+ * Whether `record`, read through page `n`, is listed there: a child is listed on one page, the one
+ * its record names (a retried attempt whose source gave another order may list it on a second page
+ * too). A record naming no page (written before pages were named) is listed wherever it appears.
+ */
+export function listedOn(record: ChildRecord, n: number): boolean {
+  return record.page === undefined || record.page === n;
+}
+
+/**
+ * Every child record of the fan-out, by key, each once: those the page they name lists (so the
+ * counts agree with what `fanIn()` lists page by page). A child a page lists with no record never
+ * started (its record is written before its kickoff; the attempt that listed it died first) and
+ * does not count.
  */
 export async function allChildren(parts: ReadParts, header: Header): Promise<ChildRecord[]> {
-  const records = await getChildren(parts, await allChildIds(parts, header), header.parent.namespace);
-  return records.filter((r): r is ChildRecord => r !== undefined);
+  const listed = await listings(parts, header);
+  const records = await getChildren(parts, [...listed.keys()], header.parent.namespace);
+  return records.filter((r): r is ChildRecord => r !== undefined && [...listed.get(r.id)!].some((n) => listedOn(r, n)));
+}
+
+/** The child records page `n` lists, each only on the page its record names (see {@link listedOn}). */
+export async function pageChildren(parts: ReadParts, fanout: string, n: number, namespace: string | undefined): Promise<ChildRecord[]> {
+  const records = await getChildren(parts, await pageIds(parts, fanout, n, namespace), namespace);
+  return records.filter((r): r is ChildRecord => r !== undefined && listedOn(r, n));
 }
 
 /** The children still pending, read by key from the pages not marked done (a marked page has none). */

@@ -9,8 +9,10 @@
  *   with the join asked for, `joining` again once it is committed, with the outcome `cancelled`) or
  *   by the sweep when its parent abandoned it while `writing` (`abandon.ts`).
  * - A child record (`LockerFanOutChild`, one per child): `pending` until its chain ended, then
- *   `succeeded`, `failed`, `cancelled` or `timedOut`, and the page that listed it first. It is
- *   read by key only (no query asks for it).
+ *   `succeeded`, `failed`, `cancelled` or `timedOut`, and the page that listed it first. Its
+ *   kickoff marks it `started` in the child entity's own commit: a child so marked, or settled, is
+ *   never started again (a retried parent reads it with the entity). It is read by key only (no
+ *   query asks for it).
  * - A page record (`LockerFanOutPage`, one per page of up to 100 children): the ids of the page's
  *   children, so every child can be read by key (strongly consistent) without a query.
  * - A page's done mark (`LockerFanOutDone`, at most one per page): written once, after the seal, by
@@ -111,8 +113,10 @@ export interface ChildRecord {
   fanout: string;
   key: Key;
   state: ChildState;
-  /** The page record that listed it first (the page its settle checks). */
+  /** The page record that listed it first (the page its settle checks, the one page `fanIn()` lists it on). */
   page?: number;
+  /** Once its chain was started: the chain's first step (written in the kickoff's commit). */
+  started?: number;
   error?: string;
   /** The small result the child set, as JSON text. */
   result?: string;
@@ -161,7 +165,7 @@ export function doneKey(fanout: string, n: number, namespace: string | undefined
 
 /** Properties of records that are never queried (only the header's `due` is; `fanout` stays indexed for an operator's console). */
 export const UNINDEXED = ['state', 'parent', 'chain', 'seq', 'joinTask', 'path', 'body', 'policy', 'deadline', 'pages', 'total', 'createdAt',
-  'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reason', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids', 'page', 'at'] as const;
+  'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reason', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids', 'page', 'started', 'at'] as const;
 
 /** The header's stored properties. */
 export function headerProperties(h: Header, encode: (key: Key) => string): Properties {
@@ -205,6 +209,7 @@ export function readHeader(id: string, p: Properties | undefined, decode: (encod
 export function childProperties(c: ChildRecord, encode: (key: Key) => string): Properties {
   const p: Properties = { fanout: c.fanout, key: encode(c.key), state: c.state, startedAt: c.startedAt };
   if (c.page !== undefined) p.page = c.page;
+  if (c.started !== undefined) p.started = c.started;
   if (c.error !== undefined) p.error = c.error;
   if (c.result !== undefined) p.result = c.result;
   if (c.settledAt) p.settledAt = c.settledAt;
@@ -218,6 +223,7 @@ export function readChild(id: string, p: Properties | undefined, decode: (encode
     id, fanout: p.fanout, key: decode(p.key), state: p.state as ChildState, startedAt: p.startedAt instanceof Date ? p.startedAt : new Date(0),
   };
   if (typeof p.page === 'number' && Number.isSafeInteger(p.page)) c.page = p.page;
+  if (typeof p.started === 'number' && Number.isSafeInteger(p.started)) c.started = p.started;
   if (typeof p.error === 'string') c.error = p.error;
   if (typeof p.result === 'string') c.result = p.result;
   if (p.settledAt instanceof Date) c.settledAt = p.settledAt;

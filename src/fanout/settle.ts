@@ -7,22 +7,14 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { decodeKey, keyPath } from '../keys/key-codec';
-import { readLock } from '../rules/lock-fields';
-import { StepState, type Json, type Properties } from '../types';
+import { childEnd } from './child-end';
+import type { Json } from '../types';
 import { checkJoin } from './join-trigger';
 import type { FanParts } from './read-children';
 import { childKey, childProperties, fanOutOfChain, readChild, resultText, UNINDEXED, type ChildState } from './records';
 
-/** How a child's chain ended, read from its entity; undefined while it is still live. */
-export function childEnd(props: Properties | undefined, chain: string): { state: Exclude<ChildState, 'pending' | 'timedOut'>; error?: string } | undefined {
-  if (!props) return { state: 'failed', error: 'the child\'s entity was deleted before its chain ended' };
-  const lock = readLock(props);
-  if (lock.chain !== chain) return { state: 'failed', error: `another chain (${lock.chain ?? 'none'}) replaced the child's chain before it settled` };
-  if (lock.state === StepState.complete) return { state: 'succeeded' };
-  if (lock.state === StepState.failed) return { state: 'failed', error: lock.err ?? 'the step failed for good' };
-  if (lock.state === StepState.cancelled) return { state: 'cancelled', error: 'an operator cancelled the child\'s chain' };
-  return undefined;
-}
+export { childEnd, type ChildEnd } from './child-end';
+
 
 /**
  * Settles the child whose chain is `chain` on `key` if its chain ended, then runs the completion

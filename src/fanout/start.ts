@@ -20,19 +20,17 @@
 import type { Key } from '@google-cloud/datastore';
 import { rejectUnknownOptions } from '../config/option-names';
 import { checkStep } from '../chain/next-step';
-import { ConfigError, ContentionError, StoreUnavailableError, TransitionError } from '../errors/errors';
+import { ConfigError, StoreUnavailableError, TransitionError } from '../errors/errors';
 import type { Arrival } from '../step/arrival';
-import { planKickoff } from '../rules/kickoff-plan';
+import { kickoffRounds, type KickoffJob, type KickoffMarking } from '../chain/kickoff-rounds';
 import { scheduledStep, type NextStep } from '../rules/ledger-record';
 import { checkDeliverable, decodeKey, keyPath } from '../keys/key-codec';
 import { keyString } from '../keys/keys';
 import type { Lease } from '../step/lease';
-import type { BatchLockWrite } from '../locks/locks';
-import { entityProperties } from '../step/handler-types';
 import type { LedgerRecord } from '../types';
 import { checkJoin } from './join-trigger';
 import { checkPolicy } from './policy';
-import { pagesFrom, type FanParts } from './read-children';
+import { getMany, pagesFrom, type FanParts } from './read-children';
 import {
   childChain, childKey, childProperties, fanOutId, headerKey, headerProperties, PAGE_SIZE, PAGE_WINDOW, pageKey, readChild, readHeader, readPage, UNINDEXED, type Header,
 } from './records';
@@ -41,9 +39,6 @@ import { FAN_OUT_OPTION_NAMES, type FanOutChild, type FanOutOptions, type FanOut
 
 /** Child records per transaction: legacy Datastore takes at most 25 entity groups in one. */
 const GROUPS = 20;
-
-/** Kickoff rounds for a child whose entity keeps changing under the call. */
-const ROUNDS = 5;
 
 /** A child that passed its checks. */
 interface Checked {
@@ -169,18 +164,26 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   // header: child-record transactions reading it too would contend on it (measured on the legacy
   // emulator: starting children at half the rate).
   // Child records in transactions of GROUPS (legacy Datastore takes 25 entity groups per transaction); one already there is kept.
-  const writeRecords = (): Promise<unknown> => Promise.all(groupsOf(page).map((chunk) => parts.locks.transact(async (tx) => {
-    const records = await Promise.all(chunk.map((c) => tx.get(childKey(c.id, ns))));
-    chunk.forEach((c, i) => {
-      if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now }, encode), UNINDEXED);
-    });
-  })));
+  // `pageOf`: the page each child's record names (the one page that lists it for `fanIn()`).
+  const pageOf = new Map<string, number>();
+  const writeRecords = async (): Promise<void> => {
+    await Promise.all(groupsOf(page).map((chunk) => parts.locks.transact(async (tx) => {
+      const records = await Promise.all(chunk.map((c) => tx.get(childKey(c.id, ns))));
+      chunk.forEach((c, i) => {
+        const found = readChild(c.id, records[i], decodeKey);
+        pageOf.set(c.id, found ? found.page ?? n : n);
+        if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now }, encode), UNINDEXED);
+      });
+    })));
+    await claimUnlisted(parts, header, n, page, pageOf);
+  };
   // The page record, unless the fan-out was cancelled: then the ids earlier attempts listed on it.
+  // It lists the children whose record names this page; one an earlier attempt listed on another page stays there.
   const listPage = (): Promise<Set<string> | undefined> => parts.locks.transact(async (tx) => {
     const [stored, listedBefore] = await Promise.all([tx.get(headerKey(header.id, ns)), tx.get(pageKey(header.id, n, ns))]);
     const before = readPage(listedBefore);
     if (readHeader(header.id, stored, decodeKey)?.state === 'cancelled') return new Set(before);
-    tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids: [...new Set([...before, ...page.map((c) => c.id)])] }, UNINDEXED);
+    tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids: [...new Set([...before, ...page.filter((c) => pageOf.get(c.id) === n).map((c) => c.id)])] }, UNINDEXED);
     return undefined;
   });
   // One page transaction at a time, in page order (the next page's waits for this one's, whatever
@@ -197,14 +200,41 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
   }
   if (refused) {
     // Cancelled before this page was listed: the records just written that no page lists are read
-    // by nothing; remove them (those an earlier attempt listed stay, for the cancel to settle).
-    await Promise.all(groupsOf(page.filter((c) => !refused.has(c.id))).map((group) => parts.locks.transact(async (tx) => {
+    // by nothing; remove them (those an earlier attempt listed, here or on another page, stay, for the cancel to settle).
+    await Promise.all(groupsOf(page.filter((c) => pageOf.get(c.id) === n && !refused.has(c.id))).map((group) => parts.locks.transact(async (tx) => {
       const records = await Promise.all(group.map((c) => tx.get(childKey(c.id, ns))));
-      group.forEach((c, i) => { if (readChild(c.id, records[i], decodeKey)?.state === 'pending') tx.delete(childKey(c.id, ns)); });
+      group.forEach((c, i) => {
+        const child = readChild(c.id, records[i], decodeKey);
+        if (child?.state === 'pending' && child.page === n && child.started === undefined) tx.delete(childKey(c.id, ns));
+      });
     }))).catch(() => undefined); // best effort: an unlisted record left behind changes nothing
     throw new TransitionError(`fanOut(): fan-out ${header.id} was cancelled while its children were being added`);
   }
   await startChildren(parts, page, result);
+}
+
+/**
+ * The children of page `n` whose record an earlier attempt wrote for another page that never
+ * listed it (it died between the two writes, and this attempt's source gave another order): their
+ * record is moved to page `n`, which lists them (`pageOf` updated). Pages only grow, so a page
+ * read listing a child always will. Reads nothing when every record is new or names page `n`.
+ */
+async function claimUnlisted(parts: FanParts, header: Header, n: number, page: readonly Checked[], pageOf: Map<string, number>): Promise<void> {
+  const ns = header.parent.namespace;
+  const elsewhere = page.filter((c) => pageOf.get(c.id) !== n);
+  if (elsewhere.length === 0) return;
+  const pages = [...new Set(elsewhere.map((c) => pageOf.get(c.id)!))];
+  const listed = new Map((await getMany(parts, pages.map((p) => pageKey(header.id, p, ns)))).map((props, i) => [pages[i]!, new Set(readPage(props))]));
+  const unlisted = elsewhere.filter((c) => !listed.get(pageOf.get(c.id)!)!.has(c.id));
+  await Promise.all(groupsOf(unlisted).map((group) => parts.locks.transact(async (tx) => {
+    const records = await Promise.all(group.map((c) => tx.get(childKey(c.id, ns))));
+    group.forEach((c, i) => {
+      const child = readChild(c.id, records[i], decodeKey);
+      if (child?.state !== 'pending' || child.page !== pageOf.get(c.id)) return;
+      tx.put(childKey(c.id, ns), childProperties({ ...child, page: n }, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+    });
+  })));
+  for (const c of unlisted) pageOf.set(c.id, n);
 }
 
 /** `items` in runs of at most {@link GROUPS}, one transaction's worth each. */
@@ -214,91 +244,63 @@ function groupsOf(items: readonly Checked[]): Checked[][] {
   return groups;
 }
 
-/** Starts the chains of a page's children (one lookup and one batch write a round); returns nothing, counts in `result`. */
+/** A child's kickoff, as the batch kickoff's rounds carry it out. */
+interface ChildJob extends KickoffJob {
+  checked: Checked;
+}
+
+/**
+ * A child's marker is its own record (read in the entity's lookup, written in its commit): a child
+ * whose record is gone or settled, or says its chain was started, is never started again.
+ */
+function childMarking(parts: FanParts): KickoffMarking<ChildJob> {
+  const encode = (k: Key): string => parts.dispatcher.encodeKey(k);
+  return {
+    recorded(job, marker, mine) {
+      const child = readChild(job.chain, marker, decodeKey);
+      if (child?.state !== 'pending') return { seq: 0 };
+      return child.started !== undefined && !mine ? { seq: child.started } : undefined;
+    },
+    mark(job, marker, record) {
+      const child = readChild(job.chain, marker, decodeKey)!; // pending, or `recorded` stopped the kickoff
+      return { properties: childProperties({ ...child, started: record.seq }, encode), excludeFromIndexes: UNINDEXED };
+    },
+    async unmark(tx, job, record) {
+      const child = readChild(job.chain, await tx.get(job.markerKey), decodeKey);
+      if (child?.state !== 'pending' || child.started !== record.seq) return;
+      const { started: _started, ...unstarted } = child;
+      tx.put(job.markerKey, childProperties(unstarted, encode), UNINDEXED);
+    },
+  };
+}
+
+/**
+ * Starts the chains of a page's children through the batch kickoff's rounds (`kickoff-rounds.ts`);
+ * counts in `result`. A child busy with another chain, or whose write the store refuses, settles
+ * `failed`; the children started have their tasks sent; then, if some kickoffs kept meeting a
+ * changed entity or a store fault, the step is retried (it finds the chains it started by their
+ * records).
+ */
 async function startChildren(parts: FanParts, page: readonly Checked[], result: FanOutStarted): Promise<void> {
+  const ns = page[0]?.child.key.namespace;
+  const jobs: ChildJob[] = page.map((c) => ({ checked: c, key: c.child.key, entity: c.child.entity, chain: c.id, step: c.step, markerKey: childKey(c.id, ns) }));
   const toSend: LedgerRecord[] = [];
-  /** Kickoffs whose batch answered a store fault: they may have landed. */
-  const unsure = new Map<string, LedgerRecord>();
-  let open = page.slice();
-  for (let round = 0; round < ROUNDS && open.length > 0; round++) {
-    const now = new Date(parts.config.clock());
-    if (!parts.locks.batches) {
-      for (const c of open) await startOne(parts, c, now, result, toSend);
-      open = [];
-      break;
-    }
-    const reads = await parts.locks.readMany(open.map((c) => c.child.key));
-    const writes: BatchLockWrite[] = [];
-    const writing: Checked[] = [];
-    for (const [i, c] of open.entries()) {
-      const read = reads[i]!;
-      const plan = planKickoff(c.child.key, read.properties, c.child.entity, c.id, c.step, now);
-      if (plan.kind === 'own') {
-        // An earlier attempt started it, or this one did in a batch that answered a store fault: send its task then.
-        const landed = unsure.get(c.id);
-        if (landed) {
-          result.started++;
-          toSend.push(landed);
-        }
-        continue;
-      }
-      if (plan.kind === 'busy') {
-        await refuse(parts, c, `the child's entity is busy with another chain (step ${plan.seq} ${plan.running ? 'running' : 'scheduled'})`, result);
-        continue;
-      }
-      writes.push({ read, lock: plan.lock, own: plan.own, record: plan.record });
-      writing.push(c);
-    }
-    const outcomes = writes.length === 0 ? [] : await parts.locks.replaceMany(writes);
-    const next: Checked[] = [];
-    for (const [i, outcome] of outcomes.entries()) {
-      const c = writing[i]!;
-      // A store fault (unavailable, a deadline: the write may have landed) is no refusal: the child
-      // is read again next round (finding its own chain if it landed), and the step is retried after.
-      if (outcome.outcome === 'conflict') next.push(c);
-      else if (outcome.outcome === 'error' && transient(outcome.error)) {
-        unsure.set(c.id, writes[i]!.record);
-        next.push(c);
-      }
-      else if (outcome.outcome === 'error') await refuse(parts, c, `the store refused the child's kickoff: ${outcome.error.message}`, result);
-      else {
-        result.started++;
-        toSend.push(writes[i]!.record);
-        const previous = writes[i]!.read.properties?.lock_task;
-        if (typeof previous === 'string') parts.ledger.retire(c.child.key, previous);
-      }
-    }
-    open = next;
-  }
-  if (open.length > 0) throw new StoreUnavailableError(`${open.length} children's kickoffs kept meeting a changed entity or a store fault under fanOut(); the step is retried`);
-  await Promise.all(toSend.map(async (record) => {
-    parts.emit('scheduled', { key: record.key, seq: record.seq, attempt: '', task: record.task, path: record.path });
-    await parts.dispatcher.send(record);
-  }));
-}
-
-/** A store without the batch operations: one kickoff transaction per child. */
-async function startOne(parts: FanParts, c: Checked, now: Date, result: FanOutStarted, toSend: LedgerRecord[]): Promise<void> {
-  const plan = await parts.locks.transaction(c.child.key, async (tx) => {
-    const props = await tx.get(c.child.key);
-    const p = planKickoff(c.child.key, props, c.child.entity, c.id, c.step, now);
-    if (p.kind === 'start') {
-      parts.locks.put(tx, c.child.key, props ?? {}, p.lock, entityProperties(c.child.entity));
-      if (p.previousTask !== undefined) tx.deleteLedger(c.child.key, p.previousTask);
-      tx.putLedger(p.record);
-    }
-    return p;
+  const refusals: Promise<void>[] = [];
+  const stuck: Error[] = [];
+  await kickoffRounds(parts, jobs, childMarking(parts), ({ checked: c }, outcome) => {
+    if (outcome.kind === 'started') {
+      result.started++;
+      toSend.push(outcome.record);
+    } else if (outcome.kind === 'busy') {
+      refusals.push(refuse(parts, c, `the child's entity is busy with another chain (step ${outcome.seq} ${outcome.running ? 'running' : 'scheduled'})`, result));
+    } else if (outcome.kind === 'failed' && outcome.cause === 'refused') {
+      refusals.push(refuse(parts, c, `the store refused the child's kickoff: ${outcome.error.message}`, result));
+    } else if (outcome.kind === 'failed') stuck.push(outcome.cause === 'plan' ? outcome.error : new StoreUnavailableError(outcome.error.message, { cause: outcome.error }));
   });
-  if (plan.kind === 'busy') await refuse(parts, c, `the child's entity is busy with another chain (step ${plan.seq} ${plan.running ? 'running' : 'scheduled'})`, result);
-  else if (plan.kind === 'start') {
-    result.started++;
-    toSend.push(plan.record);
-  }
-}
-
-/** A store fault that may pass (unavailable, a deadline, contention), as opposed to a refusal of the write itself. */
-function transient(error: Error): boolean {
-  return error instanceof StoreUnavailableError || error instanceof ContentionError;
+  await Promise.all(refusals);
+  await Promise.all(toSend.map((record) => parts.dispatcher.send(record)));
+  if (stuck.length === 1) throw stuck[0];
+  if (stuck.length > 1) throw new StoreUnavailableError(`${stuck.length} children's kickoffs kept meeting a changed entity or a store fault under fanOut(); the step is retried (${stuck[0]!.message})`);
 }
 
 async function refuse(parts: FanParts, c: Checked, why: string, result: FanOutStarted): Promise<void> {

@@ -14,7 +14,7 @@ import { fanRig, type ChildMode, type FanRig, type JoinRun } from '../support/fa
 import { MemoryLogger } from '../support/task-app';
 import { Locker } from '../../src/locker';
 import { keyPath } from '../../src/keys/key-codec';
-import { StepState } from '../../src/types';
+import { StepState, type AlertEvent } from '../../src/types';
 import { TransitionError } from '../../src/errors/errors';
 import { childChain, childKey, fanOutId, headerKey, PAGE_SIZE, pageKey } from '../../src/fanout/records';
 import type { StoreUnderTest } from '../step/handle-suite';
@@ -588,6 +588,82 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       await rig.locker.retry(parent);
       await assertJoinedOnce(rig, parent, children);
       assertChildrenRanOnce(rig, children);
+    });
+
+    it('a resumed parent never starts again a child that ended, also once the app deleted the child\'s entity (issue 37, defect 1)', async () => {
+      const parent = parentKey();
+      const children = lines(`ended${counter}`, 150);
+      await rig.start(parent, children, { failFirstAfter: 120 });
+      await until('the parent failed for good', async () => (await rig.store.get(parent))?.lock_state === StepState.failed);
+      const id = childChain(fanOutId(parent, String((await rig.store.get(parent))?.lock_chain), 1), rig.key('Line', children[0]!.name));
+      await until('the first child settled succeeded', async () => (await rig.store.get(childKey(id, rig.namespace)))?.state === 'succeeded');
+      await rig.store.transaction(async (tx) => { tx.delete(rig.key('Line', children[0]!.name)); }); // the app deletes it
+      rig.stopFailing(parent);
+      await rig.locker.retry(parent);
+      const run = await assertJoinedOnce(rig, parent, children);
+      assert.equal(run.outcome, 'succeeded');
+      assertChildrenRanOnce(rig, children);
+      assert.equal(rig.childRuns.get(`${keyPath(rig.key('Line', children[0]!.name))}#1`), 1, 'the ended child ran once');
+    });
+
+    it('fanIn() lists each child once after a retry whose source gives the children in another order; the counts agree (issue 37, defect 6)', async () => {
+      const parent = parentKey();
+      const children = lines(`rev${counter}`, 300);
+      await rig.start(parent, children, { failFirstAfter: 100, reverseOnRetry: true });
+      await until('the parent failed for good', async () => (await rig.store.get(parent))?.lock_state === StepState.failed);
+      rig.stopFailing(parent);
+      await rig.locker.retry(parent);
+      const run = await assertJoinedOnce(rig, parent, children);
+      const names = run.children.map((c) => c.key.name!);
+      assert.equal(new Set(names).size, names.length, 'no child is listed twice');
+      assert.equal(names.length, run.counts.total, 'the listing and the counts agree');
+      assertChildrenRanOnce(rig, children);
+    });
+
+    for (const how of ['schedule', 'scheduleMany'] as const) it(`a child that succeeded, whose settle was lost, is told succeeded after the app started another chain on its entity with ${how}() (issue 37, defect 7)`, async () => {
+      const parent = parentKey();
+      const children = lines(`lost${counter}`, 1);
+      const child = rig.key('Line', children[0]!.name);
+      rig.store.inject({ at: 'LockerFanOutChild:succeeded' });
+      await rig.start(parent, children, { policy: { require: 'succeeded' } });
+      await until('the child complete, its own settle lost', async () => (await rig.store.get(child))?.lock_state === StepState.complete && rig.store.fired.length === 1);
+      // Before the sweep repairs the child, the app starts another chain on its entity.
+      if (how === 'schedule') await rig.locker.schedule(child, { name: 'again' }, '/child', { mode: 'hang', name: 'again' });
+      else assert.equal((await rig.locker.scheduleMany([{ key: child, entity: { name: 'again' }, path: '/child', payload: { mode: 'hang', name: 'again' } }])).started, 1);
+      const run = await rig.joined(parent);
+      assert.equal(run.children[0]?.state, 'succeeded', 'the child is told as its chain ended');
+      assert.deepEqual(run.children[0]?.result, { name: children[0]!.name, seq: 1 });
+      assert.equal(run.outcome, 'succeeded', 'require: succeeded is met');
+      rig.store.fired.length = 0;
+    });
+
+    it('a child whose entity still owes a failure alert (the alerter was down) gets it once the alerter is back, as after schedule() (issue 37, defect 2)', async () => {
+      const alerter = { down: true, received: [] as AlertEvent[] };
+      // A store of its own: the suite's rig, which has no alerter, would take the owed alert on its sweep.
+      const own = await open();
+      const r = await fanRig(own.store, own.namespace, undefined, 'short', {
+        alerter: (event) => {
+          if (alerter.down) throw new Error('the alerter is down');
+          alerter.received.push(event);
+        },
+      });
+      try {
+        const owing = r.key('Line', 'owing');
+        await r.locker.schedule(owing, { name: 'owing' }, '/child', { mode: 'fail', name: 'owing' });
+        await until('failed for good, its failure alert claimed and unsent', async () => {
+          const props = await r.store.get(owing);
+          return props?.lock_state === StepState.failed && Array.isArray(props.lock_alerts) && props.lock_alerts.length > 0;
+        });
+        const parent = r.key('Order', 'owes');
+        await r.start(parent, [{ name: 'owing', mode: 'ok' }]);
+        await r.joined(parent);
+        alerter.down = false;
+        await until('the failure alert owed before the fan-out reached the alerter', async () => alerter.received.some((a) => a.reason === 'failure' && a.seq === 1 && keyPath(a.key) === keyPath(owing)), 20_000);
+        assert.equal(alerter.received.filter((a) => a.reason === 'failure').length, 1, 'sent once');
+      } finally {
+        await r.close();
+        await own.close?.();
+      }
     });
 
     for (const how of ['cancel() while it adds children', 'failed for good, then its entity deleted'] as const) {

@@ -16,6 +16,7 @@ import { keyPath } from '../../src/keys/key-codec';
 import { StepState, type Json, type Properties, type Store, type TaskRequest } from '../../src/types';
 import type { FanInChild, FanOutPolicy } from '../../src/fanout/types';
 import type { TaskContext } from '../../src/step/handler-types';
+import type { LockerOptions } from '../../src/config/options';
 import { lossyQueue, type Loss, type LossyQueue } from './lossy-queue';
 import { SeamStore } from './seam-store';
 import { keys, MemoryLogger } from './task-app';
@@ -65,7 +66,8 @@ export interface FanRig {
   /** Starts a parent whose first step fans out `children` (`name:mode`). */
   /** `gate`: the seal's commit waits for it (children may finish before the seal). */
   /** `failFirstAfter`: the child source throws a `PermanentError` after that many children (the step fails for good), until `stopFailing()`. */
-  start(parent: Key, children: Array<{ name: string; mode: ChildMode }>, options?: { policy?: FanOutPolicy; failJoinOnce?: boolean; gate?: () => Promise<void>; failFirstAfter?: number }): Promise<void>;
+  /** `reverseOnRetry`: once it stopped failing, the source gives the children in the reverse order. */
+  start(parent: Key, children: Array<{ name: string; mode: ChildMode }>, options?: { policy?: FanOutPolicy; failJoinOnce?: boolean; gate?: () => Promise<void>; failFirstAfter?: number; reverseOnRetry?: boolean }): Promise<void>;
   /** Makes the parent's child source give all its children from now on (see `failFirstAfter`). */
   stopFailing(parent: Key): void;
   /** Resolves once `n` joins of `parent` finished (bounded: rejects after `limitMs` saying what is missing). */
@@ -82,7 +84,9 @@ let rigs = 0;
  * show within a test. `'defaults'` keeps the Locker's own (a 60 s lease, `stallAfter` 5 minutes),
  * as the fan-out guide advises for a fan-out whose children wait in the queue longer than 3 s.
  */
-export async function fanRig(inner: Store, namespace: string | undefined, loss?: { kind: Loss; every: number }, timing: 'short' | 'defaults' = 'short'): Promise<FanRig> {
+export async function fanRig(
+  inner: Store, namespace: string | undefined, loss?: { kind: Loss; every: number }, timing: 'short' | 'defaults' = 'short', extra: Partial<LockerOptions> = {},
+): Promise<FanRig> {
   const app = express();
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
@@ -92,7 +96,7 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   const local = new LocalQueue({ baseUrl: `http://127.0.0.1:${port}`, logger, minBackoffMs: 20, maxBackoffMs: 200, onDelivered: (task) => { delivered.push(task); } });
   const queue = lossyQueue(local, loss?.kind ?? 'drop', loss?.every ?? Number.MAX_SAFE_INTEGER);
   const store = new SeamStore(inner);
-  const locker = new Locker({ store, queue, logger, ...(timing === 'short' && { leaseDuration: 3_000, stallAfter: 3_000 }), maxRetries: 3 });
+  const locker = new Locker({ store, queue, logger, ...(timing === 'short' && { leaseDuration: 3_000, stallAfter: 3_000 }), maxRetries: 3, ...extra });
   const rig = ++rigs;
   const joins: JoinRun[] = [];
   const joinAttempts: string[] = [];
@@ -107,12 +111,17 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   const stoppedFailing = new Set<string>();
   const key = (kind: string, name: string): Key => keys.key({ namespace, path: [kind, `r${rig}-${name}`] });
 
-  type Payload = { many?: { prefix: string; n: number }; children?: Array<{ name: string; mode: ChildMode }>; policy?: FanOutPolicy; failJoinOnce?: boolean; failFirstAfter?: number; mode?: ChildMode; name?: string };
-  const fan = async (ctx: TaskContext<Properties, Payload>, children: Array<{ name: string; mode: ChildMode }>, policy: FanOutPolicy | undefined, failAfter?: number) => {
+  type Payload = {
+    many?: { prefix: string; n: number }; children?: Array<{ name: string; mode: ChildMode }>; policy?: FanOutPolicy; failJoinOnce?: boolean; failFirstAfter?: number;
+    reverseOnRetry?: boolean; mode?: ChildMode; name?: string;
+  };
+  const fan = async (ctx: TaskContext<Properties, Payload>, children: Array<{ name: string; mode: ChildMode }>, policy: FanOutPolicy | undefined, failAfter?: number, reverseOnRetry = false) => {
     const parentName = keyPath(ctx.key);
     const failNow = failAfter !== undefined && !stoppedFailing.has(parentName);
+    // Once it stopped failing, the source may give its children in the reverse order (the guide allows another order on a retry).
+    const order = reverseOnRetry && stoppedFailing.has(parentName) ? children.slice().reverse() : children;
     async function* source() {
-      for (const [i, c] of children.entries()) {
+      for (const [i, c] of order.entries()) {
         if (failNow && i === failAfter) {
           throw new PermanentError(`the parent's child source fails for good after ${i} children`);
         }
@@ -126,7 +135,7 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
   app.post('/parent', locker.handle<Properties, Payload>(async (ctx) => {
     const many = ctx.payload.many;
     const children = many ? Array.from({ length: many.n }, (_, i) => ({ name: `${many.prefix}-${i}`, mode: 'ok' as ChildMode })) : ctx.payload.children ?? [];
-    await fan(ctx, children, ctx.payload.policy, ctx.payload.failFirstAfter);
+    await fan(ctx, children, ctx.payload.policy, ctx.payload.failFirstAfter, ctx.payload.reverseOnRetry);
   }, (p) => p));
 
   app.post('/child', locker.handle<Properties, Payload>(async (ctx) => {
@@ -197,6 +206,7 @@ export async function fanRig(inner: Store, namespace: string | undefined, loss?:
       await locker.schedule(parent, { order: true }, '/parent', {
         ...many, ...(options.policy && { policy: options.policy as Json }), failJoinOnce: options.failJoinOnce ?? false,
         ...(options.failFirstAfter !== undefined && { failFirstAfter: options.failFirstAfter }),
+        ...(options.reverseOnRetry === true && { reverseOnRetry: true }),
       } as unknown as Json);
     },
     stopFailing(parent) {

@@ -11,11 +11,13 @@
  *   left by a conflict or a crash names a step its entity does not run, which the sweep clears.
  *   The sweep may clear a record whose entity is about to be written, too: so the records of the
  *   entities written are then looked up, and any gone put back (`restoreRecords`).
- *   Then the kickoff records (`ConditionalWrite.marker`) of the entities written, in one more
- *   commit, before the call returns (and so before any task is sent).
+ *   Each kickoff record (`ConditionalWrite.marker`) rides in its entity's commit, with the
+ *   `baseVersion` it was read at: stored with the entity, never after it (a crash between two
+ *   commits cannot leave a started chain unmarked). The commit is not atomic, so a marker is
+ *   stored beside an entity that met a conflict too; the caller, which wrote it, reads it again.
  * - in transactions (the Firestore emulator, which ignores `baseVersion`): a transaction per
- *   {@link TRANSACTION_WRITES} entities reads them all in one lookup, compares their versions and
- *   commits the unchanged ones with their records; one that aborts on contention is run again,
+ *   {@link TRANSACTION_WRITES} entities reads them all (and their markers) in one lookup, compares
+ *   their versions and commits the unchanged ones with their records and unchanged markers; one that aborts on contention is run again,
  *   and when it keeps aborting it is split in halves, so a contended entity fails alone.
  *
  * Commits stay within Datastore's 500 mutations and its request size. A commit the store refuses
@@ -74,8 +76,11 @@ interface Encoded {
   entity: RawEntity;
   record: RawEntity;
   recordKey: Key;
-  /** The kickoff's record of the chain, stored once the entity is (see `ConditionalWrite.marker`). */
+  /** The kickoff's record of the chain, stored with the entity (see `ConditionalWrite.marker`). */
   marker?: RawEntity;
+  markerKey?: Key;
+  /** The marker's version as read, when it is written only at that version. */
+  markerBase?: string;
   base: string;
   bytes: number;
 }
@@ -104,8 +109,21 @@ function encode(config: BatchConfig, write: ConditionalWrite, index: number): En
   const entity = entityProto(writeArgs(key, write.properties, write.excludeFromIndexes, version.shape));
   const recordKey = ledgerKey(config.ledgerKind, write.record.key.namespace, write.record.id);
   const record = entityProto(writeArgs(recordKey, ledgerProperties(write.record), LEDGER_UNINDEXED));
-  const marker = write.marker ? entityProto(writeArgs(write.marker.key, write.marker.properties, write.marker.excludeFromIndexes)) : undefined;
-  return { index, key, entity, record, recordKey, ...(marker ? { marker } : {}), base: version.version, bytes: approxBytes(entity) + approxBytes(record) + (marker ? approxBytes(marker) : 0) };
+  const m = write.marker;
+  const markerVersion: unknown = m?.read?.version;
+  if (m?.read && !(markerVersion instanceof EntityVersion)) throw new TypeError('replaceMany needs marker reads that a DatastoreStore made');
+  const marker = m ? entityProto(writeArgs(m.key, m.properties, m.excludeFromIndexes, markerVersion instanceof EntityVersion ? markerVersion.shape : undefined)) : undefined;
+  return {
+    index, key, entity, record, recordKey, base: version.version, bytes: approxBytes(entity) + approxBytes(record) + (marker ? approxBytes(marker) : 0),
+    ...(m && marker ? { marker, markerKey: m.key } : {}), ...(markerVersion instanceof EntityVersion ? { markerBase: markerVersion.version } : {}),
+  };
+}
+
+/** The mutations of one entity's write in its commit: the entity at its version, then its marker (at its own, when read). */
+function entityMutations(w: Encoded): Mutation[] {
+  const entity: Mutation = { upsert: w.entity, baseVersion: w.base };
+  if (!w.marker) return [entity];
+  return [entity, w.markerBase === undefined ? { upsert: w.marker } : { upsert: w.marker, baseVersion: w.markerBase }];
 }
 
 /** Records first, then the entities at their versions, each in commits of at most {@link MAX_MUTATIONS}. */
@@ -119,22 +137,23 @@ async function conditional(config: BatchConfig, writes: Encoded[], outcomes: Con
     });
   }
   recorded.sort((a, b) => a.index - b.index);
-  for (const chunk of chunks(recorded, MAX_MUTATIONS, (w) => approxBytes(w.entity))) {
+  const perWrite = recorded.some((w) => w.marker) ? 2 : 1;
+  for (const chunk of chunks(recorded, Math.floor(MAX_MUTATIONS / perWrite), (w) => approxBytes(w.entity) + (w.marker ? approxBytes(w.marker) : 0))) {
     await splitting(chunk, outcomes, async (part) => {
-      const response = await config.rpc.commit(part.map((w) => ({ upsert: w.entity, baseVersion: w.base })));
+      const mutations: Mutation[] = [];
+      const at = part.map((w) => {
+        const first = mutations.length;
+        mutations.push(...entityMutations(w));
+        return first;
+      });
+      const response = await config.rpc.commit(mutations);
       part.forEach((w, i) => {
-        const result = response.mutationResults?.[i];
+        const result = response.mutationResults?.[at[i]!];
         outcomes[w.index] = result?.conflictDetected === true ? { outcome: 'conflict' } : { outcome: 'written' };
       });
     });
   }
   await restoreRecords(config, recorded.filter((w) => outcomes[w.index]?.outcome === 'written'), outcomes);
-  // The kickoff records of the entities written, before the call returns (so before any task is
-  // sent). One that cannot be stored is logged by the caller's outcome: the write stays written.
-  const marked = recorded.filter((w) => w.marker && outcomes[w.index]?.outcome === 'written');
-  for (const chunk of chunks(marked, MAX_MUTATIONS, (w) => approxBytes(w.marker!))) {
-    await config.rpc.commit(chunk.map((w) => ({ upsert: w.marker! }))).catch(() => undefined);
-  }
 }
 
 /**
@@ -175,9 +194,14 @@ async function inTransactions(config: BatchConfig, writes: Encoded[], outcomes: 
 async function transactionOnce(rpc: DatastoreRpc, part: Encoded[]): Promise<boolean[]> {
   const transaction = await rpc.beginTransaction();
   try {
-    const found = await lookupMany(rpc, part.map((w) => w.key), { transaction });
-    const unchanged = part.map((w, i) => (found[i]!.entity ? found[i]!.version === w.base : w.base === ABSENT));
-    const mutations: Mutation[] = part.flatMap((w, i) => (unchanged[i] ? [{ upsert: w.record }, { upsert: w.entity }, ...(w.marker ? [{ upsert: w.marker }] : [])] : []));
+    const marked = part.filter((w) => w.markerKey !== undefined && w.markerBase !== undefined);
+    const found = await lookupMany(rpc, [...part.map((w) => w.key), ...marked.map((w) => w.markerKey!)], { transaction });
+    const at = (read: (typeof found)[number], base: string): boolean => (read.entity ? read.version === base : base === ABSENT);
+    const unchanged = part.map((w, i) => at(found[i]!, w.base));
+    const markerUnchanged = new Map(marked.map((w, i) => [w, at(found[part.length + i]!, w.markerBase!)]));
+    const mutations: Mutation[] = part.flatMap((w, i) => (unchanged[i]
+      ? [{ upsert: w.record }, { upsert: w.entity }, ...(w.marker && markerUnchanged.get(w) !== false ? [{ upsert: w.marker }] : [])]
+      : []));
     if (mutations.length === 0) await rollBack(rpc, transaction);
     else await rpc.commit(mutations, transaction);
     return unchanged;

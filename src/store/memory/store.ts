@@ -190,7 +190,12 @@ export class MemoryStore implements Store {
         const version = ++this.clock;
         this.entities.set(id, { key: copyKey(write.read.key), properties, version });
         this.entities.set(keyString(ledger), { key: ledger, properties: record, version });
-        if (write.marker) this.entities.set(keyString(write.marker.key), { key: copyKey(write.marker.key), properties: copyProperties(write.marker.properties), version });
+        const marker = write.marker;
+        const markerId = marker && keyString(marker.key);
+        // The marker rides with its entity, while still at the version read (when one was).
+        if (marker && (marker.read === undefined || (this.entities.get(markerId!)?.version ?? 0) === marker.read.version)) {
+          this.entities.set(markerId!, { key: copyKey(marker.key), properties: copyProperties(marker.properties), version });
+        }
         return { outcome: 'written' };
       } catch (error) {
         return { outcome: 'error', error: error instanceof Error ? error : new Error(String(error)) };
