@@ -33,6 +33,8 @@ export interface ModelOptions {
   replayPath?: string;
   /** Features left out of the sequences (see `FEATURES`). */
   without?: readonly Feature[];
+  /** Shrink a counterexample (the default); false stops at the first one found (the mutation check counts, it does not read). */
+  shrink?: boolean;
 }
 
 /** A counterexample, shrunk. */
@@ -144,7 +146,9 @@ export async function runModel(options: ModelOptions): Promise<ModelResult> {
       operations += outcome.operations;
       if (outcome.violations.length > 0) throw new BrokenPromise(outcome.violations);
     });
-    const details = await fc.check(property, { seed: options.seed, numRuns: options.runs, ...(options.path ? { path: options.path } : {}) });
+    const details = await fc.check(property, {
+      seed: options.seed, numRuns: options.runs, endOnFailure: options.shrink === false, ...(options.path ? { path: options.path } : {}),
+    });
     const result: ModelResult = {
       seed: options.seed, store: options.store, sequences, generated: details.numRuns, without: [...without], operations, wallMs: Math.round(performance.now() - started),
     };
