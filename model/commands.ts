@@ -155,12 +155,13 @@ const slot = fc.nat({ max: 2 });
 const entity = fc.constantFrom(...ENTITIES);
 
 function planArb(without: ReadonlySet<Feature>): fc.Arbitrary<Plan> {
-  const rare = FINISHES.filter((f) => !['return', 'schedule', 'throw'].includes(f) && !(without.has('refusal') && f.startsWith('refuse')));
+  const refusals = FINISHES.filter((f) => f.startsWith('refuse') && !without.has('refusal'));
   return fc.record({
     finish: fc.oneof(
-      { arbitrary: fc.constantFrom<Plan['finish']>('return', 'schedule'), weight: 6 },
+      { arbitrary: fc.constantFrom<Plan['finish']>('return', 'schedule', 'complete'), weight: 6 },
       { arbitrary: fc.constantFrom<Plan['finish']>('throw'), weight: 2 },
-      { arbitrary: fc.constantFrom<Plan['finish']>(...rare), weight: 2 },
+      { arbitrary: fc.constantFrom<Plan['finish']>('permanent'), weight: 2 },
+      ...(refusals.length > 0 ? [{ arbitrary: fc.constantFrom<Plan['finish']>(...refusals), weight: 1 }] : []),
     ),
     block: fc.oneof({ arbitrary: fc.constant<Plan['block']>('none'), weight: 4 }, { arbitrary: fc.constantFrom<Plan['block']>(...BLOCKS.filter((b) => b !== 'none')), weight: 2 }),
     onSignal: fc.constantFrom(...ON_SIGNAL.filter((o) => !(without.has('stop-after') && o === 'stop-after'))),
@@ -187,7 +188,9 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
     fc.tuple(slot, fc.constantFrom<KillPoint>('now', 'next-write', 'next-enqueue')).map(([s, p]) => new Kill(s, p)),
     slot.map((s) => new Shutdown(s)),
     fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
-    (without.has('alerter-down') ? fc.constant(true) : fc.boolean()).map((up) => new Alerter(up)),
+    fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
+    // Down more often than up: quiet() brings it back, and most owed alerts need it down for a while.
+    (without.has('alerter-down') ? fc.constant(true) : fc.oneof({ arbitrary: fc.constant(false), weight: 3 }, { arbitrary: fc.constant(true), weight: 1 })).map((up) => new Alerter(up)),
     fc.tuple(fc.integer({ min: 1, max: 4 }), fc.boolean()).map(([n, applied]) => new StoreOutage(n, applied)),
   ];
 }

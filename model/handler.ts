@@ -1,7 +1,8 @@
 /**
  * The model's one step handler and its entity. What a run does is scripted by the model per
- * delivery (the `x-model-script` header): how it ends (return, `ctx.schedule()`, throw,
- * `PermanentError`, a result the store refuses), whether it blocks before or after its effect
+ * delivery (the `x-model-script` header): how it ends (return, `ctx.schedule()`, `ctx.complete()`,
+ * throw, `PermanentError`, a result the store refuses, also through a `ctx.complete()` the handler
+ * lets its refusal through), whether it blocks before or after its effect
  * until the model releases it, and what it does when `ctx.signal` aborts while it waits. The
  * effect (a charge, say) is recorded outside the store, by the model.
  */
@@ -11,7 +12,7 @@ import type { Properties } from '../src/types';
 import { abortedAfterEffect, handBackSilently, idempotencyKeyOf } from './conventions';
 
 /** How a run ends. */
-export const FINISHES = ['return', 'schedule', 'throw', 'permanent', 'refuse-value', 'refuse-toProperties'] as const;
+export const FINISHES = ['return', 'schedule', 'complete', 'throw', 'permanent', 'refuse-value', 'refuse-toProperties', 'refuse-complete'] as const;
 export type Finish = (typeof FINISHES)[number];
 
 /** Where a run waits for the model, if it does. */
@@ -36,7 +37,7 @@ export interface Script {
 }
 
 /** Finishes whose run does its effect (a run that throws fails before its effect). */
-const EFFECTFUL: ReadonlySet<Finish> = new Set(['return', 'schedule', 'refuse-value', 'refuse-toProperties']);
+const EFFECTFUL: ReadonlySet<Finish> = new Set(['return', 'schedule', 'complete', 'refuse-value', 'refuse-toProperties', 'refuse-complete']);
 
 /** The longest chain the model grows: a run at this step returns instead of scheduling. */
 export const LAST_STEP = 6;
@@ -123,10 +124,20 @@ export function stepHandler(port: HandlerPort): TaskHandler<ModelEntity> {
         port.scheduled(ctx, next.seq);
         return;
       }
+      case 'complete':
+        effect();
+        ctx.entity.n++;
+        await ctx.complete();
+        return;
       case 'refuse-value':
       case 'refuse-toProperties':
         effect();
         ctx.entity.refuse = script.finish === 'refuse-value' ? 'value' : 'throw';
+        return;
+      case 'refuse-complete':
+        effect();
+        ctx.entity.refuse = 'value';
+        await ctx.complete(); // the store refuses it: the handler lets the error through
         return;
     }
   };

@@ -9,6 +9,8 @@
  *   npm run model:mutants                                   (every mutant, seeds 1-5, cap 500)
  *   npm run model:mutants -- --seeds 7 --cap 300            (seeds 1-7; or a list: --seeds 3,9,11)
  *   npm run model:mutants -- --mutants cancel-strands-alert (some of them)
+ *   npm run model:mutants -- --control                      (also the code as it is, under the same seeds:
+ *                                                            it must hold every promise, or the counts mean nothing)
  *   npm run model:mutants -- --verify                       (each mutant brings its defect back: its known
  *                                                            sequence breaks its promise, its promises-suite
  *                                                            scenario fails; no model search)
@@ -70,11 +72,15 @@ function applies(mutant: Mutant, dir = ROOT): string | undefined {
   return r.status === 0 ? undefined : (r.stderr || r.stdout).trim();
 }
 
-/** A temporary copy of the repository with the mutant applied; node_modules linked. */
+/** The code as it is: no fix reverted (`--control`). */
+const CONTROL: Mutant = { name: 'control', file: '', description: 'the code as it is, no fix reverted: every promise must hold', known: undefined, test: undefined };
+
+/** A temporary copy of the repository with the mutant applied (none for the control); node_modules linked. */
 function copyWith(mutant: Mutant): string {
   const dir = mkdtempSync(join(tmpdir(), `locker-mutant-${mutant.name}-`));
   for (const part of COPIED) cpSync(join(ROOT, part), join(dir, part), { recursive: true });
   symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(dir, 'node_modules'));
+  if (mutant === CONTROL) return dir;
   const error = applies(mutant, dir);
   if (error) throw new Error(`${mutant.name}: the patch does not apply to the copy: ${error}`);
   const r = spawnSync('git', ['apply', mutant.file], { cwd: dir, encoding: 'utf8' });
@@ -160,6 +166,7 @@ async function main(): Promise<number> {
       'max-commands': { type: 'string', default: '40' },
       'limit-s': { type: 'string', default: '1800' },
       verify: { type: 'boolean', default: false },
+      control: { type: 'boolean', default: false },
     },
   });
   const seeds = seedsOf(values.seeds);
@@ -167,7 +174,7 @@ async function main(): Promise<number> {
   const maxCommands = Number(values['max-commands']);
   const limitMs = Number(values['limit-s']) * 1000;
   if (seeds.some((s) => !Number.isSafeInteger(s)) || seeds.length === 0 || !Number.isSafeInteger(cap) || cap < 1 || !(limitMs > 0)) {
-    console.error('usage: npm run model:mutants -- [--seeds N | --seeds a,b,c] [--cap N] [--mutants m1,m2] [--max-commands N] [--limit-s S] [--verify]');
+    console.error('usage: npm run model:mutants -- [--seeds N | --seeds a,b,c] [--cap N] [--mutants m1,m2] [--max-commands N] [--limit-s S] [--control] [--verify]');
     return 2;
   }
   const wanted = values.mutants.split(',').filter((m) => m !== '');
@@ -187,8 +194,17 @@ async function main(): Promise<number> {
   bad += moved.length;
   const rows: string[] = [];
   const results: Array<{ mutant: string; searches: Search[]; median: number | undefined }> = [];
-  for (const mutant of mutants.filter((m) => !moved.includes(m))) {
+  const runs = [...(values.control && !values.verify ? [CONTROL] : []), ...mutants.filter((m) => !moved.includes(m))];
+  let current: string | undefined;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      if (current) rmSync(current, { recursive: true, force: true }); // the copy goes with the run
+      process.exit(130);
+    });
+  }
+  for (const mutant of runs) {
     const dir = copyWith(mutant);
+    current = dir;
     try {
       console.log(`mutant ${mutant.name}: ${mutant.description}`);
       if (values.verify) {
@@ -205,12 +221,13 @@ async function main(): Promise<number> {
       }
       const m = median(searches.map((s) => s.found));
       const found = m !== undefined && m <= cap;
-      if (!found) bad++;
+      // The control must hold every promise under every seed; a mutant must be found at the median.
+      if (mutant === CONTROL ? searches.some((s) => s.found !== undefined || s.note !== 'every promise held') : !found) bad++;
       results.push({ mutant: mutant.name, searches, median: m });
       const ops = median(searches.map((s) => s.operations));
       const wall = searches.reduce((t, s) => t + s.wallMs, 0);
       rows.push(`| ${mutant.name} | ${searches.map((s) => cell(s.found, cap)).join(' | ')} | ${m === undefined ? `>${cap}` : m} | ${ops ?? '-'} | ${(wall / 1000).toFixed(0)} s |`);
-      console.log(`  median: ${m === undefined ? `>${cap} (NOT FOUND)` : m} sequences`);
+      console.log(mutant === CONTROL ? `  control: ${searches.every((s) => s.note === 'every promise held') ? 'every promise held under every seed' : 'A PROMISE BROKE WITH NO FIX REVERTED: the mutants\' counts mean nothing until it is fixed'}` : `  median: ${m === undefined ? `>${cap} (NOT FOUND)` : m} sequences`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
