@@ -88,16 +88,21 @@ function copyWith(mutant: Mutant): string {
   return dir;
 }
 
+/** The child running now, to end with this process. */
+let running: ReturnType<typeof spawn> | undefined;
+
 /** Runs `node --import tsx <args>` in `cwd`; resolves to its exit code and output. Killed (by its pid) past `limitMs`. */
 function runNode(cwd: string, args: string[], limitMs: number): Promise<{ code: number | null; out: string; timedOut: boolean }> {
   return new Promise((done) => {
     const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    running = child;
     let out = '';
     let timedOut = false;
     child.stdout.on('data', (b: Buffer) => { out += b.toString(); });
     child.stderr.on('data', (b: Buffer) => { out += b.toString(); });
     const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, limitMs);
     child.on('close', (code) => {
+      running = undefined;
       clearTimeout(timer);
       done({ code, out, timedOut });
     });
@@ -194,11 +199,12 @@ async function main(): Promise<number> {
   bad += moved.length;
   const rows: string[] = [];
   const results: Array<{ mutant: string; searches: Search[]; median: number | undefined }> = [];
-  const runs = [...(values.control && !values.verify ? [CONTROL] : []), ...mutants.filter((m) => !moved.includes(m))];
+  const runs = [...mutants.filter((m) => !moved.includes(m)), ...(values.control && !values.verify ? [CONTROL] : [])];
   let current: string | undefined;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
-      if (current) rmSync(current, { recursive: true, force: true }); // the copy goes with the run
+      running?.kill('SIGKILL'); // the model run goes with this one, and so does the copy
+      if (current) rmSync(current, { recursive: true, force: true });
       process.exit(130);
     });
   }
