@@ -175,9 +175,12 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
   const actions = (['retry', 'resend', 'cancel'] as const).filter((a) => !((without.has('cancel') && a === 'cancel') || (without.has('retry') && a === 'retry')));
   const firstOnly = without.has('rekickoff');
   const ids = without.has('kickoff-id') ? [undefined] : ['K1', 'K2', undefined];
+  const kickoff = fc.tuple(entity, slot).map(([e, s]) => new Kickoff(e, s, firstOnly));
+  const kickoffMany = fc.tuple(fc.uniqueArray(entity, { minLength: 1, maxLength: 3 }), fc.constantFrom(...ids), slot).map(([es, k, s]) => new KickoffMany(es, k, s, firstOnly));
   return [
-    fc.tuple(entity, slot).map(([e, s]) => new Kickoff(e, s, firstOnly)),
-    fc.tuple(fc.uniqueArray(entity, { minLength: 1, maxLength: 3 }), fc.constantFrom(...ids), slot).map(([es, k, s]) => new KickoffMany(es, k, s, firstOnly)),
+    // Kickoffs twice each: another chain on an entity, and a kickoff id used again, are what defects 1 and 2 needed.
+    kickoff, kickoff,
+    kickoffMany, kickoffMany,
     open, open, open,
     fc.tuple(fc.nat({ max: 7 }), slot, plan, fc.boolean()).map(([p, s, pl, late]) => new Deliver(p, s, pl, late)),
     fc.tuple(fc.nat({ max: 7 }), fc.tuple(slot, slot), fc.tuple(plan, plan)).map(([p, s, pl]) => new DeliverTwice(p, s, pl)),
