@@ -225,16 +225,17 @@ function fanSpecArb(without: ReadonlySet<Feature>): fc.Arbitrary<FanSpec> {
 }
 
 function planArb(without: ReadonlySet<Feature>): fc.Arbitrary<Plan> {
-  const rare = FINISHES.filter((f) => !['return', 'schedule', 'throw', 'result', 'fanout'].includes(f) && !(without.has('refusal') && f.startsWith('refuse')));
+  const refusals = FINISHES.filter((f) => f.startsWith('refuse') && !without.has('refusal'));
   const fanning = without.has('fanout') ? [] : [
     { arbitrary: fc.constantFrom<Plan['finish']>('result'), weight: 2 },
     { arbitrary: fc.constantFrom<Plan['finish']>('fanout'), weight: 3 },
   ];
   return fc.record({
     finish: fc.oneof(
-      { arbitrary: fc.constantFrom<Plan['finish']>('return', 'schedule'), weight: 6 },
+      { arbitrary: fc.constantFrom<Plan['finish']>('return', 'schedule', 'complete'), weight: 6 },
       { arbitrary: fc.constantFrom<Plan['finish']>('throw'), weight: 2 },
-      { arbitrary: fc.constantFrom<Plan['finish']>(...rare), weight: 2 },
+      { arbitrary: fc.constantFrom<Plan['finish']>('permanent'), weight: 2 },
+      ...(refusals.length > 0 ? [{ arbitrary: fc.constantFrom<Plan['finish']>(...refusals), weight: 1 }] : []),
       ...fanning,
     ),
     fan: fanSpecArb(without),
@@ -253,9 +254,12 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
   const actions = (['retry', 'resend', 'cancel'] as const).filter((a) => !((without.has('cancel') && a === 'cancel') || (without.has('retry') && a === 'retry')));
   const firstOnly = without.has('rekickoff');
   const ids = without.has('kickoff-id') ? [undefined] : ['K1', 'K2', undefined];
+  const kickoff = fc.tuple(entity, slot).map(([e, s]) => new Kickoff(e, s, firstOnly));
+  const kickoffMany = fc.tuple(fc.uniqueArray(entity, { minLength: 1, maxLength: 3 }), fc.constantFrom(...ids), slot).map(([es, k, s]) => new KickoffMany(es, k, s, firstOnly));
   return [
-    fc.tuple(entity, slot).map(([e, s]) => new Kickoff(e, s, firstOnly)),
-    fc.tuple(fc.uniqueArray(entity, { minLength: 1, maxLength: 3 }), fc.constantFrom(...ids), slot).map(([es, k, s]) => new KickoffMany(es, k, s, firstOnly)),
+    // Kickoffs twice each: another chain on an entity, and a kickoff id used again, are what defects 1 and 2 needed.
+    kickoff, kickoff,
+    kickoffMany, kickoffMany,
     open, open, open,
     fc.tuple(fc.nat({ max: 7 }), slot, plan, fc.boolean()).map(([p, s, pl, late]) => new Deliver(p, s, pl, late)),
     fc.tuple(fc.nat({ max: 7 }), fc.tuple(slot, slot), fc.tuple(plan, plan)).map(([p, s, pl]) => new DeliverTwice(p, s, pl)),
@@ -266,7 +270,9 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
     fc.tuple(slot, fc.constantFrom<KillPoint>('now', 'next-write', 'next-enqueue')).map(([s, p]) => new Kill(s, p)),
     slot.map((s) => new Shutdown(s)),
     fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
-    (without.has('alerter-down') ? fc.constant(true) : fc.boolean()).map((up) => new Alerter(up)),
+    fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
+    // Down more often than up: quiet() brings it back, and most owed alerts need it down for a while.
+    (without.has('alerter-down') ? fc.constant(true) : fc.oneof({ arbitrary: fc.constant(false), weight: 3 }, { arbitrary: fc.constant(true), weight: 1 })).map((up) => new Alerter(up)),
     ...(without.has('outage') ? [] : [fc.tuple(fc.integer({ min: 1, max: 4 }), fc.boolean()).map(([n, applied]) => new StoreOutage(n, applied))]),
     ...(without.has('fanout') ? [] : fanOutCommands(plan, fanSpecArb(without), actions, without)),
     ...forgeries(without),

@@ -1,7 +1,8 @@
 /**
  * The model's one step handler and its entity. What a run does is scripted by the model per
- * delivery (the `x-model-script` header): how it ends (return, `ctx.schedule()`, throw,
- * `PermanentError`, a result the store refuses), whether it blocks before or after its effect
+ * delivery (the `x-model-script` header): how it ends (return, `ctx.schedule()`, `ctx.complete()`,
+ * throw, `PermanentError`, a result the store refuses, also through a `ctx.complete()` the handler
+ * lets its refusal through), whether it blocks before or after its effect
  * until the model releases it, and what it does when `ctx.signal` aborts while it waits. The
  * effect (a charge, say) is recorded outside the store, by the model.
  */
@@ -18,7 +19,7 @@ import { policyOf, source, type FanSpec } from './fan-out-plan';
  * returns; elsewhere it returns) and `fanout` (`ctx.fanOut()` over the script's children, to the
  * join route).
  */
-export const FINISHES = ['return', 'schedule', 'throw', 'permanent', 'refuse-value', 'refuse-toProperties', 'result', 'fanout'] as const;
+export const FINISHES = ['return', 'schedule', 'complete', 'throw', 'permanent', 'refuse-value', 'refuse-toProperties', 'refuse-complete', 'result', 'fanout'] as const;
 export type Finish = (typeof FINISHES)[number];
 
 /** Where a run waits for the model, if it does. */
@@ -47,10 +48,10 @@ export interface Script {
 }
 
 /** Finishes whose run does its effect (a run that throws fails before its effect). */
-const EFFECTFUL: ReadonlySet<Finish> = new Set(['return', 'schedule', 'refuse-value', 'refuse-toProperties', 'result', 'fanout']);
+const EFFECTFUL: ReadonlySet<Finish> = new Set(['return', 'schedule', 'complete', 'refuse-value', 'refuse-toProperties', 'refuse-complete', 'result', 'fanout']);
 
 /** Finishes a run of a step that fanned out before replaces by fanning out again. */
-const RESUMING: ReadonlySet<Finish> = new Set(['return', 'schedule', 'result']);
+const RESUMING: ReadonlySet<Finish> = new Set(['return', 'schedule', 'complete', 'result']);
 
 /** The routes of every instance: a step, a fan-out child's first step, a join, and routes no task is ever made for (forged requests aim there). */
 export const ROUTES = Object.freeze({ step: '/step', child: '/child', join: '/join', other: '/other', admin: '/admin/step' });
@@ -212,10 +213,20 @@ export function stepHandler(port: HandlerPort): TaskHandler<ModelEntity> {
         port.scheduled(ctx, next.seq);
         return;
       }
+      case 'complete':
+        effect();
+        ctx.entity.n++;
+        await ctx.complete();
+        return;
       case 'refuse-value':
       case 'refuse-toProperties':
         effect();
         ctx.entity.refuse = script.finish === 'refuse-value' ? 'value' : 'throw';
+        return;
+      case 'refuse-complete':
+        effect();
+        ctx.entity.refuse = 'value';
+        await ctx.complete(); // the store refuses it: the handler lets the error through
         return;
     }
   };

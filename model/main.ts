@@ -5,6 +5,7 @@
  *
  *   npm run model -- --seed 42 --runs 2000 --store memory
  *   npm run model -- --known                          (replays the known defects' sequences)
+ *   npm run model -- --seed 3 --runs 500 --no-shrink  (stops at the first counterexample: npm run model:mutants counts)
  *   npm run model -- --without refusal,email          (look past the counterexamples those find)
  *   npm run model -- --ignore 'failed for good on its first run'   (look past a rule's known counterexample)
  *   npm run model:datastore -- --runs 30             (on the legacy emulator, started for the run)
@@ -26,6 +27,7 @@ async function main(): Promise<number> {
       without: { type: 'string', default: '' },
       ignore: { type: 'string', multiple: true, default: [] },
       known: { type: 'boolean', default: false },
+      'no-shrink': { type: 'boolean', default: false },
     },
   });
   const seed = values.seed === undefined ? Date.now() % 2_147_483_647 : Number(values.seed);
@@ -33,7 +35,7 @@ async function main(): Promise<number> {
   const maxCommands = Number(values['max-commands']);
   const store = values.store as StoreKind;
   if (!Number.isSafeInteger(seed) || !Number.isSafeInteger(runs) || runs < 1 || !Number.isSafeInteger(maxCommands) || maxCommands < 1) {
-    console.error('usage: npm run model -- [--seed N] [--runs N] [--store memory|datastore] [--max-commands N] [--path P --replay-path R] [--without F,...] [--ignore TEXT]... [--known]');
+    console.error('usage: npm run model -- [--seed N] [--runs N] [--store memory|datastore] [--max-commands N] [--path P --replay-path R] [--without F,...] [--ignore TEXT]... [--known] [--no-shrink]');
     return 2;
   }
   if (store !== 'memory' && store !== 'datastore') {
@@ -58,7 +60,7 @@ async function main(): Promise<number> {
     return 2;
   }
   console.log(`model: seed ${seed}, up to ${runs} sequences of up to ${maxCommands} commands, on the ${store} store${without.length > 0 ? `, without ${without.join(', ')}` : ''}${values.ignore.length > 0 ? `, not counting ${values.ignore.map((t) => JSON.stringify(t)).join(', ')}` : ''}`);
-  const result = await runModel({ seed, runs, store, maxCommands, without: without as Feature[], ignore: values.ignore, ...(values.path ? { path: values.path } : {}), ...(values['replay-path'] ? { replayPath: values['replay-path'] } : {}) });
+  const result = await runModel({ seed, runs, store, maxCommands, without: without as Feature[], ignore: values.ignore, ...(values.path ? { path: values.path } : {}), ...(values['replay-path'] ? { replayPath: values['replay-path'] } : {}), shrink: !values['no-shrink'] });
   console.log(`model: ${result.sequences} sequences (${result.generated} generated, the rest shrinking), ${result.operations} operations, ${(result.wallMs / 1000).toFixed(1)} s wall time, seed ${result.seed}`);
   if (result.failure) {
     if (result.first) console.log(`model: first counterexample at sequence ${result.first.sequence}, after ${result.first.operations} operations and ${(result.first.wallMs / 1000).toFixed(1)} s`);

@@ -35,6 +35,8 @@ export interface ModelOptions {
   without?: readonly Feature[];
   /** Violations whose text contains one of these are not counted (to look past a known defect that no feature removes). */
   ignore?: readonly string[];
+  /** Shrink a counterexample (the default); false stops at the first one found (the mutation check counts, it does not read). */
+  shrink?: boolean;
 }
 
 /** A counterexample, shrunk. */
@@ -156,7 +158,9 @@ export async function runModel(options: ModelOptions): Promise<ModelResult> {
         throw new BrokenPromise(outcome.violations);
       }
     });
-    const details = await fc.check(property, { seed: options.seed, numRuns: options.runs, ...(options.path ? { path: options.path } : {}) });
+    const details = await fc.check(property, {
+      seed: options.seed, numRuns: options.runs, endOnFailure: options.shrink === false, ...(options.path ? { path: options.path } : {}),
+    });
     const result: ModelResult = {
       seed: options.seed, store: options.store, sequences, generated: details.numRuns, without: [...without], ignore, operations, wallMs: Math.round(performance.now() - started),
       ...(first ? { first } : {}),

@@ -61,6 +61,10 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     commands: () => [new Kickoff('e0', 0), new Deliver(0, 0, run('refuse-toProperties'), false)],
   },
   {
+    id: '3', title: 'a result the store refuses through ctx.complete(), its error let through, re-runs the handler unalerted', promise: 'b', fixed: true, config: PLAIN_CONFIG,
+    commands: () => [new Kickoff('e0', 0), new Deliver(0, 0, run('refuse-complete'), false)],
+  },
+  {
     id: '4', title: 'the email rate limit marks a held-back alert sent', promise: 'c', fixed: true, config: { ...PLAIN_CONFIG, alerter: 'email' },
     commands: () => [new Kickoff('e0', 0), new Kickoff('e1', 0), new Deliver(0, 0, run('permanent'), false), new Deliver(0, 0, run('permanent'), false)],
   },

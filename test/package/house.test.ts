@@ -1,12 +1,15 @@
 // The shape of src/ (docs/design.md, sections 9 and 15): a few files at its top level, no import
 // circle (type-only imports included), nothing below the Locker importing it, and lock fields
 // written only by the transitions and the one lock-writing part. Read from the source with the
-// TypeScript compiler's parser, so a new file is checked the day it is added.
+// TypeScript compiler's parser, so a new file is checked the day it is added. And the model drives
+// every public method of Locker and of the handler's context (test/support/model-calls.ts), so a
+// new feature is in the model the day it is added.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
+import { methodsOfInterface, publicMethodsOfClass, uncalled } from '../support/model-calls';
 
 const src = join(__dirname, '..', '..', 'src');
 
@@ -258,5 +261,61 @@ describe('the shape of test/', () => {
       return !file.includes('/') || !(srcFolders.has(folder) || WHOLE.includes(folder));
     });
     assert.deepEqual(misplaced, []);
+  });
+});
+
+describe('the model drives every public method (docs/concepts/model-based-test.md)', () => {
+  // A feature the model does not drive is checked only on the paths someone thought of (issue 37):
+  // every public method of Locker and of the handler's context is called by a model command.
+  const root = join(__dirname, '..', '..');
+  const lockerMethods = publicMethodsOfClass(join(src, 'locker.ts'), 'Locker');
+  const contextMethods = methodsOfInterface(join(src, 'step', 'handler-types.ts'), 'TaskContext');
+  // Methods that make no sense in the model, each with its reason. Nothing else may be left out.
+  const EXEMPT: Readonly<Record<string, string>> = {
+    emit: 'the events plumbing: the Locker emits, the model listens (locker.on)',
+    inspect: 'a read-only view of entities and records for the status page: it writes nothing, so it cannot break a promise',
+    statusRouter: 'an Express router factory; its actions are retry(), cancel() and resend(), which the model calls',
+    sweepHandler: 'an Express handler factory around sweep(), which the model calls',
+    startSweeping: 'a real-time timer around sweep(); the model sweeps on its own clock',
+    encodeKey: 'the X-Lock-Key codec, pure; the model sends the headers the Locker built',
+    decodeKey: 'the X-Lock-Key codec, pure',
+  };
+  const modelDir = join(root, 'model');
+  const modelSources = (): Map<string, string> => new Map(readdirSync(modelDir).filter((f) => f.endsWith('.ts')).map((f) => [f, readFileSync(join(modelDir, f), 'utf8')]));
+
+  it('reads the public methods from the source', () => {
+    for (const m of ['schedule', 'scheduleMany', 'retry', 'cancel', 'resend', 'sweep', 'shutdown', 'handle']) assert.ok(lockerMethods.includes(m), `Locker.${m} found`);
+    for (const m of ['schedule', 'complete', 'handBack']) assert.ok(contextMethods.includes(m), `TaskContext.${m} found`);
+    assert.ok(!lockerMethods.includes('stop'), 'a private method is not public');
+    for (const name of Object.keys(EXEMPT)) assert.ok(lockerMethods.includes(name) || contextMethods.includes(name), `the exemption ${name} names a public method`);
+  });
+
+  it('has every public method of Locker and of TaskContext called by a model command (model/*.ts)', () => {
+    const sources = modelSources();
+    const missing = [
+      ...uncalled('Locker', lockerMethods.filter((m) => !(m in EXEMPT)), sources).map((m) => `Locker.${m}`),
+      ...uncalled('TaskContext', contextMethods.filter((m) => !(m in EXEMPT)), sources).map((m) => `TaskContext.${m}`),
+    ];
+    assert.deepEqual(missing, [], `never called by the model: ${missing.join(', ')}; give model/ a command that calls each (or, when it makes no sense in the model, an exemption with its reason above)`);
+  });
+
+  it('fails when one call is removed from the model (the check sees what it looks for)', () => {
+    const sources = modelSources();
+    const world = sources.get('world.ts')!;
+    const cut = world.replace('instance.locker.sweep()', 'Promise.resolve({ resent: 0, alerted: 0 })');
+    assert.notEqual(cut, world, 'world.ts calls instance.locker.sweep()');
+    assert.ok(!uncalled('Locker', ['sweep'], sources).length, 'sweep is called by the model as it is');
+    // The model's World.sweep() is still called by its Sweep command: only the call on the Locker counts.
+    assert.deepEqual(uncalled('Locker', ['sweep'], new Map([...sources, ['world.ts', cut]])), ['sweep']);
+    // The forms a call takes: by a key of literal type, through an alias and .call(), on a cast receiver; another receiver does not count.
+    const fixture = new Map([['fixture.ts', [
+      "type Act = 'retry' | 'cancel';",
+      'function operate(w: { locker: Locker }, action: Act): unknown { return w.locker[action](key); }',
+      'const handBack = (ctx as unknown as Partial<TaskContext<E>>).handBack; handBack?.call(ctx);',
+      "(ctx as TaskContext<E>)['setResult'](1);",
+      'world.fanIn(); notLocker.resend(key);',
+    ].join('\n')]]);
+    assert.deepEqual(uncalled('Locker', ['retry', 'cancel', 'resend'], fixture), ['resend']);
+    assert.deepEqual(uncalled('TaskContext', ['handBack', 'setResult', 'fanIn'], fixture), ['fanIn']);
   });
 });
