@@ -9,7 +9,8 @@ import { decodeKey } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import type { Locks } from '../locks/locks';
 import { StepState, type Properties, type StoreTransaction } from '../types';
-import { childKey, childProperties, fanOutOfChain, readChild, UNINDEXED, type ChildState } from './records';
+import { childKey, fanOutOfChain, readChild, type ChildState } from './records';
+import { FanOutWriter } from './record-writer';
 
 /** How a child's chain ended. */
 export type ChildEnd = { state: Exclude<ChildState, 'pending' | 'timedOut'>; error?: string };
@@ -47,7 +48,7 @@ export async function settleReplacedInTx(tx: StoreTransaction, key: Key, from: L
   if (!end) return;
   const child = readChild(chain!, await tx.get(childKey(chain!, key.namespace)), decodeKey);
   if (child?.state !== 'pending') return;
-  tx.put(childKey(chain!, key.namespace), childProperties({ ...child, ...end, settledAt: now }, encode), UNINDEXED);
+  new FanOutWriter(encode).child(tx, { ...child, ...end, settledAt: now });
 }
 
 

@@ -11,7 +11,8 @@ import { childEnd } from './child-end';
 import type { Json } from '../types';
 import { checkJoin } from './join-trigger';
 import type { FanParts } from './read-children';
-import { childKey, childProperties, fanOutOfChain, readChild, resultText, UNINDEXED, type ChildState } from './records';
+import { childKey, fanOutOfChain, readChild, resultText, type ChildState } from './records';
+import { writerOf } from './record-writer';
 
 export { childEnd, type ChildEnd } from './child-end';
 
@@ -45,7 +46,7 @@ async function settle(parts: FanParts, id: string, namespace: string | undefined
     if (child.state !== 'pending') return { settled: false, ...page };
     const next = { ...child, state, settledAt: now };
     if (error !== undefined) next.error = error;
-    tx.put(childKey(id, namespace), childProperties(next, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+    writerOf(parts).child(tx, next);
     return { settled: true, ...page };
   });
 }
@@ -74,6 +75,6 @@ export async function setChildResult(parts: FanParts, key: Key, chain: string | 
   await parts.locks.transact(async (tx) => {
     const child = readChild(chain!, await tx.get(childKey(chain!, key.namespace)), decodeKey);
     if (!child || child.state !== 'pending') throw new TypeError('setResult(): the child already settled; its result can no longer change');
-    tx.put(childKey(chain!, key.namespace), childProperties({ ...child, result: text }, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+    writerOf(parts).child(tx, { ...child, result: text });
   });
 }

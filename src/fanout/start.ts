@@ -32,9 +32,11 @@ import { checkJoin } from './join-trigger';
 import { checkPolicy } from './policy';
 import { getMany, pagesFrom, type FanParts } from './read-children';
 import {
-  childChain, childKey, childProperties, fanOutId, headerKey, headerProperties, PAGE_SIZE, PAGE_WINDOW, pageKey, readChild, readHeader, readPage, UNINDEXED, type Header,
+  childChain, childKey, childProperties, fanOutId, headerKey, PAGE_SIZE, PAGE_WINDOW, pageKey, readChild, readHeader, readPage, UNINDEXED, type Header,
 } from './records';
 import { settleRecord } from './settle';
+import { writerOf } from './record-writer';
+import { open } from './transitions';
 import { FAN_OUT_OPTION_NAMES, type FanOutChild, type FanOutOptions, type FanOutStarted } from './types';
 
 /** Child records per transaction: legacy Datastore takes at most 25 entity groups in one. */
@@ -114,11 +116,11 @@ async function openHeader(parts: FanParts, a: Arrival, lease: Lease, join: NextS
     const found = readHeader(id, await tx.get(headerKey(id, a.key.namespace)), decodeKey);
     if (found) return found;
     const planned = scheduledStep(a.key, lock, lock.chain, join, now);
-    const header: Header = {
-      id, state: 'writing', parent: a.key, chain: lock.chain, seq: a.seq, joinTask: planned.record.id, path: join.path, body: join.body,
-      policy, pages: 0, total: 0, createdAt: now, due: new Date(now.getTime() + parts.config.stallAfter), // the sweep looks if it is never sealed (abandon.ts)
-    };
-    tx.put(headerKey(id, a.key.namespace), headerProperties(header, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+    const header = open({
+      id, parent: a.key, chain: lock.chain, seq: a.seq, joinTask: planned.record.id, path: join.path, body: join.body, policy, now,
+      stallAfter: parts.config.stallAfter,
+    });
+    writerOf(parts).header(tx, header);
     return header;
   }) as unknown as Promise<Header>;
 }
@@ -151,7 +153,7 @@ interface Turn {
 /** Writes page `n` (its pending child records, then, in its turn, its record), then starts its children's chains. */
 async function writePage(parts: FanParts, header: Header, n: number, page: readonly Checked[], result: FanOutStarted, turn: Turn): Promise<void> {
   const now = new Date(parts.config.clock());
-  const encode = (k: Key): string => parts.dispatcher.encodeKey(k);
+  const writer = writerOf(parts);
   const ns = header.parent.namespace;
   // Cancelled meanwhile (an operator, or the sweep for a parent that left it): no more children.
   // The pending child records are written first, in transactions of their own (a record already
@@ -172,7 +174,7 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
       chunk.forEach((c, i) => {
         const found = readChild(c.id, records[i], decodeKey);
         pageOf.set(c.id, found ? found.page ?? n : n);
-        if (!records[i]) tx.put(childKey(c.id, ns), childProperties({ id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now }, encode), UNINDEXED);
+        if (!records[i]) writer.child(tx, { id: c.id, fanout: header.id, key: c.child.key, state: 'pending', page: n, startedAt: now });
       });
     })));
     await claimUnlisted(parts, header, n, page, pageOf);
@@ -183,7 +185,7 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
     const [stored, listedBefore] = await Promise.all([tx.get(headerKey(header.id, ns)), tx.get(pageKey(header.id, n, ns))]);
     const before = readPage(listedBefore);
     if (readHeader(header.id, stored, decodeKey)?.state === 'cancelled') return new Set(before);
-    tx.put(pageKey(header.id, n, ns), { fanout: header.id, ids: [...new Set([...before, ...page.filter((c) => pageOf.get(c.id) === n).map((c) => c.id)])] }, UNINDEXED);
+    writer.page(tx, header.id, n, ns, [...new Set([...before, ...page.filter((c) => pageOf.get(c.id) === n).map((c) => c.id)])]);
     return undefined;
   });
   // One page transaction at a time, in page order (the next page's waits for this one's, whatever
@@ -231,7 +233,7 @@ async function claimUnlisted(parts: FanParts, header: Header, n: number, page: r
     group.forEach((c, i) => {
       const child = readChild(c.id, records[i], decodeKey);
       if (child?.state !== 'pending' || child.page !== pageOf.get(c.id)) return;
-      tx.put(childKey(c.id, ns), childProperties({ ...child, page: n }, (k) => parts.dispatcher.encodeKey(k)), UNINDEXED);
+      writerOf(parts).child(tx, { ...child, page: n });
     });
   })));
   for (const c of unlisted) pageOf.set(c.id, n);
@@ -269,7 +271,7 @@ function childMarking(parts: FanParts): KickoffMarking<ChildJob> {
       const child = readChild(job.chain, await tx.get(job.markerKey), decodeKey);
       if (child?.state !== 'pending' || child.started !== record.seq) return;
       const { started: _started, ...unstarted } = child;
-      tx.put(job.markerKey, childProperties(unstarted, encode), UNINDEXED);
+      writerOf(parts).child(tx, unstarted);
     },
   };
 }
