@@ -120,7 +120,8 @@ function alertsArrived(o: Observations): Violation[] {
     const arrived = o.received.some((a) => a.key.name === owed.entity && a.seq === owed.seq && a.previousAttempt === owed.previous && (!KNOWN_REASONS.has(owed.reason) || a.reason === owed.reason));
     if (!arrived) out.push({ promise: 'c', text: `the ${owed.reason} alert of step ${stepName(owed)} naming attempt ${short(owed.previous)} (${owed.why}) never reached the alerter` });
   }
-  for (const [step, failures] of groupBy(o.failed, stepName)) {
+  // A failure whose entity the app deleted at that step or after: its failure alert, owed on the entity, went with it (as above).
+  for (const [step, failures] of groupBy(o.failed.filter((f) => !deletedSince(o, f)), stepName)) {
     const ids = new Set(o.received.filter((a) => a.reason === 'failure' && stepName(alertStep(a)) === step).map((a) => a.id));
     if (ids.size < failures.length) out.push({ promise: 'c', text: `step ${step} failed for good ${failures.length} time(s); ${ids.size} failure alert(s) reached the alerter` });
   }
