@@ -10,6 +10,7 @@ import { AlwaysOffSampler, BasicTracerProvider, InMemorySpanExporter, SimpleSpan
 import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { ConfigError } from '../../src/errors/errors';
 import { MemoryStore } from '../../src/store/memory/store';
+import { newLedgerRecord } from '../../src/rules/ledger-record';
 import { loadOtelApi, type OtelApi } from '../../src/telemetry/otel-api';
 import { Telemetry } from '../../src/telemetry/telemetry';
 import { StepState, type Properties } from '../../src/types';
@@ -62,7 +63,12 @@ describe('OpenTelemetry spans and counters with the SDK registered', () => {
     const store = new MemoryStore({ projectId: 'locker-test' });
     const t = taskApp(store);
     const key = keys.key(['Order', 'traced']);
-    await store.transaction(async (tx) => tx.put(key, lock(), []));
+    // Step 1 of chain c1 with its ledger record, as schedule() writes it: a task naming its chain is checked against the record.
+    const record = newLedgerRecord(key, 1, 'c1', { path: '/task', body: '', scheduleTime: undefined, stallAfter: 60_000 }, new Date());
+    await store.transaction(async (tx) => {
+      tx.put(key, lock({ lock_task: record.id }), []);
+      tx.putLedger(record);
+    });
     const res = await t.send(key, 1, undefined, { 'x-lock-chain': 'c1' });
     assert.equal(res.status, 200);
     const attempt = t.runs[0]!.attempt;
