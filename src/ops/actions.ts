@@ -13,6 +13,7 @@ import { childKey, fanOutId, fanOutOfChain, headerKey, readChild, readHeader, ty
 import { rejectUnknownOptions, type OptionNames } from '../config/option-names';
 import type { Lock } from '../rules/lock-fields';
 import { nextSend } from '../rules/ledger-record';
+import { settleReplacedInTx } from '../fanout/child-end';
 import { alerted, cancel, resend, retry } from '../rules/transitions';
 import { ALERT_RULES, alertGrace, endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import type { LedgerRecord, Properties, StoreTransaction } from '../types';
@@ -50,6 +51,9 @@ export async function cancelChain(parts: ActionParts, key: Key, options: ActionO
   const seq = await parts.locks.update(key, async (tx, found) => {
     const lock = current(key, found?.lock, options);
     await cancelInTx(parts, tx, key, found!.props, lock, now);
+    // A fan-out child's record is settled `cancelled` with the cancel, not left to the sweep's repair,
+    // which reads the entity and would call the child `failed` once the app deleted or reused it.
+    await settleReplacedInTx(tx, key, cancel(lock, { now }), now, (k) => parts.dispatcher.encodeKey(k));
     return lock.seq;
   });
   parts.emit('cancelled', { key, seq, attempt: '' });
