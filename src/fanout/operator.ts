@@ -29,7 +29,8 @@ import { commitJoin } from './join-trigger';
 import { allChildren, pagesFrom, type FanParts } from './read-children';
 import { writerOf } from './record-writer';
 import { childKey, doneKey, fanOutId, headerKey, readChild, readHeader, type ChildRecord, type FanOutState, type Header } from './records';
-import { childEnd, settleRecord } from './settle';
+import { settleRecord } from './settle';
+import { childEnd } from './child-end';
 import { cancel as cancelHeader, may, reopen } from './transitions';
 
 /** What `cancelFanOut()` may be told. */

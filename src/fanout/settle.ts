@@ -14,7 +14,6 @@ import type { FanParts } from './read-children';
 import { childKey, fanOutOfChain, readChild, resultText, type ChildState } from './records';
 import { writerOf } from './record-writer';
 
-export { childEnd, type ChildEnd } from './child-end';
 
 
 /**

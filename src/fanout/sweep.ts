@@ -19,7 +19,8 @@ import { cancelChildren, finishCancelledJoin } from './operator';
 import { getMany, pendingChildren, type FanParts } from './read-children';
 import { writerOf } from './record-writer';
 import { HEADER_KIND, headerKey, readHeader, type Header } from './records';
-import { childEnd, settleRecord } from './settle';
+import { settleRecord } from './settle';
+import { childEnd } from './child-end';
 import { postpone as postponed } from './transitions';
 
 /** What the fan-out sweep did. */

@@ -7,7 +7,6 @@
  * seal, join trigger, operator, abandon, sweep) check `may()` and apply one of these. A transition
  * asked for in a state it does not leave from throws a `TransitionError`.
  */
-import type { Key } from '@google-cloud/datastore';
 import { TransitionError } from '../errors/errors';
 import type { ChildCounts, FanOutState, Header } from './records';
 
@@ -46,18 +45,7 @@ function undue(header: Header): Header {
 }
 
 /** What opening a fan-out knows: its identity, the parent's step, the join to run, the policy. */
-export interface Opening {
-  id: string;
-  parent: Key;
-  chain: string;
-  seq: number;
-  joinTask: string;
-  path: string;
-  body: string;
-  policy: string;
-  now: Date;
-  stallAfter: number;
-}
+export type Opening = Pick<Header, 'id' | 'parent' | 'chain' | 'seq' | 'joinTask' | 'path' | 'body' | 'policy'> & { now: Date; stallAfter: number };
 
 /** The fanning-out step opens its fan-out: `writing`, due for the sweep `stallAfter` ahead (`abandon.ts` looks if it is never sealed). */
 export function open(e: Opening): Header {
