@@ -96,6 +96,12 @@ export interface LedgerRecord {
   due: Date;
 }
 
+/** A ledger record to read: the entity whose step it carries, and its id. */
+export interface LedgerLookup {
+  key: Key;
+  id: string;
+}
+
 /** What a sweep's query found: the due records, oldest due first, and records it could not read. */
 export interface DueLedger {
   /** The due records, oldest due first. */
@@ -293,6 +299,13 @@ export interface Store {
    * and body) at no extra round trip; without it, that check is skipped.
    */
   readWithLedger?(key: Key, id: string): Promise<StepRead>;
+  /**
+   * The ledger records named (each an entity's key and a record id, in that entity's namespace), in
+   * one lookup where the store can; a missing or malformed record is undefined. At most 1,000 a call.
+   * Needed by the status router only (a page's queued steps show their sends); without it, each
+   * record is read on its own.
+   */
+  readLedgerMany?(refs: readonly LedgerLookup[]): Promise<(LedgerRecord | undefined)[]>;
   /**
    * Compare-and-swap on one entity, outside any transaction: replaces it with `properties` only if
    * it is still at the version `snapshot` was read at. Resolves to the new snapshot, or to

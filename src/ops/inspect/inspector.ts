@@ -16,7 +16,12 @@ import type { LockQuery } from '../../store/lock-query';
 import { StepState } from '../../types';
 import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
-import { InspectState, INSPECT_STATES, inList, splitError, viewStep, type StepSummary, type ViewClock } from './step-view';
+import { searchEntities, type SearchReading, type SearchScope } from './search';
+import { decodeKey } from '../../keys/key-codec';
+import { InspectState, INSPECT_STATES, inList, splitError, viewStep, withLedger, type StepSummary, type ViewClock } from './step-view';
+
+/** The states whose steps wait for a task: their ledger records tell queued from stalled. */
+const WAITING: ReadonlySet<InspectState> = new Set([InspectState.scheduled, InspectState.stalled, InspectState.stale, InspectState.running]);
 
 /** What to list. */
 export interface ListQuery {
@@ -77,6 +82,13 @@ export interface StepDetail extends StepSummary {
   fanOut?: FanOutView;
 }
 
+/** An entity a search found. */
+export interface SearchHit {
+  step: StepSummary;
+  /** How the text matched it. */
+  by: SearchReading;
+}
+
 /** Batches read from the store for one page at most: a list with few matches returns early, with a cursor. */
 const MAX_BATCHES = 4;
 const DEFAULT_LIMIT = 50;
@@ -106,15 +118,68 @@ export class Inspector {
         kind: query.kind, namespace: query.namespace ?? '', order: query.order === 'newest' ? 'desc' : 'asc',
         limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}),
       });
-      for (const { key, properties } of page.entities) {
+      const views = page.entities.map(({ key, properties }) => {
         const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
-        const view = redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
-        if (inList(view, query.state)) steps.push(view);
-      }
+        return redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
+      });
+      for (const view of await this.withLedgers(views, clock)) if (inList(view, query.state)) steps.push(view);
       storeCursor = page.cursor;
       if (!storeCursor) break;
     }
     return storeCursor ? { steps, cursor: encodeCursor({ now: clock.now, store: storeCursor }) } : { steps };
+  }
+
+  /**
+   * The entities `text` names: a key as the status page writes it (`Counter:"counters-12"`,
+   * ancestors included, looked up in each namespace of `scope`), a key as `X-Lock-Key` encodes it,
+   * or a chain id (`lock_chain`, queried per kind and namespace of `scope`). At most one lookup and
+   * one query per kind and namespace, run concurrently. Each found entity once, with how it matched.
+   */
+  async search(text: string, scope: SearchScope): Promise<SearchHit[]> {
+    const clock = this.clock();
+    const matches = await searchEntities(this.parts.reads, text, scope, decodeKey);
+    const views = matches.map(({ key, properties }) => {
+      const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
+      return redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
+    });
+    return (await this.withLedgers(views, clock)).map((step, i) => ({ step, by: matches[i]!.by }));
+  }
+
+  /**
+   * Entities that owe an alert (claimed, not yet marked sent), found where the sweep finds them:
+   * among the first `limit` ledger records due (one query per namespace the store sweeps, then one
+   * lookup of their entities). `cut` says the records due went past `limit`, so more may owe one.
+   */
+  async alertsOwed(limit = DEFAULT_LIMIT): Promise<{ steps: StepSummary[]; cut: boolean }> {
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new RangeError('limit must be 1 to 1,000');
+    const clock = this.clock();
+    const due = await this.parts.reads.listDue(new Date(clock.now), limit);
+    const seen = new Set<string>();
+    const keys = due.records.map((r) => r.key).filter((k) => {
+      const id = keyIdentity(k);
+      return !seen.has(id) && (seen.add(id), true);
+    });
+    const found = await this.parts.reads.getMany(keys);
+    const steps = keys.flatMap((key, i) => {
+      const props = found[i];
+      if (!props) return [];
+      const secrets = secretsOf(userProperties(props), this.parts.config.redact);
+      const view = redactView(viewStep(key, props, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
+      return view.alertsOwed > 0 ? [view] : [];
+    });
+    return { steps, cut: due.records.length >= limit };
+  }
+
+  /**
+   * The views with their ledger records' sends, read in one lookup for the page's waiting steps:
+   * a step re-sent within the sweep's threshold is queued, not stalled (`withLedger`).
+   */
+  private async withLedgers(views: StepSummary[], clock: ViewClock): Promise<StepSummary[]> {
+    const waiting = views.filter((v) => v.task !== undefined && v.state !== undefined && WAITING.has(v.state));
+    if (waiting.length === 0) return views;
+    const records = await this.parts.reads.ledgers(waiting.map((v) => ({ key: v.key, id: v.task! })));
+    const byView = new Map(waiting.map((v, i) => [v, records[i]]));
+    return views.map((v) => (byView.has(v) ? withLedger(v, byView.get(v), clock) : v));
   }
 
   /**
@@ -132,7 +197,7 @@ export class Inspector {
     const clock = this.clock();
     const lock = readLock(read.props);
     const secrets = secretsOf(userProperties(read.props), this.parts.config.redact);
-    const view = viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key), secrets);
+    const view = withLedger(viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key), secrets), read.record, clock);
     const detail: StepDetail = {
       ...redactView(view, this.parts.config.redact),
       alerts: lock.alerts, maxRetries: this.parts.config.maxRetries,
@@ -199,7 +264,8 @@ function rangeFor(state: InspectState, clock: ViewClock): Pick<LockQuery, 'state
     case InspectState.running: return { state: StepState.scheduled, tsFrom: leaseEdge };
     case InspectState.stale: return { state: StepState.scheduled, tsBefore: new Date(leaseEdge.getTime() + 1) };
     case InspectState.stalled: return { state: StepState.scheduled, tsBefore: new Date(stallEdge.getTime() + 1) };
-    case InspectState.scheduled: return { state: StepState.scheduled, tsFrom: new Date(stallEdge.getTime() + 1) };
+    // A step waiting past stallAfter whose task was re-sent within the sweep's threshold is queued: listed here.
+    case InspectState.scheduled: return { state: StepState.scheduled };
   }
 }
 

@@ -53,7 +53,7 @@ import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 import { ConfigError } from '../../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
 import { platformLogger } from '../../log/platform-logger';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerNeeded, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerLookup, LedgerNeeded, LedgerRecord, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
 import { BackendChecks, type Backend, type ProbeTarget } from './backend';
 import { readMany, replaceMany } from './batch';
 import { retireLedgerMany } from './ledger-retire';
@@ -225,6 +225,17 @@ export class DatastoreStore implements Store {
       record: record && !('malformed' in record) ? record : undefined,
       ...(ledger?.entity && ledger.version !== undefined ? { recordVersion: ledger.version } : {}),
     };
+  }
+
+  /** Many ledger records in one lookup (see `Store.readLedgerMany`). */
+  async readLedgerMany(refs: readonly LedgerLookup[]): Promise<(LedgerRecord | undefined)[]> {
+    if (refs.length > 1_000) throw new RangeError('readLedgerMany reads at most 1,000 records a call');
+    if (refs.length === 0) return [];
+    const found = await lookupMany(this.rpc, refs.map((r) => ledgerKey(this.ledgerKind, r.key.namespace, r.id)));
+    return found.map((f, i) => {
+      const record = f.entity ? readLedger(refs[i]!.id, decodeEntityProperties(f.entity)) : undefined;
+      return record && !('malformed' in record) ? record : undefined;
+    });
   }
 
   async replaceIfUnchanged(

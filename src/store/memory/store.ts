@@ -19,7 +19,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreUnavailableError } from '../../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerNeeded, LedgerRecord, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerLookup, LedgerNeeded, LedgerRecord, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
 import { copyKey, keyString } from '../../keys/keys';
 import { keyPath } from '../../keys/key-path';
 import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from '../ledger-entity';
@@ -138,6 +138,17 @@ export class MemoryStore implements Store {
     const ledger = this.entities.get(keyString(ledgerKey(LEDGER_KIND, key.namespace, id)));
     const record = ledger?.properties ? readLedger(id, copyProperties(ledger.properties)) : undefined;
     return { snapshot, record: record && !('malformed' in record) ? record : undefined, ...(ledger?.properties ? { recordVersion: ledger.version } : {}) };
+  }
+
+  /** Many ledger records (see `Store.readLedgerMany`). */
+  async readLedgerMany(refs: readonly LedgerLookup[]): Promise<(LedgerRecord | undefined)[]> {
+    this.check('lookup');
+    if (refs.length > 1_000) throw new RangeError('readLedgerMany reads at most 1,000 records a call');
+    return refs.map(({ key, id }) => {
+      const ledger = this.entities.get(keyString(ledgerKey(LEDGER_KIND, key.namespace, id)));
+      const record = ledger?.properties ? readLedger(id, copyProperties(ledger.properties)) : undefined;
+      return record && !('malformed' in record) ? record : undefined;
+    });
   }
 
   /**
