@@ -473,6 +473,20 @@ export interface Queue {
    * by it: a queue whose target URL has a path of its own says so here. Defaults to ''.
    */
   readonly basePath?: string | undefined;
+  /**
+   * How many tasks wait in the queue and how many are being delivered, when the queue can tell
+   * (`LocalQueue` can; Cloud Tasks' v2 API, which `CloudTasksQueue` uses, has no count): the status
+   * page shows it beside the steps that wait. Optional.
+   */
+  depth?(): Promise<QueueDepth>;
+}
+
+/** What a queue holds now (`Queue.depth`). */
+export interface QueueDepth {
+  /** Tasks waiting for their time or their turn. */
+  waiting: number;
+  /** Tasks being delivered now. */
+  inFlight: number;
 }
 
 /** Cloud Tasks' metadata about the delivery, from `X-CloudTasks-*` or `X-AppEngine-*` headers. */

@@ -10,6 +10,7 @@ import { Key } from '@google-cloud/datastore';
 import { Locker } from '../../src/locker';
 import { UNINDEXED_LOCK_FIELDS } from '../../src/rules/lock-fields';
 import { MemoryStore } from '../../src/store/memory/store';
+import { LocalQueue } from '../../src/queue/local';
 import { StepState, type Authenticator, type Properties } from '../../src/types';
 import { MemoryLogger } from '../support/task-app';
 
@@ -119,6 +120,23 @@ describe('status overview', () => {
     const hostile = await get(app, `/search?q=${encodeURIComponent('<script>alert(1)</script>')}`);
     assert.equal(hostile.status, 200);
     assert.ok(!hostile.text.includes('<script>'), 'escaped');
+  });
+
+  it('shows what the queue holds when it can tell (LocalQueue), and nothing when it cannot', async () => {
+    const queue = new LocalQueue({ baseUrl: 'http://127.0.0.1:9', logger: new MemoryLogger() });
+    try {
+      const locker = new Locker({ store: new MemoryStore({ projectId: 'shop' }), queue, authenticate: false, logger: new MemoryLogger() });
+      for (const name of ['a', 'b']) await locker.schedule(new Key({ path: ['Order', name] }), {}, '/charge', undefined, { delayMs: 3_600_000 });
+      const app = express();
+      app.use('/ops', locker.statusRouter({ authenticate: auth, kinds: ['Order'] }));
+      const page = await get(app, '/');
+      assert.match(page.text, /Queue: <span data-queue="waiting">2<\/span> tasks waiting, <span data-queue="in-flight">0<\/span> being delivered/);
+      assert.deepEqual((await get(app, '/steps.json')).body.queue, { waiting: 2, inFlight: 0 });
+    } finally {
+      await queue.shutdown();
+    }
+    const { app } = await fixture();
+    assert.ok(!(await get(app, '/')).text.includes('data-queue='), 'a Locker without a queue that tells shows no line');
   });
 
   it('gives a search without authentication nothing', async () => {

@@ -13,7 +13,7 @@ import { ConfigError } from '../../errors/errors';
 import { keyIdentity } from '../../keys/key-path';
 import { readLock, userProperties } from '../../rules/lock-fields';
 import type { LockQuery } from '../../store/lock-query';
-import { StepState } from '../../types';
+import { StepState, type QueueDepth } from '../../types';
 import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
 import { searchEntities, type SearchReading, type SearchScope } from './search';
@@ -143,6 +143,11 @@ export class Inspector {
       return redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
     });
     return (await this.withLedgers(views, clock)).map((step, i) => ({ step, by: matches[i]!.by }));
+  }
+
+  /** What the Locker's queue holds now, when it can tell (`Queue.depth`: `LocalQueue` can, Cloud Tasks' v2 API cannot). */
+  queueDepth(): Promise<QueueDepth | undefined> {
+    return this.parts.dispatcher.depth();
   }
 
   /**

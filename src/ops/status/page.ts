@@ -10,6 +10,7 @@ import { formatAge } from './age';
 import type { LedgerView } from '../inspect/ledger-view';
 import type { ActionName, DetailView, ListView, Section, StepRow } from './view-model';
 import type { FanOutView } from '../../fanout/view';
+import type { QueueDepth } from '../../types';
 import { keyPath } from '../../keys/key-codec';
 
 /** What every page needs besides its view. */
@@ -46,7 +47,7 @@ export function renderList(view: ListView, ctx: PageContext): string {
   const urgent = view.sections.filter((s) => NEEDS_A_PERSON.has(s.state));
   const rest = view.sections.filter((s) => !NEEDS_A_PERSON.has(s.state));
   const body = [
-    ctx.intro, filtersForm(view, ctx),
+    ctx.intro, filtersForm(view, ctx), view.queue ? queueLine(view.queue) : '',
     ...urgent.map((s) => sectionHtml(s, view, ctx)),
     view.owed ? owedHtml(view.owed, ctx) : '',
     ...rest.map((s) => sectionHtml(s, view, ctx)),
@@ -194,6 +195,11 @@ ${namespaces.length > 0 ? select('namespace', namespaces, f.namespace ?? '*') : 
 ${select('order', [['oldest', 'oldest first'], ['newest', 'newest first']], f.order)}
 <button type="submit">Show</button>
 </form>`;
+}
+
+/** What the queue holds: a backlog shows here before anything looks stalled. */
+function queueLine(q: QueueDepth): string {
+  return `<p class="queue">Queue: <span data-queue="waiting">${q.waiting}</span> task${q.waiting === 1 ? '' : 's'} waiting, <span data-queue="in-flight">${q.inFlight}</span> being delivered.</p>`;
 }
 
 /** The states that need a person: shown first on the overview, across kinds. */

@@ -4,6 +4,7 @@
  */
 import { fanOutJson } from '../../fanout/view';
 import type { SearchHit, StepDetail } from '../inspect/inspector';
+import type { QueueDepth } from '../../types';
 import type { InspectState, StepSummary } from '../inspect/step-view';
 
 /** The actions a step in this state allows, in the order the page shows them. */
@@ -42,6 +43,8 @@ export interface ListView {
   now: number;
   filters: Filters;
   sections: Section[];
+  /** What the queue holds now, when it can tell. */
+  queue?: QueueDepth;
   /** On the overview: entities that owe an alert, found among the ledger records due (`cut`: more were due than read). */
   owed?: { rows: StepRow[]; cut: boolean };
 }
