@@ -222,7 +222,7 @@ export function table(r: Results): string {
 function breakdown(r: Results, l: Record<keyof LatencySamples, Summary>): string[] {
   const cost: Record<keyof RpcCounts, number> = {
     lookup: l.floorLookup.median, beginTransaction: l.floorBegin.median, commit: l.floorCommit.median,
-    rollback: l.floorBegin.median, runQuery: l.floorLookup.median,
+    rollback: l.floorBegin.median, runQuery: l.floorLookup.median, runAggregationQuery: l.floorLookup.median,
   };
   const model = (rpcs: RpcCounts | undefined, measured: Summary, label: string): string => {
     if (!rpcs) return `  ${label}: RPCs not counted`;

@@ -124,10 +124,29 @@ export interface LockQuery {
   tsBefore?: Date;
   /** Only entities whose `lock_ts` is at or after this instant. */
   tsFrom?: Date;
+  /**
+   * Only entities whose `lock_run` equals this: the tracked work (a bulk kickoff, a fan-out) that
+   * started the entity's current chain.
+   */
+  run?: string;
   /** At most this many entities (1 to 1 000). */
   limit: number;
   /** Where the previous page of the same query ended (its `cursor`). */
   cursor?: string;
+}
+
+/** What to count (`Store.countLocks`): a `LockQuery`'s filters, and how far to count. */
+export interface LockCountQuery extends Pick<LockQuery, 'kind' | 'namespace' | 'state' | 'tsBefore' | 'tsFrom' | 'run'> {
+  /** Count up to this many (1 to 100,000): a count that reaches it is "at least" (`exact: false`). */
+  cap: number;
+}
+
+/** A count of entities (`Store.countLocks`). */
+export interface LockCount {
+  /** How many matched, up to the query's `cap`. */
+  count: number;
+  /** False when the count reached the cap: at least `count` match ("10,000+"). */
+  exact: boolean;
 }
 
 /** An entity a query found. */
@@ -339,6 +358,11 @@ export interface Store {
    * `locker.inspect()` and the status router only.
    */
   queryLocks?(query: LockQuery): Promise<LockPage>;
+  /**
+   * How many entities a `LockQuery`'s filters match, up to `query.cap`: one count aggregation where
+   * the backend has one, else a bounded keys-only query. Needed by the status page's counts only.
+   */
+  countLocks?(query: LockCountQuery): Promise<LockCount>;
   /**
    * The keys of entities matching `query`, at most `query.limit`, in no promised order (possibly
    * fewer than match). Needed by fan-out (`ctx.fanOut()`) only: its completion check and its sweep.

@@ -5,7 +5,7 @@
  * writes; nothing above the store holds the `Store` itself.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { DueLedger, KeyQuery, LedgerLookup, LedgerRecord, LockPage, LockQuery, Properties, Store } from '../types';
+import type { DueLedger, KeyQuery, LedgerLookup, LedgerRecord, LockCount, LockCountQuery, LockPage, LockQuery, Properties, Store } from '../types';
 
 /** Keys per lookup (Datastore takes 1,000). */
 const LOOKUP = 1000;
@@ -65,6 +65,16 @@ export class StoreReads {
   /** Whether the store pages through locks by state (`queryLocks`). */
   get queriesLocks(): boolean {
     return typeof this.store.queryLocks === 'function';
+  }
+
+  /** Whether the store counts locks (`countLocks`). */
+  get countsLocks(): boolean {
+    return typeof this.store.countLocks === 'function';
+  }
+
+  /** A count of locks (only where `countsLocks`). */
+  countLocks(query: LockCountQuery): Promise<LockCount> {
+    return this.store.countLocks!(query);
   }
 
   /** One page of locks (only where `queriesLocks`). */

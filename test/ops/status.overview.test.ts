@@ -139,6 +139,59 @@ describe('status overview', () => {
     assert.ok(!(await get(app, '/')).text.includes('data-queue='), 'a Locker without a queue that tells shows no line');
   });
 
+  it('opens with the numbers per kind, each linked to its list, counted by the store', async () => {
+    const { app } = await fixture();
+    const res = await get(app, '/');
+    assert.match(res.text, /<tr data-kind="Order" data-namespace=""><th>Order<\/th><td data-label="Failed"><a class="count attention" data-count="failed" data-exact="true" href="\/ops\/\?state=failed&amp;kind=Order&amp;namespace=">1<\/a>/);
+    assert.match(res.text, /<a class="count attention" data-count="waitingLong" data-exact="true" href="[^"]*">2<\/a>/, 'queued and stalled: both waited 10 minutes');
+    const counts = (await get(app, '/steps.json')).body.counts as Array<{ kind: string; failed: { count: number }; live: { count: number } }>;
+    assert.deepEqual(counts.map((c) => [c.kind, c.failed.count, c.live.count]), [['Order', 1, 3], ['Line', 1, 0]]);
+  });
+
+  it('asks the store a bounded number of times, the same at 2,000 chains and at 6,000, all at once', async () => {
+    const callsFor = async (chains: number): Promise<{ calls: number; most: number }> => {
+      const store = new MemoryStore({ projectId: 'shop' });
+      let calls = 0;
+      let inFlight = 0;
+      let most = 0;
+      const counted = new Proxy(store, {
+        get(target, property) {
+          const value: unknown = Reflect.get(target, property, target);
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            calls += 1;
+            inFlight += 1;
+            most = Math.max(most, inFlight);
+            const out = (value as (...a: unknown[]) => unknown).apply(target, args);
+            void Promise.resolve(out).finally(() => { inFlight -= 1; });
+            return out;
+          };
+        },
+      });
+      await store.transaction(async (tx) => {
+        for (let i = 0; i < chains; i++) {
+          const state = [StepState.failed, StepState.scheduled, StepState.complete][i % 3]!;
+          tx.put(new Key({ path: ['Order', `o${i}`] }), { lock_ts: new Date(Date.now() - (i % 7) * MIN), lock_req: '', lock_seq: 1, lock_try: 0, lock_state: state, lock_chain: `c${i}`, lock_task: `t${i}` }, UNINDEXED_LOCK_FIELDS);
+        }
+      });
+      const locker = new Locker({ store: counted, authenticate: false, logger: new MemoryLogger(), stallAfter: 5 * MIN });
+      const app = express();
+      app.use('/ops', locker.statusRouter({ authenticate: auth, kinds: ['Order', 'Line'] }));
+      calls = 0;
+      most = 0;
+      assert.equal((await get(app, '/')).status, 200);
+      return { calls, most };
+    };
+    // A list reads at most 4 batches (a query and its page's ledger records each) to fill its page:
+    // past a few hundred chains every list is full, and the calls stop growing.
+    const large = await callsFor(2_000);
+    const larger = await callsFor(6_000);
+    assert.equal(larger.calls, large.calls, `the same store calls (${large.calls})`);
+    const bound = 5 * 2 * 4 * 2 + 2 + 5 * 2; // states × kinds × batches × (query, ledger records) + alerts owed + counts
+    assert.ok(large.calls <= bound, `${large.calls} calls, at most ${bound}`);
+    assert.ok(large.most >= 10, `the calls run at once (at most ${large.most} in flight)`);
+  });
+
   it('gives a search without authentication nothing', async () => {
     const { app } = await fixture();
     for (const path of ['/search?q=Order:1', '/search.json?q=c-other']) {

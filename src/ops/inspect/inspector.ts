@@ -13,7 +13,7 @@ import { ConfigError } from '../../errors/errors';
 import { keyIdentity } from '../../keys/key-path';
 import { readLock, userProperties } from '../../rules/lock-fields';
 import type { LockQuery } from '../../store/lock-query';
-import { StepState, type QueueDepth } from '../../types';
+import { StepState, type LockCount, type QueueDepth } from '../../types';
 import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
 import { searchEntities, type SearchReading, type SearchScope } from './search';
@@ -82,6 +82,25 @@ export interface StepDetail extends StepSummary {
   fanOut?: FanOutView;
 }
 
+/** The largest count the overview asks for, by default: past it a count reads "10,000+". */
+export const DEFAULT_COUNT_CAP = 10_000;
+
+/** One kind's numbers in one namespace (`inspector.counts()`). */
+export interface KindCounts {
+  kind: string;
+  namespace: string;
+  /** Steps failed for good. */
+  failed: LockCount;
+  /** Steps scheduled: waiting for their task, or running. */
+  live: LockCount;
+  /** Of the live ones, those with no progress for `stallAfter`: stalled, or queued behind a backlog. */
+  waitingLong: LockCount;
+  /** Chains finished. */
+  complete: LockCount;
+  /** Chains an operator cancelled. */
+  cancelled: LockCount;
+}
+
 /** An entity a search found. */
 export interface SearchHit {
   step: StepSummary;
@@ -143,6 +162,38 @@ export class Inspector {
       return redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
     });
     return (await this.withLedgers(views, clock)).map((step, i) => ({ step, by: matches[i]!.by }));
+  }
+
+  /** Whether the store counts (`Store.countLocks`): `counts()` needs it. */
+  get canCount(): boolean {
+    return this.parts.reads.countsLocks;
+  }
+
+  /**
+   * The numbers of the overview, per kind and namespace of `scope`: steps failed, live (scheduled,
+   * running or waiting), live with no progress for `stallAfter` (the stalled list's candidates:
+   * those re-sent recently are queued), complete and cancelled. Each a count from the store (a count
+   * aggregation where it has one, else a keys-only count), up to `cap` (10,000 by default; past it
+   * the count says "at least"). Five counts per kind and namespace, all at once: their number does
+   * not grow with the number of chains. `run` counts only the chains of one kickoff or fan-out.
+   */
+  async counts(scope: { kinds: readonly string[]; namespaces: readonly string[]; run?: string; cap?: number }): Promise<KindCounts[]> {
+    const reads = this.parts.reads;
+    if (!reads.countsLocks) throw new ConfigError('counts need a store with countLocks (DatastoreStore and MemoryStore have it).');
+    const clock = this.clock();
+    const cap = scope.cap ?? DEFAULT_COUNT_CAP;
+    const stallEdge = new Date(clock.now - clock.stallAfter + 1);
+    const count = (kind: string, namespace: string, state: StepState, tsBefore?: Date): Promise<LockCount> =>
+      reads.countLocks({ kind, namespace, state, cap, ...(tsBefore ? { tsBefore } : {}), ...(scope.run !== undefined ? { run: scope.run } : {}) });
+    const wanted = scope.kinds.flatMap((kind) => scope.namespaces.map((namespace) => ({ kind, namespace })));
+    return Promise.all(wanted.map(async ({ kind, namespace }) => {
+      const [failed, live, waitingLong, complete, cancelled] = await Promise.all([
+        count(kind, namespace, StepState.failed), count(kind, namespace, StepState.scheduled),
+        count(kind, namespace, StepState.scheduled, stallEdge), count(kind, namespace, StepState.complete),
+        count(kind, namespace, StepState.cancelled),
+      ]);
+      return { kind, namespace, failed, live, waitingLong, complete, cancelled };
+    }));
   }
 
   /** What the Locker's queue holds now, when it can tell (`Queue.depth`: `LocalQueue` can, Cloud Tasks' v2 API cannot). */

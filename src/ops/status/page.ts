@@ -11,6 +11,7 @@ import type { LedgerView } from '../inspect/ledger-view';
 import type { ActionName, DetailView, ListView, Section, StepRow } from './view-model';
 import type { FanOutView } from '../../fanout/view';
 import type { QueueDepth } from '../../types';
+import { countsTableHtml } from './counts-table';
 import { keyPath } from '../../keys/key-codec';
 
 /** What every page needs besides its view. */
@@ -50,6 +51,7 @@ export function renderList(view: ListView, ctx: PageContext): string {
     ctx.intro, filtersForm(view, ctx), view.queue ? queueLine(view.queue) : '',
     ...urgent.map((s) => sectionHtml(s, view, ctx)),
     view.owed ? owedHtml(view.owed, ctx) : '',
+    view.counts ? countsTableHtml(view.counts, ctx.base, ctx.namespaces.length > 1) : '',
     ...rest.map((s) => sectionHtml(s, view, ctx)),
   ];
   if (view.sections.every((s) => s.rows.length === 0) && !view.owed?.rows.length) body.push('<p class="empty">No steps to show.</p>');
@@ -320,6 +322,8 @@ table.detail th { width: 10rem; }
 .mark { display: inline-block; font-size: 0.75rem; padding: 0 0.35rem; border-radius: 0.6rem; color: #fff; }
 .mark.stale { background: #c77700; } .mark.stalled { background: #b00020; }
 .mark.queued { background: #456; } .mark.owed { background: #6a1b9a; }
+section.counts { overflow-x: auto; max-width: 100%; } table.counts { width: auto; } table.counts td, table.counts th { text-align: right; } table.counts tbody th { text-align: left; }
+a.count { font-variant-numeric: tabular-nums; } a.count.attention { color: #b00020; font-weight: 600; }
 .error-message { color: #b00020; overflow-wrap: anywhere; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: 0.5rem; font-size: 0.8rem; }
 form.action { display: inline; } button { margin: 0.1rem; padding: 0.2rem 0.6rem; }

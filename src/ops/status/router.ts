@@ -51,6 +51,7 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
     res.set('Cache-Control', 'no-store').json({
       now: new Date(view.now).toISOString(),
       sections: view.sections.map((s) => ({ kind: s.kind, namespace: s.namespace, state: s.state, order: s.order, cursor: s.cursor, steps: s.rows.map((r) => stepJson(r.step, r.extra, r.actions)) })),
+      ...(view.counts ? { counts: view.counts } : {}),
       ...(view.queue ? { queue: view.queue } : {}),
       ...(view.owed ? { alertsOwed: { cut: view.owed.cut, steps: view.owed.rows.map((r) => stepJson(r.step, r.extra, r.actions)) } } : {}),
     });
@@ -127,13 +128,15 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
   // Every section's reads run at once: the overview's store calls do not queue behind each other.
   const wanted = states.flatMap((state) => kinds.flatMap((kind) => namespaces.map((namespace) => ({ state, kind, namespace }))));
   const overview = !filters.state;
-  const [sections, owed, queue] = await Promise.all([
+  const [sections, owed, queue, counts] = await Promise.all([
     Promise.all(wanted.map((w) => section(inspector, config, filters, w))),
     overview && !filters.kind ? inspector.alertsOwed(config.pageSize) : Promise.resolve(undefined),
     inspector.queueDepth(),
+    overview && inspector.canCount ? inspector.counts({ kinds, namespaces }) : Promise.resolve(undefined),
   ]);
   const view: ListView = { now, filters, sections };
   if (queue) view.queue = queue;
+  if (counts) view.counts = counts;
   if (owed) view.owed = { rows: await Promise.all(owed.steps.map((s) => row(config, s))), cut: owed.cut };
   return view;
 }

@@ -3,7 +3,7 @@
  * state) and one step's detail. The HTML page and the JSON answers are both made from these.
  */
 import { fanOutJson } from '../../fanout/view';
-import type { SearchHit, StepDetail } from '../inspect/inspector';
+import type { KindCounts, SearchHit, StepDetail } from '../inspect/inspector';
 import type { QueueDepth } from '../../types';
 import type { InspectState, StepSummary } from '../inspect/step-view';
 
@@ -43,6 +43,8 @@ export interface ListView {
   now: number;
   filters: Filters;
   sections: Section[];
+  /** On the overview, when the store counts: the numbers per kind and namespace. */
+  counts?: KindCounts[];
   /** What the queue holds now, when it can tell. */
   queue?: QueueDepth;
   /** On the overview: entities that owe an alert, found among the ledger records due (`cut`: more were due than read). */
