@@ -32,10 +32,12 @@ function parse(yaml: string): Index[] {
 const both = (kind: string): Index[] => [
   { kind, properties: [{ name: 'lock_state' }, { name: 'lock_ts' }] },
   { kind, properties: [{ name: 'lock_state' }, { name: 'lock_ts', direction: 'desc' }] },
+  { kind, properties: [{ name: 'lock_run' }, { name: 'lock_state' }, { name: 'lock_ts' }] },
+  { kind, properties: [{ name: 'lock_run' }, { name: 'lock_state' }, { name: 'lock_ts', direction: 'desc' }] },
 ];
 
 describe('indexYaml()', () => {
-  it('lists lock_state then lock_ts, ascending and descending, for each kind named, once each', () => {
+  it('lists lock_state then lock_ts, ascending and descending, and the same after lock_run, for each kind named, once each', () => {
     assert.deepEqual(parse(indexYaml(['Order', 'Invoice', 'Order'])), [...both('Order'), ...both('Invoice')]);
   });
   it('quotes kinds that YAML would misread', () => {
