@@ -100,7 +100,7 @@ export interface LedgerRecord {
 export interface LedgerLookup {
   /** The entity's key. */
   key: Key;
-  /** The record's id (the one its entity's lock names; the record is kept in the entity's namespace). */
+  /** The record's id (the task's name), in the entity's namespace. */
   id: string;
 }
 
