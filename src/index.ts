@@ -64,8 +64,9 @@ export { iapAuthenticator, IAP_HEADER, type IapAuthenticatorOptions, type IapTok
 export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptions } from './log/platform-logger';
 
 // The operator's view: steps by state, one entity's detail.
-export { Inspector, type ListQuery, type StepPage, type StepDetail } from './ops/inspect/inspector';
-export { InspectState, INSPECT_STATES, type StepSummary } from './ops/inspect/step-view';
+export { Inspector, type ListQuery, type StepPage, type StepDetail, type KindCounts, type RunProgress, type SearchHit, type AlertsOwed } from './ops/inspect/inspector';
+export { InspectState, INSPECT_STATES, type StepSummary, type QueuedTask } from './ops/inspect/step-view';
+export type { SearchScope, SearchReading } from './ops/inspect/search';
 export type { LedgerView } from './ops/inspect/ledger-view';
 // The operator's actions and the status router.
 export type { ActionOptions, ActionResult } from './ops/actions';

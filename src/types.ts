@@ -100,7 +100,9 @@ export interface LedgerRecord {
 
 /** A ledger record to read: the entity whose step it carries, and its id. */
 export interface LedgerLookup {
+  /** The entity's key. */
   key: Key;
+  /** The record's id (the task's name), in the entity's namespace. */
   id: string;
 }
 

@@ -90,7 +90,9 @@ export const DEFAULT_COUNT_CAP = 10_000;
 
 /** One kind's numbers in one namespace (`inspector.counts()`). */
 export interface KindCounts {
+  /** The kind counted. */
   kind: string;
+  /** The namespace counted (`''`: the default one). */
   namespace: string;
   /** Steps failed for good. */
   failed: LockCount;
@@ -104,6 +106,14 @@ export interface KindCounts {
   cancelled: LockCount;
 }
 
+/** Entities that owe an alert (`inspector.alertsOwed()`). */
+export interface AlertsOwed {
+  /** The entities, one summary each. */
+  steps: StepSummary[];
+  /** True when more records were due than were read: more entities may owe one. */
+  cut: boolean;
+}
+
 /** A kickoff's (or a fan-out's) chains by state (`inspector.kickoff()`). */
 export interface RunProgress {
   /** The kickoff id. */
@@ -114,13 +124,17 @@ export interface RunProgress {
   started: LockCount;
   /** Scheduled or running. */
   live: LockCount;
+  /** Failed for good. */
   failed: LockCount;
+  /** Finished. */
   complete: LockCount;
+  /** Cancelled by an operator. */
   cancelled: LockCount;
 }
 
 /** An entity a search found. */
 export interface SearchHit {
+  /** The entity's step. */
   step: StepSummary;
   /** How the text matched it. */
   by: SearchReading;
@@ -252,7 +266,7 @@ export class Inspector {
    * among the first `limit` ledger records due (one query per namespace the store sweeps, then one
    * lookup of their entities). `cut` says the records due went past `limit`, so more may owe one.
    */
-  async alertsOwed(limit = DEFAULT_LIMIT): Promise<{ steps: StepSummary[]; cut: boolean }> {
+  async alertsOwed(limit = DEFAULT_LIMIT): Promise<AlertsOwed> {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new RangeError('limit must be 1 to 1,000');
     const clock = this.clock();
     const due = await this.parts.reads.listDue(new Date(clock.now), limit);
