@@ -11,7 +11,7 @@ import type { DatastoreRpc, RawQuery } from './rpc';
 import { checkLockCount, type LockCount, type LockCountQuery } from '../lock-query';
 
 /** gRPC codes a backend without count aggregation answers it with. */
-const NO_AGGREGATION = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
+const NO_AGGREGATION: readonly number[] = Object.freeze([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
 /** Keys per page of the keys-only count. */
 const PAGE = 1_000;
 /**
@@ -45,7 +45,7 @@ async function count(rpc: DatastoreRpc, query: LockCountQuery, method: { current
       return n > query.cap ? { count: query.cap, exact: false } : { count: n, exact: true };
     } catch (error) {
       const code = error instanceof Error ? grpcCode(error.cause ?? error) : undefined;
-      if (method.current === 'aggregation' || code === undefined || !NO_AGGREGATION.has(code)) throw error;
+      if (method.current === 'aggregation' || code === undefined || !NO_AGGREGATION.includes(code)) throw error;
       method.current = 'keys';
     }
   }
