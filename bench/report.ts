@@ -15,6 +15,7 @@ import type { SimultaneousReport } from './simultaneous';
 import type { TelemetryReport } from './telemetry';
 import { kickoffJson, kickoffLines, type KickoffReport } from './kickoff';
 import { fanOutJson, fanOutLines, type FanOutReport } from './fanout';
+import { consoleJson, consoleLines, type ConsoleReport } from './console';
 
 /** The issue's targets, as medians on the legacy emulator. */
 export const TARGETS = Object.freeze({ stepToFloor: 1.4, duplicateToFloor: 0.35, throughput16ToFloor: 0.6 });
@@ -42,6 +43,8 @@ export interface Results {
   kickoffs?: KickoffReport;
   /** A fan-out of N children against scheduleMany() of N chains, its join, RPCs and hottest entity. */
   fanOut?: FanOutReport;
+  /** The status page's overview at scale (`console.ts`). */
+  console?: ConsoleReport;
 }
 
 /** The medians and ratios both outputs are made of. */
@@ -135,6 +138,7 @@ export function summaryJson(r: Results): Record<string, unknown> {
     ...telemetryJson(r.telemetry),
     ...(r.kickoffs && kickoffJson(r.kickoffs)),
     ...(r.fanOut && fanOutJson(r.fanOut)),
+    ...(r.console && consoleJson(r.console)),
   };
 }
 
@@ -215,6 +219,7 @@ export function table(r: Results): string {
   if (r.telemetry) lines.push('', ...telemetryLines(r.telemetry));
   if (r.kickoffs) lines.push('', ...kickoffLines(r.kickoffs));
   if (r.fanOut) lines.push('', ...fanOutLines(r.fanOut));
+  if (r.console) lines.push('', ...consoleLines(r.console));
   return lines.join('\n');
 }
 
@@ -222,7 +227,7 @@ export function table(r: Results): string {
 function breakdown(r: Results, l: Record<keyof LatencySamples, Summary>): string[] {
   const cost: Record<keyof RpcCounts, number> = {
     lookup: l.floorLookup.median, beginTransaction: l.floorBegin.median, commit: l.floorCommit.median,
-    rollback: l.floorBegin.median, runQuery: l.floorLookup.median,
+    rollback: l.floorBegin.median, runQuery: l.floorLookup.median, runAggregationQuery: l.floorLookup.median,
   };
   const model = (rpcs: RpcCounts | undefined, measured: Summary, label: string): string => {
     if (!rpcs) return `  ${label}: RPCs not counted`;

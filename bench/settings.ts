@@ -32,13 +32,15 @@ export interface Settings {
   kickoffRounds: number;
   /** Children of the fan-out part (and plain chains it compares them with). */
   fanOutChildren: number;
-  /** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`) or `fanout` (`npm run bench:fanout`) runs that part alone. */
-  only: 'kickoff' | 'fanout' | undefined;
+  /** Chains the status page's overview is measured over (`bench/console.ts`). */
+  consoleSizes: readonly number[];
+  /** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`), `fanout` (`npm run bench:fanout`) or `console` (`npm run bench:console`) runs that part alone. */
+  only: 'kickoff' | 'fanout' | 'console' | undefined;
   quick: boolean;
 }
 
-const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, kickoffChains: 1_000, kickoffRounds: 5, fanOutChildren: 10_000, only: undefined, quick: false };
-const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, simultaneous: 20, simultaneousRounds: 10, kickoffChains: 1_000, kickoffRounds: 3, fanOutChildren: 200, only: undefined, quick: true };
+const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, kickoffChains: 1_000, kickoffRounds: 5, fanOutChildren: 10_000, consoleSizes: [10_000, 100_000], only: undefined, quick: false };
+const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, simultaneous: 20, simultaneousRounds: 10, kickoffChains: 1_000, kickoffRounds: 3, fanOutChildren: 200, consoleSizes: [1_000, 10_000], only: undefined, quick: true };
 
 /** The settings for this run, from the environment. */
 export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -60,10 +62,10 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   };
 }
 
-function only(raw: string | undefined): 'kickoff' | 'fanout' | undefined {
+function only(raw: string | undefined): 'kickoff' | 'fanout' | 'console' | undefined {
   if (raw === undefined || raw === '') return undefined;
-  if (raw === 'kickoff' || raw === 'fanout') return raw;
-  throw new Error(`BENCH_ONLY must be kickoff or fanout (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
+  if (raw === 'kickoff' || raw === 'fanout' || raw === 'console') return raw;
+  throw new Error(`BENCH_ONLY must be kickoff, fanout or console (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
 }
 
 function count(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {

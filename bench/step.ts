@@ -35,6 +35,7 @@ import { measureStampede } from './stampede';
 import { measureTelemetry } from './telemetry';
 import { kickoffJson, kickoffLines, measureKickoffs } from './kickoff';
 import { fanOutJson, fanOutLines, measureFanOut } from './fanout';
+import { consoleJson, consoleLines, measureConsole } from './console';
 import { measureThroughput } from './throughput';
 import { warmUp } from './warmup';
 
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
   const settings = readSettings();
   if (settings.only === 'kickoff') return kickoffsAlone(settings);
   if (settings.only === 'fanout') return fanOutAlone(settings);
+  if (settings.only === 'console') return consoleAlone(settings);
   const leakStores = leakStoreChoice(process.env.BENCH_LEAK_STORE);
   const datastore = legacyDatastore();
   const keys = new KeySource(datastore, `bench-${process.pid}-${Date.now().toString(36)}`);
@@ -82,7 +84,8 @@ async function main(): Promise<void> {
     // it does not have, thousands of 404s retried while the fan-out runs.
     const fanOutDatastore = new Datastore({ ...datastore.options, projectId: `${String(datastore.options.projectId)}-fanout` });
     const fanOut = await measureFanOut(fanOutDatastore, new KeySource(fanOutDatastore, `${keys.namespace}-fan`), settings.fanOutChildren);
-    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry, kickoffs, fanOut };
+    const consoleReport = await measureConsole(datastore, settings.consoleSizes, progress);
+    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry, kickoffs, fanOut, console: consoleReport };
   } finally {
     await server.close();
     await spy.close();
@@ -100,6 +103,15 @@ async function kickoffsAlone(settings: ReturnType<typeof readSettings>): Promise
   console.log(`datastore-locker kickoff benchmark on the legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})\n`);
   console.log(kickoffLines(report).join('\n'));
   console.log(JSON.stringify({ bench: 'datastore-locker kickoff', ...kickoffJson(report) }));
+}
+
+/** `BENCH_ONLY=console` (`npm run bench:console`): the status page's overview alone, its lines, then its JSON line. */
+async function consoleAlone(settings: ReturnType<typeof readSettings>): Promise<void> {
+  const progress = (text: string): void => void process.stderr.write(`bench: ${text}\n`);
+  const report = await measureConsole(legacyDatastore(), settings.consoleSizes, progress);
+  console.log(`datastore-locker status page benchmark, in memory and on the legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})\n`);
+  console.log(consoleLines(report).join('\n'));
+  console.log(JSON.stringify({ bench: 'datastore-locker console', ...consoleJson(report) }));
 }
 
 /** `BENCH_ONLY=fanout` (`npm run bench:fanout`): the fan-out part alone, its lines, then its JSON line. */

@@ -4,13 +4,13 @@
  * chains, and the sweep routes.
  */
 import express, { type Express, type Request, type Response } from 'express';
-import { appEngineCronAuthenticator, type Authenticator, type Locker } from '../src/index';
-import { MANY_COUNTERS, type Chains } from './chains';
+import { appEngineCronAuthenticator, INSPECT_STATES, type Authenticator, type InspectState, type Locker } from '../src/index';
+import { DECLINED_ORDERS, MANY_COUNTERS, type Chains, type ManyStarted } from './chains';
 import type { OperatorConfig } from './config';
 import { localHostOnly, operatorAuthenticator, operatorOnly } from './operator';
 import { REFRESH_SECONDS, renderIntro } from './page';
 import type { Records } from './records';
-import { CHAIN_KINDS, countAnswers, readStatus, sideEffectsColumn } from './status';
+import { CHAIN_KINDS, countAnswers, readStatus, sideEffectsColumn, type ListPage } from './status';
 
 /** What the app is made of. */
 export interface AppDeps {
@@ -40,9 +40,24 @@ export function createApp(deps: AppDeps): Express {
   // Open on a local run; on a deployed app only for operators (see operator.ts).
   const operatorsOnly = operatorOnly(deps.operator, authenticate);
   const answers = countAnswers(deps.locker);
-  app.get('/status.json', operatorsOnly, async (_req, res) => {
+  // Every chain up to 100 per kind and state; a longer list is named in `cut` with its next page
+  // (`?kind=&state=&cursor=` reads one page of one list).
+  app.get('/status.json', operatorsOnly, async (req, res) => {
+    const page = listPage(req);
+    if (typeof page === 'string') {
+      res.status(400).type('text').send(page);
+      return;
+    }
     await answer(res, deps, async () => {
-      res.set('Cache-Control', 'no-store').json({ ...(await readStatus(deps.locker, deps.records)), unfinishedAtStart: deps.unfinishedAtStart(), answers: answers() });
+      let status;
+      try {
+        status = await readStatus(deps.locker, deps.records, page);
+      } catch (error) {
+        if (!(error instanceof RangeError)) throw error;
+        res.status(400).type('text').send(error.message); // a cursor the list did not hand out
+        return;
+      }
+      res.set('Cache-Control', 'no-store').json({ ...status, unfinishedAtStart: deps.unfinishedAtStart(), answers: answers() });
     });
   });
   app.post('/start/counter', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startCounter()));
@@ -50,7 +65,9 @@ export function createApp(deps: AppDeps): Express {
   // An order with line items: a fan-out of one chain per line, joined into one invoice.
   app.post('/start/line-order', operatorsOnly, (req, res) => start(req, res, deps, () => deps.chains.startLineOrder()));
   // 1,000 counter chains with one locker.scheduleMany() call (`?count=` from 1 to 1,000).
-  app.post('/start/counters', operatorsOnly, (req, res) => startMany(req, res, deps));
+  app.post('/start/counters', operatorsOnly, (req, res) => startMany(req, res, deps, MANY_COUNTERS, (n) => deps.chains.startCounters(n)));
+  // 100 orders whose card is declined for good (`?count=` from 1 to 100): the Failed list, Retry and bulk retry.
+  app.post('/start/declined-orders', operatorsOnly, (req, res) => startMany(req, res, deps, DECLINED_ORDERS, (n) => deps.chains.startDeclinedOrders(n)));
 
   // Task handlers: each authenticates the request (the local dispatcher's signature, an OIDC
   // token or App Engine's queue header) before it touches the store.
@@ -98,19 +115,29 @@ async function start(req: Request, res: Response, deps: AppDeps, run: () => Prom
   });
 }
 
-/** Starts many counter chains; answers a form with a redirect to the page, anything else with the counts as JSON. */
-async function startMany(req: Request, res: Response, deps: AppDeps): Promise<void> {
+/** Starts many chains (at most `max`, `?count=`); answers a form with a redirect to the page, anything else with the counts as JSON. */
+async function startMany(req: Request, res: Response, deps: AppDeps, max: number, run: (count: number) => Promise<ManyStarted>): Promise<void> {
   const raw = req.query.count;
-  const count = raw === undefined ? MANY_COUNTERS : Number(raw);
-  if (!Number.isSafeInteger(count) || count < 1 || count > MANY_COUNTERS) {
-    res.status(400).type('text').send(`count must be a whole number from 1 to ${MANY_COUNTERS}`);
+  const count = raw === undefined ? max : Number(raw);
+  if (!Number.isSafeInteger(count) || count < 1 || count > max) {
+    res.status(400).type('text').send(`count must be a whole number from 1 to ${max}`);
     return;
   }
   await answer(res, deps, async () => {
-    const started = await deps.chains.startCounters(count);
+    const started = await run(count);
     if (req.accepts(['html', 'json']) === 'json') res.status(201).json(started);
     else res.redirect(303, '/');
   });
+}
+
+/** The one list `/status.json?kind=&state=&cursor=` asks for, none (every list), or why the query is wrong. */
+function listPage(req: Request): ListPage | undefined | string {
+  const { kind, state, cursor } = req.query;
+  if (kind === undefined && state === undefined && cursor === undefined) return undefined;
+  if (typeof kind !== 'string' || !(CHAIN_KINDS as readonly string[]).includes(kind)) return `kind must be one of ${CHAIN_KINDS.join(', ')}`;
+  if (typeof state !== 'string' || !(INSPECT_STATES as readonly string[]).includes(state)) return `state must be one of ${INSPECT_STATES.join(', ')}`;
+  if (cursor !== undefined && (typeof cursor !== 'string' || cursor === '' || cursor.length > 2_000)) return 'cursor must be one a cut list named';
+  return { kind, state: state as InspectState, ...(typeof cursor === 'string' ? { cursor } : {}) };
 }
 
 /** Runs a route; a failure (the store or queue unreachable) is logged and answered with 503. */

@@ -6,6 +6,9 @@
  *   queue (same `X-Lock-Key` and `X-Lock-Seq`, another task name), which the Locker drops;
  * - an order: charge the card, then email the receipt, then archive it, three steps of one chain
  *   on three handler paths. The first charge attempt of every order fails, to show a retry;
+ *   the orders the "declined" button starts (one `scheduleMany()` of {@link DECLINED_ORDERS}) fail
+ *   for good instead, to show the Failed list and Retry (one by one, or all at once): retried,
+ *   their charge goes through;
  * - an order with line items (`line-order.ts`): a fan-out of one child chain per line item, joined
  *   into one invoice as the order's next step.
  *
@@ -15,7 +18,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import express, { type Router } from 'express';
 import type { Key } from '@google-cloud/datastore';
-import { Headers, keyPath, type Properties, type TaskContext } from '../src/index';
+import { Headers, keyPath, PermanentError, type Properties, type TaskContext } from '../src/index';
 import type { ChainDeps } from './chain-deps';
 import type { ChainRef } from './records';
 import { mountLineOrder, startLineOrder } from './line-order';
@@ -35,6 +38,9 @@ export const PATHS = Object.freeze({
 
 /** Counter chains the "start many" button starts with one `scheduleMany()` call. */
 export const MANY_COUNTERS = 1_000;
+
+/** Orders the "declined" button starts with one `scheduleMany()` call: their first charge fails for good. */
+export const DECLINED_ORDERS = 100;
 
 /** What one `scheduleMany()` of counter chains did. */
 export interface ManyStarted {
@@ -67,6 +73,8 @@ export class Order {
   receiptSent: boolean;
   /** Set by the archive step. */
   archived: boolean;
+  /** The card is declined for good on the first charge (the step fails; an operator's retry charges it). */
+  declinedForGood: boolean;
   constructor(props: Properties) {
     this.item = typeof props.item === 'string' ? props.item : '';
     this.amountCents = typeof props.amountCents === 'number' ? props.amountCents : 0;
@@ -74,6 +82,7 @@ export class Order {
     this.chargeId = typeof props.chargeId === 'string' ? props.chargeId : '';
     this.receiptSent = props.receiptSent === true;
     this.archived = props.archived === true;
+    this.declinedForGood = props.declinedForGood === true;
   }
 }
 
@@ -87,6 +96,8 @@ export interface Chains {
   startLineOrder(): Promise<ChainRef>;
   /** Starts `count` new counter chains with one `locker.scheduleMany()` call. */
   startCounters(count: number): Promise<ManyStarted>;
+  /** Starts `count` orders whose card is declined for good (one `scheduleMany()` call): each fails until retried. */
+  startDeclinedOrders(count: number): Promise<ManyStarted>;
 }
 
 /** Builds the handlers and listens to the Locker's events for the forged duplicate and drops. */
@@ -116,6 +127,7 @@ export function createChains(deps: ChainDeps): Chains {
     startOrder: () => start(deps, 'Order', new Order({ item: 'datastore-locker T-shirt', amountCents: 2_500, email: 'customer@example.com' }), PATHS.charge),
     startLineOrder: () => startLineOrder(deps),
     startCounters: (count) => startMany(deps, count),
+    startDeclinedOrders: (count) => startDeclined(deps, count),
   };
 }
 
@@ -141,6 +153,19 @@ async function startMany(deps: ChainDeps, count: number): Promise<ManyStarted> {
   return { kickoffId, started: result.started, busy: result.busy, failed: result.failed };
 }
 
+/** Kicks off `count` orders whose first charge fails for good, in one `scheduleMany()` call. */
+async function startDeclined(deps: ChainDeps, count: number): Promise<ManyStarted> {
+  const kickoffId = `declined-${randomBytes(4).toString('hex')}`;
+  const items = Array.from({ length: count }, (_, i) => ({
+    key: deps.records.chainKey({ kind: 'Order', name: `${kickoffId}-${i + 1}` }),
+    entity: new Order({ item: 'datastore-locker mug', amountCents: 1_200, email: 'customer@example.com', declinedForGood: true }),
+    path: PATHS.charge,
+  }));
+  const result = await deps.locker.scheduleMany(items, { kickoffId });
+  deps.say(`${count} orders whose card is declined kicked off (${kickoffId}): ${result.started} started; each fails for good until retried`);
+  return { kickoffId, started: result.started, busy: result.busy, failed: result.failed };
+}
+
 async function countStep(deps: ChainDeps, ctx: TaskContext<Counter>): Promise<void> {
   const effect = `counted step ${ctx.seq}`;
   await deps.records.countAttempt(ctx.key, ctx.seq, effect);
@@ -152,6 +177,10 @@ async function countStep(deps: ChainDeps, ctx: TaskContext<Counter>): Promise<vo
 
 async function chargeStep(deps: ChainDeps, ctx: TaskContext<Order>): Promise<void> {
   const attempts = await deps.records.countAttempt(ctx.key, ctx.seq, 'charged');
+  if (attempts === 1 && ctx.entity.declinedForGood) {
+    deps.say(`order ${keyPath(ctx.key)} step ${ctx.seq} charge declined for good; retry it from the status page`);
+    throw new PermanentError('card declined for good: the demo gateway charges it once an operator retries the step');
+  }
   if (attempts === 1) {
     deps.say(`order ${keyPath(ctx.key)} step ${ctx.seq} charge failed on attempt 1; it will be retried`);
     throw new Error('card declined: the demo payment gateway declines every first charge');

@@ -53,6 +53,27 @@ export interface ChainStatus {
 
 export interface Status {
   chains: ChainStatus[];
+  /**
+   * The lists cut at {@link PER_STATE} chains: each names its next page (`/status.json?kind=&state=&cursor=`),
+   * so nothing is left out without saying so. Empty when every chain is listed.
+   */
+  cut: CutList[];
+}
+
+/** A list of chains of one kind and state that goes on past this answer. */
+export interface CutList {
+  kind: string;
+  state: InspectState;
+  /** The next page: `/status.json?kind=…&state=…&cursor=…`. */
+  next: string;
+}
+
+/** One page of one kind and state (`/status.json?kind=&state=&cursor=`). */
+export interface ListPage {
+  kind: string;
+  state: InspectState;
+  /** Where this page started. */
+  cursor?: string;
 }
 
 /**
@@ -76,8 +97,8 @@ export function countAnswers(locker: Locker): () => AnswerCounts {
   return () => ({ total: counts.total, byReason: { ...counts.byReason }, byStatus: { ...counts.byStatus } });
 }
 
-/** Chains listed per kind and state: enough for a demo; the status page pages through any number. */
-const PER_STATE = 100;
+/** Chains listed per kind and state in one answer; a longer list says so and names its next page. */
+export const PER_STATE = 100;
 
 /**
  * The states to list, in the order time alone moves a step between them (a waiting step becomes
@@ -87,15 +108,19 @@ const PER_STATE = 100;
  */
 const LIST_ORDER: readonly InspectState[] = ['scheduled', 'running', 'stale', 'stalled', 'failed', 'complete', 'cancelled'];
 
-/** Reads every chain of the example's kinds, newest progress first. */
-export async function readStatus(locker: Locker, records: Records): Promise<Status> {
+/**
+ * Reads the chains of the example's kinds, newest progress first: up to {@link PER_STATE} of each
+ * kind and state, the lists cut there named in `cut`; or, given `page`, one page of one list.
+ */
+export async function readStatus(locker: Locker, records: Records, page?: ListPage): Promise<Status> {
   const inspector = locker.inspect();
   const byKey = new Map<string, StepSummary>();
-  for (const kind of CHAIN_KINDS) {
-    for (const state of LIST_ORDER) {
-      const page = await inspector.list({ state, kind, namespace: records.namespace ?? '', order: 'newest', limit: PER_STATE });
-      for (const step of page.steps) byKey.set(step.keyPath, step); // a step found twice moved on: the later view wins
-    }
+  const cut: CutList[] = [];
+  const lists = page ? [{ kind: page.kind, state: page.state }] : CHAIN_KINDS.flatMap((kind) => LIST_ORDER.map((state) => ({ kind, state })));
+  for (const { kind, state } of lists) {
+    const found = await inspector.list({ state, kind, namespace: records.namespace ?? '', order: 'newest', limit: PER_STATE, ...(page?.cursor ? { cursor: page.cursor } : {}) });
+    for (const step of found.steps) byKey.set(step.keyPath, step); // a step found twice moved on: the later view wins
+    if (found.cursor) cut.push({ kind, state, next: `/status.json?${new URLSearchParams({ kind, state, cursor: found.cursor }).toString()}` });
   }
   const found = [...byKey.values()];
   found.sort((a, b) => (b.lastProgressAt?.getTime() ?? 0) - (a.lastProgressAt?.getTime() ?? 0));
@@ -113,7 +138,7 @@ export async function readStatus(locker: Locker, records: Records): Promise<Stat
     lastProgressAt: s.lastProgressAt?.toISOString() ?? '',
     steps: await stepsOf(records, s),
   } satisfies ChainStatus)));
-  return { chains };
+  return { chains, cut };
 }
 
 /** The status page's extra column: each step's side effect and how often it ran. */

@@ -96,6 +96,12 @@ export interface LedgerRecord {
   due: Date;
 }
 
+/** A ledger record to read: the entity whose step it carries, and its id. */
+export interface LedgerLookup {
+  key: Key;
+  id: string;
+}
+
 /** What a sweep's query found: the due records, oldest due first, and records it could not read. */
 export interface DueLedger {
   /** The due records, oldest due first. */
@@ -118,10 +124,29 @@ export interface LockQuery {
   tsBefore?: Date;
   /** Only entities whose `lock_ts` is at or after this instant. */
   tsFrom?: Date;
+  /**
+   * Only entities whose `lock_run` equals this: the tracked work (a bulk kickoff, a fan-out) that
+   * started the entity's current chain.
+   */
+  run?: string;
   /** At most this many entities (1 to 1 000). */
   limit: number;
   /** Where the previous page of the same query ended (its `cursor`). */
   cursor?: string;
+}
+
+/** What to count (`Store.countLocks`): a `LockQuery`'s filters, and how far to count. */
+export interface LockCountQuery extends Pick<LockQuery, 'kind' | 'namespace' | 'state' | 'tsBefore' | 'tsFrom' | 'run'> {
+  /** Count up to this many (1 to 100,000): a count that reaches it is "at least" (`exact: false`). */
+  cap: number;
+}
+
+/** A count of entities (`Store.countLocks`). */
+export interface LockCount {
+  /** How many matched, up to the query's `cap`. */
+  count: number;
+  /** False when the count reached the cap: at least `count` match ("10,000+"). */
+  exact: boolean;
 }
 
 /** An entity a query found. */
@@ -294,6 +319,13 @@ export interface Store {
    */
   readWithLedger?(key: Key, id: string): Promise<StepRead>;
   /**
+   * The ledger records named (each an entity's key and a record id, in that entity's namespace), in
+   * one lookup where the store can; a missing or malformed record is undefined. At most 1,000 a call.
+   * Needed by the status router only (a page's queued steps show their sends); without it, each
+   * record is read on its own.
+   */
+  readLedgerMany?(refs: readonly LedgerLookup[]): Promise<(LedgerRecord | undefined)[]>;
+  /**
    * Compare-and-swap on one entity, outside any transaction: replaces it with `properties` only if
    * it is still at the version `snapshot` was read at. Resolves to the new snapshot, or to
    * undefined when the entity changed or was deleted since (then nothing was written). One round
@@ -326,6 +358,11 @@ export interface Store {
    * `locker.inspect()` and the status router only.
    */
   queryLocks?(query: LockQuery): Promise<LockPage>;
+  /**
+   * How many entities a `LockQuery`'s filters match, up to `query.cap`: one count aggregation where
+   * the backend has one, else a bounded keys-only query. Needed by the status page's counts only.
+   */
+  countLocks?(query: LockCountQuery): Promise<LockCount>;
   /**
    * The keys of entities matching `query`, at most `query.limit`, in no promised order (possibly
    * fewer than match). Needed by fan-out (`ctx.fanOut()`) only: its completion check and its sweep.
@@ -466,6 +503,20 @@ export interface Queue {
    * by it: a queue whose target URL has a path of its own says so here. Defaults to ''.
    */
   readonly basePath?: string | undefined;
+  /**
+   * How many tasks wait in the queue and how many are being delivered, when the queue can tell
+   * (`LocalQueue` can; Cloud Tasks' v2 API, which `CloudTasksQueue` uses, has no count): the status
+   * page shows it beside the steps that wait. Optional.
+   */
+  depth?(): Promise<QueueDepth>;
+}
+
+/** What a queue holds now (`Queue.depth`). */
+export interface QueueDepth {
+  /** Tasks waiting for their time or their turn. */
+  waiting: number;
+  /** Tasks being delivered now. */
+  inFlight: number;
 }
 
 /** Cloud Tasks' metadata about the delivery, from `X-CloudTasks-*` or `X-AppEngine-*` headers. */

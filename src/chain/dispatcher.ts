@@ -7,7 +7,7 @@
 import type { SettingName, Settings } from '../config/settings';
 import type { Key } from '@google-cloud/datastore';
 import { encodeKey, keyPath } from '../keys/key-codec';
-import { Headers, type LedgerRecord, type TaskRequest } from '../types';
+import { Headers, type LedgerRecord, type QueueDepth, type TaskRequest } from '../types';
 
 /** What the dispatcher reads of the configuration (`keyAppId` is read at each use: it is set once the project id is known). */
 export const DISPATCHER_SETTINGS = ['queue', 'logger', 'keyAppId'] as const satisfies readonly SettingName[];
@@ -42,6 +42,18 @@ export class Dispatcher {
   /** The path of the queue's target URL, which task paths are appended to: the queue's `basePath`, '' when it has none or does not say. */
   get basePath(): string {
     return this.settings.queue?.basePath ?? '';
+  }
+
+  /** What the queue holds now, when it can tell (`Queue.depth`); undefined otherwise, or when asking failed. */
+  async depth(): Promise<QueueDepth | undefined> {
+    const queue = this.settings.queue;
+    if (!queue?.depth) return undefined;
+    try {
+      return await queue.depth();
+    } catch (error) {
+      this.settings.logger.warn('the queue could not tell its depth', { error: error instanceof Error ? error.message : String(error) });
+      return undefined;
+    }
   }
 
   /** Whether there is a queue to send tasks to (`schedule()`, `scheduleMany()`, `fanOut()` and `sweep()` need one). */

@@ -9,7 +9,7 @@ import { errorMessage } from '../errors/error-text';
 import http from 'node:http';
 import https from 'node:https';
 import { QueueError } from '../errors/errors';
-import type { Authenticator, Queue, TaskRequest } from '../types';
+import type { Authenticator, Queue, QueueDepth, TaskRequest } from '../types';
 import { MAX_TIMER_MS, retryDelayMs, sendAttempt, targetUrl, type AttemptOutcome } from './local-delivery';
 import { parseOptions, type LocalQueueConfig, type LocalQueueOptions } from './local-options';
 import { localAuthenticator, signedHeaders } from './local-signature';
@@ -156,6 +156,11 @@ export class LocalQueue implements Queue {
   }
 
   /** What the queue holds and has done so far. */
+  /** Tasks waiting and in flight (`Queue.depth`): the status page shows them. */
+  async depth(): Promise<QueueDepth> {
+    return { waiting: this.waiting.length, inFlight: this.running.size };
+  }
+
   stats(): LocalQueueStats {
     return { pending: this.waiting.length, inFlight: this.running.size, ...this.counts };
   }

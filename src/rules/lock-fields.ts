@@ -28,13 +28,14 @@ export interface Lock {
 
 /**
  * Lock fields that are never queried, so they are kept out of indexes. `lock_ts` stays indexed, as
- * in Go, and so does `lock_state`: `locker.inspect()` lists steps by (`lock_state`, `lock_ts`).
+ * in Go, and so does `lock_state`: `locker.inspect()` lists steps by (`lock_state`, `lock_ts`). So
+ * does `lock_chain`: the operator's search finds a chain's entity by its id (an equality, served by
+ * the built-in single-property index; it changes only when a chain starts).
  */
 export const UNINDEXED_LOCK_FIELDS = [
   'lock_req',
   'lock_seq',
   'lock_try',
-  'lock_chain',
   'lock_task',
   'lock_err',
   'lock_alerts',

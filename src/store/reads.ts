@@ -5,7 +5,7 @@
  * writes; nothing above the store holds the `Store` itself.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { DueLedger, KeyQuery, LockPage, LockQuery, Properties, Store } from '../types';
+import type { DueLedger, KeyQuery, LedgerLookup, LedgerRecord, LockCount, LockCountQuery, LockPage, LockQuery, Properties, Store } from '../types';
 
 /** Keys per lookup (Datastore takes 1,000). */
 const LOOKUP = 1000;
@@ -31,6 +31,22 @@ export class StoreReads {
     return out;
   }
 
+  /**
+   * The ledger records named, in order (undefined where there is none): a lookup per 1,000 where
+   * the store has `readLedgerMany`, else each read with its entity (`readWithLedger`). Undefined
+   * for all when the store has neither.
+   */
+  async ledgers(refs: readonly LedgerLookup[]): Promise<(LedgerRecord | undefined)[]> {
+    const { store } = this;
+    if (store.readLedgerMany) {
+      const out: (LedgerRecord | undefined)[] = [];
+      for (let start = 0; start < refs.length; start += LOOKUP) out.push(...await store.readLedgerMany(refs.slice(start, start + LOOKUP)));
+      return out;
+    }
+    if (store.readWithLedger) return Promise.all(refs.map(async (r) => (await store.readWithLedger!(r.key, r.id)).record));
+    return refs.map(() => undefined);
+  }
+
   /** Up to `limit` ledger records due by `now`, oldest due first. */
   listDue(now: Date, limit: number): Promise<DueLedger> {
     return this.store.listDue(now, limit);
@@ -49,6 +65,16 @@ export class StoreReads {
   /** Whether the store pages through locks by state (`queryLocks`). */
   get queriesLocks(): boolean {
     return typeof this.store.queryLocks === 'function';
+  }
+
+  /** Whether the store counts locks (`countLocks`). */
+  get countsLocks(): boolean {
+    return typeof this.store.countLocks === 'function';
+  }
+
+  /** A count of locks (only where `countsLocks`). */
+  countLocks(query: LockCountQuery): Promise<LockCount> {
+    return this.store.countLocks!(query);
   }
 
   /** One page of locks (only where `queriesLocks`). */

@@ -7,6 +7,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { COUNTER_STEPS } from '../../example-app/chains';
 import { fetchStatus, startExample, waitFor, type ExampleProcess } from '../support/example-process';
+import { PER_STATE, type Status } from '../../example-app/status';
 
 const COUNT = 30;
 
@@ -44,5 +45,36 @@ describe('example app: starting many counter chains at once', () => {
       assert.equal(chain.seq, COUNTER_STEPS + 1, `${chain.key} ran every step`);
       assert.deepEqual(chain.steps.map((s) => s.runs), Array(COUNTER_STEPS).fill(1), `${chain.key}: each step's side effect ran once`);
     }
+  });
+
+  it('cuts no list silently: past 100 chains of a kind and state, /status.json names the next page, and the pages hold every chain once', { timeout: 300_000 }, async () => {
+    const more = PER_STATE + 20;
+    const res = await fetch(`${app.url}/start/counters?count=${more}`, { method: 'POST', headers: { accept: 'application/json' } });
+    assert.equal(res.status, 201);
+    const all = COUNT + more;
+    const first = await waitFor('every counter chain to complete', async () => {
+      const status = await fetchStatus(app.url);
+      const cut = status.cut.find((c) => c.kind === 'Counter' && c.state === 'complete');
+      const live = status.chains.filter((c) => c.kind === 'Counter' && c.state !== 'complete');
+      return cut && live.length === 0 ? { status, cut } : undefined;
+    }, 280_000);
+    assert.equal(first.status.chains.filter((c) => c.kind === 'Counter').length, PER_STATE, 'one answer lists 100 of a state');
+    const keys = new Set(first.status.chains.filter((c) => c.kind === 'Counter').map((c) => c.key));
+    let next: string | undefined = first.cut.next;
+    for (let pages = 0; next !== undefined && pages < 10; pages++) {
+      const page = await fetch(`${app.url}${next}`);
+      assert.equal(page.status, 200, next);
+      const body = (await page.json()) as Status;
+      for (const c of body.chains) {
+        assert.equal(c.state, 'complete');
+        assert.ok(!keys.has(c.key), `${c.key} listed once`);
+        keys.add(c.key);
+      }
+      next = body.cut[0]?.next;
+    }
+    assert.equal(keys.size, all, 'the pages hold every chain');
+    const bad = await fetch(`${app.url}/status.json?kind=Counter&state=complete&cursor=not-a-cursor`);
+    assert.equal(bad.status, 400);
+    assert.equal((await fetch(`${app.url}/status.json?kind=Nope&state=complete`)).status, 400);
   });
 });

@@ -169,6 +169,9 @@ describe('status router in headless Chromium on the Datastore emulator', () => {
       await store.transaction(async (tx) => {
         const props = (await tx.get(k))!;
         tx.put(k, { ...props, lock_req: holder, lock_ts: new Date(Date.now() - ageMs) }, ['lock_req', 'lock_seq', 'lock_try', 'lock_chain', 'lock_task', 'lock_err', 'lock_alerts']);
+        // Its task went out as long ago and never arrived: a step re-sent recently would be queued, not stalled.
+        const record = (await tx.getLedger(k, String(props.lock_task)))!;
+        tx.putLedger({ ...record, sentAt: new Date(Date.now() - ageMs) });
       });
       await page.goto(`${url}/ops/locker/`);
       const r = row(name);

@@ -120,6 +120,13 @@ describe('the packed package, installed in a fresh project', { timeout: 240_000 
     assert.deepEqual(links.filter((l) => !l.startsWith(`${repository}/`)), [], 'every link goes to the repository');
   });
 
+  it('is the tarball the README installs: the same file name, from `npm pack` in a clone', () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const install = /\(cd datastore-locker && npm install && npm pack\)\nnpm install \.\/datastore-locker\/(\S+\.tgz) /.exec(readme);
+    assert.ok(install, 'the README packs a clone and installs the tarball');
+    assert.equal(install[1], packed.filename, 'the README names the tarball npm pack makes');
+  });
+
   it('installs the datastore-locker-indexes command', async () => {
     const { stdout } = await run(join(consumer, 'node_modules', '.bin', 'datastore-locker-indexes'), ['Order'], consumer);
     assert.equal(stdout.match(/^- kind: "Order"$/gm)?.length, 2, stdout);

@@ -107,6 +107,53 @@ export function storeQueryContract(name: string, make: () => Store): void {
       assert.deepEqual(page.entities.map((e) => e.key.name), ['ours']);
     });
 
+    it('keeps to one run (lock_run) when asked, in both orders and across pages', async () => {
+      const { store, namespace, key } = fresh();
+      await seed(store, [
+        ...[0, 1, 2, 3].map((m) => [key('Run', `a${m}`), lock(StepState.scheduled, m, { lock_run: 'k:a' })] as [Key, Properties]),
+        [key('Run', 'b0'), lock(StepState.scheduled, 0, { lock_run: 'k:b' })],
+        [key('Run', 'none'), lock(StepState.scheduled, 1)],
+        [key('Run', 'a-done'), lock(StepState.complete, 1, { lock_run: 'k:a' })],
+      ]);
+      const base = { kind: 'Run', namespace, state: StepState.scheduled, run: 'k:a' } as const;
+      assert.deepEqual((await all(store, { ...base, order: 'asc', limit: 3 })).names, ['a0', 'a1', 'a2', 'a3']);
+      assert.deepEqual((await store.queryLocks!({ ...base, order: 'desc', limit: 1 })).entities.map((e) => e.key.name), ['a3']);
+      assert.deepEqual((await store.queryLocks!({ ...base, order: 'asc', limit: 10, tsFrom: at(2) })).entities.map((e) => e.key.name), ['a2', 'a3']);
+      const all4 = await store.queryLocks!({ kind: 'Run', namespace, state: StepState.scheduled, order: 'asc', limit: 10 });
+      assert.equal(all4.entities.length, 6, 'without run, every scheduled one');
+    });
+
+    it('counts a state, a range of lock_ts and a run, up to a cap (a count past it is not exact)', async () => {
+      const { store, namespace, key } = fresh();
+      await seed(store, [
+        ...Array.from({ length: 12 }, (_, i) => [key('Count', `f${i}`), lock(StepState.failed, i, i < 5 ? { lock_run: 'k:r' } : {})] as [Key, Properties]),
+        [key('Count', 's0'), lock(StepState.scheduled, 0)],
+        [key('Other', 'f0'), lock(StepState.failed, 0)],
+        [new Key({ namespace: `${namespace}-other`, path: ['Count', 'f0'] }), lock(StepState.failed, 0)],
+        [key('Count', 'go'), { lock_ts: at(0), lock_req: '', lock_seq: 3, lock_try: 0 }],
+      ]);
+      const base = { kind: 'Count', namespace, state: StepState.failed } as const;
+      assert.deepEqual(await store.countLocks!({ ...base, cap: 100 }), { count: 12, exact: true });
+      assert.deepEqual(await store.countLocks!({ ...base, cap: 12 }), { count: 12, exact: true }, 'exactly at the cap is exact');
+      assert.deepEqual(await store.countLocks!({ ...base, cap: 10 }), { count: 10, exact: false });
+      assert.deepEqual(await store.countLocks!({ ...base, cap: 100, tsFrom: at(3), tsBefore: at(7) }), { count: 4, exact: true });
+      assert.deepEqual(await store.countLocks!({ ...base, cap: 100, run: 'k:r' }), { count: 5, exact: true });
+      assert.deepEqual(await store.countLocks!({ ...base, cap: 100, run: 'k:none' }), { count: 0, exact: true });
+      assert.deepEqual(await store.countLocks!({ kind: 'Count', namespace, state: StepState.scheduled, cap: 100 }), { count: 1, exact: true });
+      await assert.rejects(store.countLocks!({ ...base, cap: 0 }), RangeError);
+      await assert.rejects(store.countLocks!({ ...base, cap: 100_001 }), RangeError);
+    });
+
+    it('counts past a thousand (more than one page of keys where the backend has no count aggregation)', async () => {
+      const { store, namespace, key } = fresh();
+      const entities = Array.from({ length: 1_203 }, (_, i) => [key('Many', `m${i}`), lock(StepState.complete, i % 60)] as [Key, Properties]);
+      const batches: Array<Array<[Key, Properties]>> = [];
+      for (let i = 0; i < entities.length; i += 25) batches.push(entities.slice(i, i + 25)); // 25 entity groups a transaction at most
+      for (let i = 0; i < batches.length; i += 8) await Promise.all(batches.slice(i, i + 8).map((b) => seed(store, b)));
+      assert.deepEqual(await store.countLocks!({ kind: 'Many', namespace, state: StepState.complete, cap: 10_000 }), { count: 1_203, exact: true });
+      assert.deepEqual(await store.countLocks!({ kind: 'Many', namespace, state: StepState.complete, cap: 1_100 }), { count: 1_100, exact: false });
+    });
+
     it('refuses a malformed query before asking the backend', async () => {
       const { store, namespace } = fresh();
       await assert.rejects(store.queryLocks!({ kind: '', namespace, state: StepState.failed, order: 'asc', limit: 1 }), RangeError);

@@ -7,7 +7,7 @@
 import { DatastoreClient, type Datastore } from '@google-cloud/datastore';
 
 /** The RPCs a `DatastoreStore` sends. */
-export const RPC_METHODS = ['lookup', 'beginTransaction', 'commit', 'rollback', 'runQuery'] as const;
+export const RPC_METHODS = ['lookup', 'beginTransaction', 'commit', 'rollback', 'runQuery', 'runAggregationQuery'] as const;
 export type RpcMethod = (typeof RPC_METHODS)[number];
 
 /** One RPC as it was sent (after any rewrite). */

@@ -15,7 +15,7 @@ import type { Target } from './target';
 
 /** Targets per page: one query, and as many actions (each a transaction and a task), within one step. */
 export const PAGE_SIZE = 100;
-/** The most targets a count reads before it answers "at least" (a keys-only walk where the store cannot count). */
+/** The most targets a count counts before it answers "at least". */
 export const COUNT_CAP = 10_000;
 
 /** How many targets a filter matches now: `exact` false when there are at least `count`. */
@@ -43,8 +43,12 @@ export async function countTargets(parts: TargetReads, action: BulkAction, filte
   return countRange(parts.reads, { ...targetRange(action, filter, now, stallAfter), order: 'asc', limit: 1 }, COUNT_CAP);
 }
 
-/** The entities of a query range, counted up to `cap`: the store's count where it has one, else a walk of its pages. */
+/** The entities of a query range, counted up to `cap`: the store's count where it has one (`countLocks`), else a walk of its pages. */
 async function countRange(reads: StoreReads, query: LockQuery, cap: number): Promise<TargetCount> {
+  if (reads.countsLocks) {
+    const { cursor: _cursor, order: _order, limit: _limit, ...range } = query;
+    return reads.countLocks({ ...range, cap });
+  }
   let count = 0;
   let cursor: string | undefined;
   do {

@@ -13,11 +13,16 @@ import { ConfigError } from '../../errors/errors';
 import { keyIdentity } from '../../keys/key-path';
 import { readLock, userProperties } from '../../rules/lock-fields';
 import type { LockQuery } from '../../store/lock-query';
-import { StepState } from '../../types';
+import { StepState, type LockCount, type QueueDepth } from '../../types';
 import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
 import { getOperation, listOperations, type OperationView } from '../bulk/view';
-import { InspectState, INSPECT_STATES, inList, splitError, viewStep, type StepSummary, type ViewClock } from './step-view';
+import { searchEntities, type SearchReading, type SearchScope } from './search';
+import { decodeKey } from '../../keys/key-codec';
+import { InspectState, INSPECT_STATES, inList, splitError, viewStep, withLedger, type StepSummary, type ViewClock } from './step-view';
+
+/** The states whose steps wait for a task: their ledger records tell queued from stalled. */
+const WAITING: ReadonlySet<InspectState> = new Set([InspectState.scheduled, InspectState.stalled, InspectState.stale, InspectState.running]);
 
 /** What to list. */
 export interface ListQuery {
@@ -78,6 +83,32 @@ export interface StepDetail extends StepSummary {
   fanOut?: FanOutView;
 }
 
+/** The largest count the overview asks for, by default: past it a count reads "10,000+". */
+export const DEFAULT_COUNT_CAP = 10_000;
+
+/** One kind's numbers in one namespace (`inspector.counts()`). */
+export interface KindCounts {
+  kind: string;
+  namespace: string;
+  /** Steps failed for good. */
+  failed: LockCount;
+  /** Steps scheduled: waiting for their task, or running. */
+  live: LockCount;
+  /** Of the live ones, those with no progress for `stallAfter`: stalled, or queued behind a backlog. */
+  waitingLong: LockCount;
+  /** Chains finished. */
+  complete: LockCount;
+  /** Chains an operator cancelled. */
+  cancelled: LockCount;
+}
+
+/** An entity a search found. */
+export interface SearchHit {
+  step: StepSummary;
+  /** How the text matched it. */
+  by: SearchReading;
+}
+
 /** Batches read from the store for one page at most: a list with few matches returns early, with a cursor. */
 const MAX_BATCHES = 4;
 const DEFAULT_LIMIT = 50;
@@ -107,15 +138,105 @@ export class Inspector {
         kind: query.kind, namespace: query.namespace ?? '', order: query.order === 'newest' ? 'desc' : 'asc',
         limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}),
       });
-      for (const { key, properties } of page.entities) {
+      const views = page.entities.map(({ key, properties }) => {
         const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
-        const view = redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
-        if (inList(view, query.state)) steps.push(view);
-      }
+        return redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
+      });
+      for (const view of await this.withLedgers(views, clock)) if (inList(view, query.state)) steps.push(view);
       storeCursor = page.cursor;
       if (!storeCursor) break;
     }
     return storeCursor ? { steps, cursor: encodeCursor({ now: clock.now, store: storeCursor }) } : { steps };
+  }
+
+  /**
+   * The entities `text` names: a key as the status page writes it (`Counter:"counters-12"`,
+   * ancestors included, looked up in each namespace of `scope`), a key as `X-Lock-Key` encodes it,
+   * or a chain id (`lock_chain`, queried per kind and namespace of `scope`). At most one lookup and
+   * one query per kind and namespace, run concurrently. Each found entity once, with how it matched.
+   */
+  async search(text: string, scope: SearchScope): Promise<SearchHit[]> {
+    const clock = this.clock();
+    const matches = await searchEntities(this.parts.reads, text, scope, decodeKey);
+    const views = matches.map(({ key, properties }) => {
+      const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
+      return redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
+    });
+    return (await this.withLedgers(views, clock)).map((step, i) => ({ step, by: matches[i]!.by }));
+  }
+
+  /** Whether the store counts (`Store.countLocks`): `counts()` needs it. */
+  get canCount(): boolean {
+    return this.parts.reads.countsLocks;
+  }
+
+  /**
+   * The numbers of the overview, per kind and namespace of `scope`: steps failed, live (scheduled,
+   * running or waiting), live with no progress for `stallAfter` (the stalled list's candidates:
+   * those re-sent recently are queued), complete and cancelled. Each a count from the store (a count
+   * aggregation where it has one, else a keys-only count), up to `cap` (10,000 by default; past it
+   * the count says "at least"). Five counts per kind and namespace, all at once: their number does
+   * not grow with the number of chains. `run` counts only the chains of one kickoff or fan-out.
+   */
+  async counts(scope: { kinds: readonly string[]; namespaces: readonly string[]; run?: string; cap?: number }): Promise<KindCounts[]> {
+    const reads = this.parts.reads;
+    if (!reads.countsLocks) throw new ConfigError('counts need a store with countLocks (DatastoreStore and MemoryStore have it).');
+    const clock = this.clock();
+    const cap = scope.cap ?? DEFAULT_COUNT_CAP;
+    const stallEdge = new Date(clock.now - clock.stallAfter + 1);
+    const count = (kind: string, namespace: string, state: StepState, tsBefore?: Date): Promise<LockCount> =>
+      reads.countLocks({ kind, namespace, state, cap, ...(tsBefore ? { tsBefore } : {}), ...(scope.run !== undefined ? { run: scope.run } : {}) });
+    const wanted = scope.kinds.flatMap((kind) => scope.namespaces.map((namespace) => ({ kind, namespace })));
+    return Promise.all(wanted.map(async ({ kind, namespace }) => {
+      const [failed, live, waitingLong, complete, cancelled] = await Promise.all([
+        count(kind, namespace, StepState.failed), count(kind, namespace, StepState.scheduled),
+        count(kind, namespace, StepState.scheduled, stallEdge), count(kind, namespace, StepState.complete),
+        count(kind, namespace, StepState.cancelled),
+      ]);
+      return { kind, namespace, failed, live, waitingLong, complete, cancelled };
+    }));
+  }
+
+  /** What the Locker's queue holds now, when it can tell (`Queue.depth`: `LocalQueue` can, Cloud Tasks' v2 API cannot). */
+  queueDepth(): Promise<QueueDepth | undefined> {
+    return this.parts.dispatcher.depth();
+  }
+
+  /**
+   * Entities that owe an alert (claimed, not yet marked sent), found where the sweep finds them:
+   * among the first `limit` ledger records due (one query per namespace the store sweeps, then one
+   * lookup of their entities). `cut` says the records due went past `limit`, so more may owe one.
+   */
+  async alertsOwed(limit = DEFAULT_LIMIT): Promise<{ steps: StepSummary[]; cut: boolean }> {
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new RangeError('limit must be 1 to 1,000');
+    const clock = this.clock();
+    const due = await this.parts.reads.listDue(new Date(clock.now), limit);
+    const seen = new Set<string>();
+    const keys = due.records.map((r) => r.key).filter((k) => {
+      const id = keyIdentity(k);
+      return !seen.has(id) && (seen.add(id), true);
+    });
+    const found = await this.parts.reads.getMany(keys);
+    const steps = keys.flatMap((key, i) => {
+      const props = found[i];
+      if (!props) return [];
+      const secrets = secretsOf(userProperties(props), this.parts.config.redact);
+      const view = redactView(viewStep(key, props, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
+      return view.alertsOwed > 0 ? [view] : [];
+    });
+    return { steps, cut: due.records.length >= limit };
+  }
+
+  /**
+   * The views with their ledger records' sends, read in one lookup for the page's waiting steps:
+   * a step re-sent within the sweep's threshold is queued, not stalled (`withLedger`).
+   */
+  private async withLedgers(views: StepSummary[], clock: ViewClock): Promise<StepSummary[]> {
+    const waiting = views.filter((v) => v.task !== undefined && v.state !== undefined && WAITING.has(v.state));
+    if (waiting.length === 0) return views;
+    const records = await this.parts.reads.ledgers(waiting.map((v) => ({ key: v.key, id: v.task! })));
+    const byView = new Map(waiting.map((v, i) => [v, records[i]]));
+    return views.map((v) => (byView.has(v) ? withLedger(v, byView.get(v), clock) : v));
   }
 
   /**
@@ -133,7 +254,7 @@ export class Inspector {
     const clock = this.clock();
     const lock = readLock(read.props);
     const secrets = secretsOf(userProperties(read.props), this.parts.config.redact);
-    const view = viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key), secrets);
+    const view = withLedger(viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key), secrets), read.record, clock);
     const detail: StepDetail = {
       ...redactView(view, this.parts.config.redact),
       alerts: lock.alerts, maxRetries: this.parts.config.maxRetries,
@@ -214,7 +335,8 @@ function rangeFor(state: InspectState, clock: ViewClock): Pick<LockQuery, 'state
     case InspectState.running: return { state: StepState.scheduled, tsFrom: leaseEdge };
     case InspectState.stale: return { state: StepState.scheduled, tsBefore: new Date(leaseEdge.getTime() + 1) };
     case InspectState.stalled: return { state: StepState.scheduled, tsBefore: new Date(stallEdge.getTime() + 1) };
-    case InspectState.scheduled: return { state: StepState.scheduled, tsFrom: new Date(stallEdge.getTime() + 1) };
+    // A step waiting past stallAfter whose task was re-sent within the sweep's threshold is queued: listed here.
+    case InspectState.scheduled: return { state: StepState.scheduled };
   }
 }
 

@@ -5,8 +5,9 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { keyPath } from '../../keys/key-codec';
-import { readLock, userProperties } from '../../rules/lock-fields';
-import { StepState, type Properties } from '../../types';
+import { readLock, userProperties, type Lock } from '../../rules/lock-fields';
+import { carriedFailures, unsentFailure, unsentOverwrites } from '../../rules/alert-markers';
+import { StepState, type LedgerRecord, type Properties } from '../../types';
 import { scrub } from '../../alert/redact';
 
 /** The states the operator's view lists steps by. */
@@ -74,8 +75,31 @@ export interface StepSummary {
   task?: string;
   /** The last error's first line. */
   errorMessage?: string;
+  /**
+   * Alerts claimed on the entity and not yet marked sent (overwrites, and failures of this step or
+   * carried from an earlier one): the sweep sends them, or whoever takes the lease next.
+   */
+  alertsOwed: number;
   /** The entity's own properties (lock fields left out). */
   properties: Properties;
+  /**
+   * A step waiting for its task, as its ledger record tells (lists read the records of their
+   * scheduled steps): the tasks sent so far and when the last was. A step whose last send the sweep
+   * is not due to look at yet is queued, not stalled, however old its last progress.
+   */
+  queued?: QueuedTask;
+}
+
+/** What a waiting step's ledger record says of its task. */
+export interface QueuedTask {
+  /** Tasks sent for the step so far, the first included. */
+  sends: number;
+  /** When the last was sent. */
+  sentAt: Date;
+  /** How long ago that was, ms. */
+  sentAgeMs: number;
+  /** When the sweep looks at the step again (re-sends its task if it has not run by then). */
+  due: Date;
 }
 
 /**
@@ -91,7 +115,7 @@ export function viewStep(key: Key, props: Properties, clock: ViewClock, encodedK
   const view: StepSummary = {
     key, encodedKey, kind: key.kind, keyPath: keyPath(key),
     state: stateOf(lock.state, lock.req !== '', staleLease, stalled),
-    seq: lock.seq, tries: lock.tries, staleLease, stalled,
+    seq: lock.seq, tries: lock.tries, staleLease, stalled, alertsOwed: alertsOwed(lock),
     properties: userProperties(props),
   };
   if (key.namespace) view.namespace = key.namespace;
@@ -105,6 +129,13 @@ export function viewStep(key: Key, props: Properties, clock: ViewClock, encodedK
   return view;
 }
 
+/** The claims on the lock still unmarked (see `StepSummary.alertsOwed`). */
+function alertsOwed(lock: Lock): number {
+  if (lock.alerts.length === 0) return 0;
+  const failure = lock.state === StepState.failed && unsentFailure(lock) !== undefined ? 1 : 0;
+  return unsentOverwrites(lock).length + carriedFailures(lock).length + failure;
+}
+
 function stateOf(state: StepState | undefined, held: boolean, staleLease: boolean, stalled: boolean): InspectState | undefined {
   if (state === StepState.failed) return InspectState.failed;
   if (state === StepState.complete) return InspectState.complete;
@@ -113,6 +144,21 @@ function stateOf(state: StepState | undefined, held: boolean, staleLease: boolea
   if (stalled) return InspectState.stalled;
   if (staleLease) return InspectState.stale;
   return held ? InspectState.running : InspectState.scheduled;
+}
+
+/**
+ * The view of a waiting step refined by its ledger record (the record of its current step, or
+ * undefined): its task's sends, and a step whose last task was sent less than `stallAfter` ago
+ * (the sweep's threshold: it re-sends a task only that long after the last) counts as queued, not
+ * stalled, however old its last progress: a backlog, not a loss.
+ */
+export function withLedger(view: StepSummary, record: Pick<LedgerRecord, 'seq' | 'sends' | 'sentAt' | 'due' | 'id'> | undefined, clock: ViewClock): StepSummary {
+  if (!record || view.state === undefined || record.seq !== view.seq || record.id !== view.task) return view;
+  if (view.state !== InspectState.scheduled && view.state !== InspectState.stalled && view.state !== InspectState.stale && view.state !== InspectState.running) return view;
+  const sentAgeMs = Math.max(0, clock.now - record.sentAt.getTime());
+  const queued: QueuedTask = { sends: record.sends, sentAt: record.sentAt, sentAgeMs, due: record.due };
+  if (!view.stalled || sentAgeMs >= clock.stallAfter) return { ...view, queued };
+  return { ...view, queued, stalled: false, state: view.staleLease ? InspectState.stale : InspectState.scheduled };
 }
 
 /** Whether a view belongs in a list of `state` (a stalled stale lease is in both lists). */

@@ -39,8 +39,9 @@ export interface StatusRouterOptions {
   /** HTML shown above the lists on the overview, as given (yours, trusted: it is not escaped). Defaults to none. */
   intro?: string;
   /**
-   * The states the overview (no `?state=` filter) lists, in this order; `complete` and `cancelled`
-   * are listed newest first. Defaults to stalled, stale, failed, running, scheduled.
+   * The states the overview (no `?state=` filter) lists, in this order, each across every kind
+   * before the next state; `complete` and `cancelled` are listed newest first. Alerts still owed
+   * follow the failed and stalled steps. Defaults to failed, stalled, stale, running, scheduled.
    */
   overview?: readonly InspectState[];
 }
@@ -69,7 +70,7 @@ export const STATUS_ROUTER_DEFAULTS = Object.freeze({
   /** The page's title. */
   title: 'datastore-locker',
   /** The states needing attention, then the live ones. */
-  overview: Object.freeze(['stalled', 'stale', 'failed', 'running', 'scheduled']) as readonly InspectState[],
+  overview: Object.freeze(['failed', 'stalled', 'stale', 'running', 'scheduled']) as readonly InspectState[],
 });
 
 const OPTION_NAMES: OptionNames<StatusRouterOptions> = {

@@ -10,6 +10,8 @@ import { formatAge } from './age';
 import type { LedgerView } from '../inspect/ledger-view';
 import type { ActionName, DetailView, ListView, Section, StepRow } from './view-model';
 import type { FanOutView } from '../../fanout/view';
+import type { QueueDepth } from '../../types';
+import { countsTableHtml } from './counts-table';
 import { keyPath } from '../../keys/key-codec';
 
 /** What every page needs besides its view. */
@@ -31,19 +33,28 @@ const STATE_LABELS: Record<InspectState, string> = {
 };
 
 const STATE_HELP: Record<InspectState, string> = {
-  stalled: 'no progress for stallAfter: a free lease nobody took, or a stale lease nobody took over; the sweep re-delivers it, or re-send it now',
+  stalled: 'no progress for stallAfter, and its last task was sent longer ago than the sweep waits: a free lease nobody took, or a stale lease nobody took over; the sweep re-delivers it, or re-send it now',
   stale: 'an attempt holds a lease it stopped renewing (it crashed or hangs); the next delivery takes it over',
   failed: 'failed for good: the chain stopped; fix the cause, then retry it (or leave it: a kickoff starts a new chain)',
   running: 'an attempt holds a fresh lease',
-  scheduled: 'waiting for its task',
+  scheduled: 'waiting for its task; queued ones show how many tasks were sent and when the last was (a backlog is not a stall)',
   complete: 'the chain finished',
   cancelled: 'an operator cancelled the chain',
 };
 
 /** The list page. */
 export function renderList(view: ListView, ctx: PageContext): string {
-  const body = [ctx.intro, filtersForm(view, ctx), ...view.sections.map((s) => sectionHtml(s, view, ctx))];
-  if (view.sections.every((s) => s.rows.length === 0)) body.push('<p class="empty">No steps to show.</p>');
+  // What needs a person first (failed, stalled, then alerts owed), across kinds; then the rest.
+  const urgent = view.sections.filter((s) => NEEDS_A_PERSON.has(s.state));
+  const rest = view.sections.filter((s) => !NEEDS_A_PERSON.has(s.state));
+  const body = [
+    ctx.intro, filtersForm(view, ctx), view.queue ? queueLine(view.queue) : '',
+    ...urgent.map((s) => sectionHtml(s, view, ctx)),
+    view.owed ? owedHtml(view.owed, ctx) : '',
+    view.counts ? countsTableHtml(view.counts, ctx.base, ctx.namespaces.length > 1) : '',
+    ...rest.map((s) => sectionHtml(s, view, ctx)),
+  ];
+  if (view.sections.every((s) => s.rows.length === 0) && !view.owed?.rows.length) body.push('<p class="empty">No steps to show.</p>');
   return layout(ctx.title, ctx, body.join('\n'), `${ctx.base}/steps.json${queryString(view.filters)}`);
 }
 
@@ -150,7 +161,7 @@ const DONE: Record<ActionName, string> = {
   cancel: 'Cancelled: the step will not run; its tasks are dropped when they arrive.',
 };
 
-function layout(title: string, ctx: PageContext, body: string, json: string): string {
+export function layout(title: string, ctx: PageContext, body: string, json: string): string {
   const refresh = ctx.refreshSeconds > 0 ? `<meta http-equiv="refresh" content="${ctx.refreshSeconds}">\n` : '';
   return `<!doctype html>
 <html lang="en">
@@ -161,7 +172,8 @@ ${refresh}<title>${escapeHtml(title)}</title>
 <style>${STYLE}</style>
 </head>
 <body>
-<header><h1><a href="${escapeHtml(ctx.base)}/">${escapeHtml(ctx.title)}</a></h1></header>
+<header><h1><a href="${escapeHtml(ctx.base)}/">${escapeHtml(ctx.title)}</a></h1>
+<form class="search" method="get" action="${escapeHtml(ctx.base)}/search" role="search"><label>Find <input type="search" name="q" size="40" maxlength="1500" placeholder='Counter:"counters-12", an encoded key or a chain id'></label> <button type="submit">Search</button></form></header>
 <main>
 ${body}
 </main>
@@ -187,6 +199,29 @@ ${select('order', [['oldest', 'oldest first'], ['newest', 'newest first']], f.or
 </form>`;
 }
 
+/** What the queue holds: a backlog shows here before anything looks stalled. */
+function queueLine(q: QueueDepth): string {
+  return `<p class="queue">Queue: <span data-queue="waiting">${q.waiting}</span> task${q.waiting === 1 ? '' : 's'} waiting, <span data-queue="in-flight">${q.inFlight}</span> being delivered.</p>`;
+}
+
+/** The states that need a person: shown first on the overview, across kinds. */
+const NEEDS_A_PERSON: ReadonlySet<InspectState> = new Set(['failed', 'stalled']);
+
+/** The overview's section of entities owing an alert (none: no section). */
+function owedHtml(owed: NonNullable<ListView['owed']>, ctx: PageContext): string {
+  if (owed.rows.length === 0) return '';
+  const head = ['Entity', 'State', 'Step', 'Tries', 'Lease', 'Last progress', 'Last error', ...ctx.columns, ''];
+  return `<section class="owed" data-state="alerts-owed">
+<h2>Alerts still owed <small>claimed and not yet marked sent (the alerter was down, or its sender died): the sweep sends them${owed.cut ? '; more ledger records were due than read, so there may be more' : ''}</small></h2>
+<table class="steps">
+<thead><tr>${head.map((h) => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead>
+<tbody>
+${owed.rows.map((row) => rowHtml(row, ctx)).join('\n')}
+</tbody>
+</table>
+</section>`;
+}
+
 function sectionHtml(section: Section, view: ListView, ctx: PageContext): string {
   if (section.rows.length === 0 && !view.filters.state) return '';
   const where = `${section.kind}${section.namespace ? ` in ${section.namespace}` : ''}`;
@@ -207,7 +242,7 @@ ${more}
 </section>`;
 }
 
-function rowHtml(row: StepRow, ctx: PageContext): string {
+export function rowHtml(row: StepRow, ctx: PageContext): string {
   const s = row.step;
   const link = `${ctx.base}/step?key=${encodeURIComponent(s.encodedKey)}`;
   const cells: Array<[string, string]> = [
@@ -224,22 +259,24 @@ function rowHtml(row: StepRow, ctx: PageContext): string {
   return `<tr data-key="${escapeHtml(s.encodedKey)}" data-state="${s.state ?? ''}" data-stale="${s.staleLease}" data-stalled="${s.stalled}">${cells.map(([label, value]) => `<td data-label="${escapeHtml(label)}">${value}</td>`).join('')}</tr>`;
 }
 
-function stateBadge(s: StepSummary): string {
+export function stateBadge(s: StepSummary): string {
   const marks = [
     s.staleLease ? '<span class="mark stale">stale lease</span>' : '',
     s.stalled ? '<span class="mark stalled">stalled</span>' : '',
+    s.queued && !s.stalled && s.state !== 'running' ? `<span class="mark queued" title="its task was sent ${escapeHtml(formatAge(s.queued.sentAgeMs))} ago; the sweep re-sends it if it has not run by then">queued · sent <span data-queued="sends">${s.queued.sends}</span>×, <span class="age" data-age="sent">${formatAge(s.queued.sentAgeMs)}</span> ago</span>` : '',
+    s.alertsOwed > 0 ? `<span class="mark owed" title="alerts claimed and not yet marked sent">${s.alertsOwed} alert${s.alertsOwed === 1 ? '' : 's'} owed</span>` : '',
   ].filter(Boolean);
   const state = s.state ?? 'none';
   const label = s.state ? STATE_LABELS[s.state] : 'No step';
   return `<span class="state ${state}">${escapeHtml(label)}</span>${marks.length > 0 ? ` ${marks.join(' ')}` : ''}`;
 }
 
-function timeCell(at: Date | undefined, ageMs: number | undefined, name: string): string {
+export function timeCell(at: Date | undefined, ageMs: number | undefined, name: string): string {
   if (!at) return '—';
   return `<time datetime="${at.toISOString()}" title="${at.toISOString()}"><span class="age" data-age="${name}">${formatAge(ageMs)}</span> ago</time>`;
 }
 
-function actionForms(s: StepSummary, actions: readonly ActionName[], ctx: PageContext, big: boolean): string {
+export function actionForms(s: StepSummary, actions: readonly ActionName[], ctx: PageContext, big: boolean): string {
   return actions.map((action) => `<form method="post" action="${escapeHtml(`${ctx.base}/step/${action}`)}" class="action">
 <input type="hidden" name="key" value="${escapeHtml(s.encodedKey)}"><input type="hidden" name="seq" value="${s.seq}"><input type="hidden" name="csrf" value="${escapeHtml(ctx.csrf)}">
 <button type="submit" name="action" value="${action}" class="${action}${big ? ' big' : ''}" title="${escapeHtml(ACTION_HELP[action])}">${escapeHtml(ACTION_LABELS[action])}</button>
@@ -253,7 +290,7 @@ const ACTION_HELP: Record<ActionName, string> = {
   cancel: 'End the chain here: the step never runs',
 };
 
-function code(value: string | undefined): string {
+export function code(value: string | undefined): string {
   return value ? `<code>${escapeHtml(value)}</code>` : '—';
 }
 
@@ -284,10 +321,15 @@ table.detail th { width: 10rem; }
 .state.running { color: #0b6e2e; } .state.complete, .state.cancelled { color: #555; }
 .mark { display: inline-block; font-size: 0.75rem; padding: 0 0.35rem; border-radius: 0.6rem; color: #fff; }
 .mark.stale { background: #c77700; } .mark.stalled { background: #b00020; }
+.mark.queued { background: #456; } .mark.owed { background: #6a1b9a; }
+section.counts { overflow-x: auto; max-width: 100%; } table.counts { width: auto; } table.counts td, table.counts th { text-align: right; } table.counts tbody th { text-align: left; }
+a.count { font-variant-numeric: tabular-nums; } a.count.attention { color: #b00020; font-weight: 600; }
 .error-message { color: #b00020; overflow-wrap: anywhere; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: 0.5rem; font-size: 0.8rem; }
 form.action { display: inline; } button { margin: 0.1rem; padding: 0.2rem 0.6rem; }
 button.big { font-size: 1rem; padding: 0.4rem 1rem; } button.cancel { color: #b00020; }
+header { display: flex; flex-wrap: wrap; gap: 0.5rem 1.5rem; align-items: center; justify-content: space-between; }
+.search input { max-width: 60vw; }
 .filters { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; margin: 0.5rem 0; }
 .done { background: #e7f5ea; padding: 0.5rem; } .empty, .help, footer { color: #666; font-size: 0.85rem; }
 code { font-size: 0.85em; overflow-wrap: anywhere; }

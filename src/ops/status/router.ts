@@ -6,6 +6,7 @@
  *   GET  /             the steps by state, kind and namespace (`?state=&kind=&namespace=&order=&cursor=`)
  *   GET  /steps.json   the same as JSON
  *   GET  /step?key=    one entity (`key` as `X-Lock-Key` encodes it); `/step.json?key=` as JSON
+ *   GET  /search?q=    a key as the page shows it, an encoded key or a chain id (one match: 303 to it); `/search.json?q=`
  *   POST /step/retry | /step/resend | /step/cancel   form fields key, seq, csrf; answers 303 to the step
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -21,7 +22,8 @@ import { CSRF_FIELD, csrfRefusal, csrfToken } from './csrf';
 import { parseStatusOptions, type StatusConfig, type StatusRouterOptions } from './options';
 import { statusPageHeaders } from './headers';
 import { renderDetail, renderList, renderMessage, type PageContext } from './page';
-import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, type ListView, type Section, type StepRow } from './view-model';
+import { renderSearch } from './search-page';
+import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, type ListView, type SearchView, type Section, type StepRow } from './view-model';
 
 /** What the router needs from the Locker. */
 export interface StatusBackend extends BulkBackend {
@@ -50,6 +52,9 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
     res.set('Cache-Control', 'no-store').json({
       now: new Date(view.now).toISOString(),
       sections: view.sections.map((s) => ({ kind: s.kind, namespace: s.namespace, state: s.state, order: s.order, cursor: s.cursor, steps: s.rows.map((r) => stepJson(r.step, r.extra, r.actions)) })),
+      ...(view.counts ? { counts: view.counts } : {}),
+      ...(view.queue ? { queue: view.queue } : {}),
+      ...(view.owed ? { alertsOwed: { cut: view.owed.cut, steps: view.owed.rows.map((r) => stepJson(r.step, r.extra, r.actions)) } } : {}),
     });
   }));
   router.get('/step', auth, handler(backend, async (req, res) => {
@@ -59,6 +64,21 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
   router.get('/step.json', auth, handler(backend, async (req, res) => {
     const view = await detailView(backend, config, req);
     res.set('Cache-Control', 'no-store').json({ ...stepJson(view.step, view.extra, view.actions), now: new Date(view.now).toISOString() });
+  }));
+  router.get('/search', auth, handler(backend, async (req, res) => {
+    const view = await searchView(backend, config, req);
+    if (view.hits.length === 1 && req.query.list === undefined) {
+      res.redirect(303, `${req.baseUrl}/step?key=${encodeURIComponent(view.hits[0]!.step.encodedKey)}`);
+      return;
+    }
+    res.type('html').set('Cache-Control', 'no-store').send(renderSearch(view, pageContext(config, req, res)));
+  }));
+  router.get('/search.json', auth, handler(backend, async (req, res) => {
+    const view = await searchView(backend, config, req);
+    res.set('Cache-Control', 'no-store').json({
+      now: new Date(view.now).toISOString(), query: view.text,
+      found: view.hits.map((h) => ({ by: h.by, ...stepJson(h.step, {}, actionsFor(h.step)) })),
+    });
   }));
   router.post('/step/:action', auth, express.urlencoded({ extended: false, limit: '8kb' }), handler(backend, (req, res) => act(backend, req, res)));
   bulkRoutes(router, backend, config, { auth, handler: (fn) => handler(backend, fn), pageContext });
@@ -109,25 +129,44 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
   const kinds = filters.kind ? [filters.kind] : config.kinds;
   const namespaces = filters.namespace !== undefined ? [filters.namespace] : config.namespaces;
   const states = filters.state ? [filters.state] : config.overview;
-  const sections: Section[] = [];
-  for (const kind of kinds) {
-    for (const namespace of namespaces) {
-      for (const state of states) {
-        const finished = state === InspectState.complete || state === InspectState.cancelled;
-        const order = !filters.state && finished ? 'newest' : filters.order;
-        const page = await inspector.list({
-          state, kind, namespace, order, limit: config.pageSize,
-          ...(filters.cursor ? { cursor: filters.cursor } : {}),
-        });
-        // On the overview a stale lease that is also stalled shows once, under stalled.
-        const steps = !filters.state && state === InspectState.stale && states.includes(InspectState.stalled) ? page.steps.filter((s) => !s.stalled) : page.steps;
-        const section: Section = { kind, namespace, state, order, rows: await Promise.all(steps.map((s) => row(config, s))) };
-        if (page.cursor) section.cursor = page.cursor;
-        sections.push(section);
-      }
-    }
-  }
-  return { now, filters, sections };
+  // By state first, then kind: what needs a person (failed, stalled) comes first across kinds.
+  // Every section's reads run at once: the overview's store calls do not queue behind each other.
+  const wanted = states.flatMap((state) => kinds.flatMap((kind) => namespaces.map((namespace) => ({ state, kind, namespace }))));
+  const overview = !filters.state;
+  const [sections, owed, queue, counts] = await Promise.all([
+    Promise.all(wanted.map((w) => section(inspector, config, filters, w))),
+    overview && !filters.kind ? inspector.alertsOwed(config.pageSize) : Promise.resolve(undefined),
+    inspector.queueDepth(),
+    overview && inspector.canCount ? inspector.counts({ kinds, namespaces }) : Promise.resolve(undefined),
+  ]);
+  const view: ListView = { now, filters, sections };
+  if (queue) view.queue = queue;
+  if (counts) view.counts = counts;
+  if (owed) view.owed = { rows: await Promise.all(owed.steps.map((s) => row(config, s))), cut: owed.cut };
+  return view;
+}
+
+async function section(inspector: Inspector, config: StatusConfig, filters: Filters, at: { state: InspectState; kind: string; namespace: string }): Promise<Section> {
+  const { state, kind, namespace } = at;
+  const finished = state === InspectState.complete || state === InspectState.cancelled;
+  const order = !filters.state && finished ? 'newest' : filters.order;
+  const page = await inspector.list({
+    state, kind, namespace, order, limit: config.pageSize,
+    ...(filters.cursor ? { cursor: filters.cursor } : {}),
+  });
+  // On the overview a stale lease that is also stalled shows once, under stalled.
+  const steps = !filters.state && state === InspectState.stale && config.overview.includes(InspectState.stalled) ? page.steps.filter((s) => !s.stalled) : page.steps;
+  const out: Section = { kind, namespace, state, order, rows: await Promise.all(steps.map((s) => row(config, s))) };
+  if (page.cursor) out.cursor = page.cursor;
+  return out;
+}
+
+async function searchView(backend: StatusBackend, config: StatusConfig, req: Request): Promise<SearchView> {
+  const text = typeof req.query.q === 'string' ? req.query.q : '';
+  if (text.trim() === '') throw new BadRequestError('search for a key as the page shows it (Counter:"counters-12"), an encoded key or a chain id');
+  const inspector = backend.inspect();
+  const hits = await inspector.search(text, { kinds: config.kinds, namespaces: config.namespaces });
+  return { now: inspector.clock().now, text, hits };
 }
 
 async function detailView(backend: StatusBackend, config: StatusConfig, req: Request): Promise<DetailView> {

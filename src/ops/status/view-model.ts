@@ -3,7 +3,8 @@
  * state) and one step's detail. The HTML page and the JSON answers are both made from these.
  */
 import { fanOutJson } from '../../fanout/view';
-import type { StepDetail } from '../inspect/inspector';
+import type { KindCounts, SearchHit, StepDetail } from '../inspect/inspector';
+import type { QueueDepth } from '../../types';
 import type { InspectState, StepSummary } from '../inspect/step-view';
 
 /** The actions a step in this state allows, in the order the page shows them. */
@@ -42,6 +43,12 @@ export interface ListView {
   now: number;
   filters: Filters;
   sections: Section[];
+  /** On the overview, when the store counts: the numbers per kind and namespace. */
+  counts?: KindCounts[];
+  /** What the queue holds now, when it can tell. */
+  queue?: QueueDepth;
+  /** On the overview: entities that owe an alert, found among the ledger records due (`cut`: more were due than read). */
+  owed?: { rows: StepRow[]; cut: boolean };
 }
 
 /** A detail page. */
@@ -52,6 +59,14 @@ export interface DetailView {
   actions: ActionName[];
   /** The action just done, to confirm it (`?done=`). */
   done?: ActionName;
+}
+
+/** A search's answer page. */
+export interface SearchView {
+  now: number;
+  /** The text searched, as typed. */
+  text: string;
+  hits: SearchHit[];
 }
 
 /** Retry for a failed step; re-send and cancel while scheduled (running, stale or stalled included). */

@@ -16,12 +16,9 @@ const FAILED_PRECONDITION = 9;
 /** Runs one page of `query`. */
 export async function queryDatastoreLocks(rpc: DatastoreRpc, query: LockQuery): Promise<LockPage> {
   checkLockQuery(query);
-  const filters: RawFilter[] = [{ propertyFilter: { property: { name: 'lock_state' }, op: 'EQUAL', value: { stringValue: query.state } } }];
-  if (query.tsFrom) filters.push(tsFilter('GREATER_THAN_OR_EQUAL', query.tsFrom));
-  if (query.tsBefore) filters.push(tsFilter('LESS_THAN', query.tsBefore));
   const raw: RawQuery = {
     kind: [{ name: query.kind }],
-    filter: { compositeFilter: { op: 'AND', filters } },
+    filter: lockFilter(query),
     order: [{ property: { name: 'lock_ts' }, direction: query.order === 'desc' ? 'DESCENDING' : 'ASCENDING' }],
     limit: { value: query.limit },
     ...(query.cursor && { startCursor: Buffer.from(query.cursor, 'base64') }),
@@ -42,6 +39,15 @@ export async function queryDatastoreLocks(rpc: DatastoreRpc, query: LockQuery): 
     page.cursor = Buffer.from(cursor).toString('base64');
   }
   return page;
+}
+
+/** The filter of a lock query or count: `lock_state`, a range on `lock_ts`, and `lock_run`. */
+export function lockFilter(query: Pick<LockQuery, 'state' | 'tsFrom' | 'tsBefore' | 'run'>): RawFilter {
+  const filters: RawFilter[] = [{ propertyFilter: { property: { name: 'lock_state' }, op: 'EQUAL', value: { stringValue: query.state } } }];
+  if (query.run !== undefined) filters.push({ propertyFilter: { property: { name: 'lock_run' }, op: 'EQUAL', value: { stringValue: query.run } } });
+  if (query.tsFrom) filters.push(tsFilter('GREATER_THAN_OR_EQUAL', query.tsFrom));
+  if (query.tsBefore) filters.push(tsFilter('LESS_THAN', query.tsBefore));
+  return { compositeFilter: { op: 'AND', filters } };
 }
 
 function tsFilter(op: 'GREATER_THAN_OR_EQUAL' | 'LESS_THAN', at: Date): RawFilter {

@@ -110,6 +110,20 @@ export class DatastoreRpc {
     return (response.batch ?? {}) as QueryBatch;
   }
 
+  /** `COUNT(*)` of `query` in `namespace`, up to `upTo`: one aggregation query. */
+  async runCount(namespace: string, query: RawQuery, upTo: number): Promise<number> {
+    const target = await this.target();
+    const request = {
+      ...target, partitionId: { projectId: target.projectId, databaseId: target.databaseId, namespaceId: namespace },
+      aggregationQuery: { nestedQuery: query, aggregations: [{ alias: 'n', count: { upTo: { value: upTo } } }] },
+    };
+    const [response] = await call('count', async () => this.client.runAggregationQuery(request, await this.options()));
+    const value = response.batch?.aggregationResults?.[0]?.aggregateProperties?.n?.integerValue;
+    const n = Number(value);
+    if (value === undefined || value === null || !Number.isSafeInteger(n) || n < 0) throw unavailable('count', 'it answered no count');
+    return n;
+  }
+
   private async target(): Promise<{ projectId: string; databaseId: string }> {
     return { projectId: await this.project(), databaseId: this.datastore.options?.databaseId ?? '' };
   }

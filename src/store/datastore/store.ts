@@ -53,7 +53,7 @@ import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 import { ConfigError } from '../../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
 import { platformLogger } from '../../log/platform-logger';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerNeeded, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerLookup, LedgerNeeded, LedgerRecord, LedgerRef, Logger, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
 import { BackendChecks, type Backend, type ProbeTarget } from './backend';
 import { readMany, replaceMany } from './batch';
 import { retireLedgerMany } from './ledger-retire';
@@ -65,7 +65,8 @@ import { lookup, lookupMany } from './lookup';
 import { decodeEntityProperties } from './protos';
 import { allNamespaces, queryDue } from './ledger-query';
 import { queryDatastoreLocks } from './query';
-import type { LockPage, LockQuery } from '../lock-query';
+import { countDatastoreLocks, type CountMethod } from './count';
+import type { LockCount, LockCountQuery, LockPage, LockQuery } from '../lock-query';
 import { replaceAtVersion } from './replace';
 import { DatastoreRpc } from './rpc';
 import { entityVersionOf, snapshotOf } from './snapshot';
@@ -132,6 +133,8 @@ const UNSUPPORTED: ReadonlySet<number> = new Set([3 /* INVALID_ARGUMENT */, 12 /
 /** A {@link Store} on Google Cloud Datastore. */
 export class DatastoreStore implements Store {
   private readonly ledgerKind: string;
+  /** How this backend counts (an aggregation, or keys where it has none): found on the first count. */
+  private readonly countMethod: { current: CountMethod | undefined } = { current: undefined };
   private readonly namespaces?: readonly string[];
   private readonly rpc: DatastoreRpc;
   private readonly client: DatastoreClient;
@@ -227,6 +230,17 @@ export class DatastoreStore implements Store {
     };
   }
 
+  /** Many ledger records in one lookup (see `Store.readLedgerMany`). */
+  async readLedgerMany(refs: readonly LedgerLookup[]): Promise<(LedgerRecord | undefined)[]> {
+    if (refs.length > 1_000) throw new RangeError('readLedgerMany reads at most 1,000 records a call');
+    if (refs.length === 0) return [];
+    const found = await lookupMany(this.rpc, refs.map((r) => ledgerKey(this.ledgerKind, r.key.namespace, r.id)));
+    return found.map((f, i) => {
+      const record = f.entity ? readLedger(refs[i]!.id, decodeEntityProperties(f.entity)) : undefined;
+      return record && !('malformed' in record) ? record : undefined;
+    });
+  }
+
   async replaceIfUnchanged(
     key: Key,
     snapshot: Snapshot,
@@ -271,6 +285,11 @@ export class DatastoreStore implements Store {
   /** Lockable entities by step state, ordered by `lock_ts` (see `datastore-query.ts`). */
   queryLocks(query: LockQuery): Promise<LockPage> {
     return queryDatastoreLocks(this.rpc, query);
+  }
+
+  /** How many locks match, up to the cap: a count aggregation, or a keys-only count where the backend has none (`count.ts`). */
+  countLocks(query: LockCountQuery): Promise<LockCount> {
+    return countDatastoreLocks(this.rpc, query, this.countMethod);
   }
 
   /** Keys of the entities one property matches, keys-only, one batch (see `datastore-key-query.ts`). */

@@ -1,12 +1,14 @@
 /**
- * `queryLocks` for the in-memory store: the same answers as Datastore's indexed query on
- * (`lock_state`, `lock_ts`), with a cursor that names the last entity returned.
+ * `queryLocks` and `countLocks` for the in-memory store: the same answers as Datastore's indexed
+ * query on (`lock_state`, `lock_ts`), read from the store's lock index (`lock-index.ts`), with a
+ * cursor that names the last entity returned.
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Properties } from '../../types';
-import { checkLockQuery, type LockPage, type LockQuery } from '../lock-query';
-import { copyKey, keyString } from '../../keys/keys';
+import { checkLockCount, checkLockQuery, type LockCount, type LockCountQuery, type LockPage, type LockQuery } from '../lock-query';
+import { copyKey } from '../../keys/keys';
 import { copyProperties } from '../values';
+import { compareEntries, lowerBound, type IndexEntry, type IndexRange, type LockIndex } from './lock-index';
 
 /** An entity as the memory store holds it. */
 export interface MemoryEntity {
@@ -14,50 +16,52 @@ export interface MemoryEntity {
   properties: Properties | undefined;
 }
 
-type Position = [ts: number, id: string];
-
-/** Runs `query` over the stored entities. Entities without `lock_state` or `lock_ts` are not in the index, as in Datastore. */
-export function queryMemory(entities: Iterable<MemoryEntity>, query: LockQuery): LockPage {
+/** Runs `query` over the index; `entity` finds a stored entity by its id. */
+export function queryMemory(index: LockIndex, entity: (id: string) => MemoryEntity | undefined, query: LockQuery): LockPage {
   checkLockQuery(query);
-  const sign = query.order === 'asc' ? 1 : -1;
+  const list = index.range(rangeOf(query));
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-  const matches: Array<{ entity: MemoryEntity; at: Position }> = [];
-  for (const entity of entities) {
-    const at = position(entity, query);
-    if (at && (!after || sign * compare(at, after) > 0)) matches.push({ entity, at });
+  const picked: IndexEntry[] = [];
+  if (query.order === 'asc') {
+    let at = after ? lowerBound(list, after) : 0;
+    if (after && list[at] && compareEntries(list[at]!, after) === 0) at += 1;
+    for (; at < list.length && picked.length <= query.limit; at++) picked.push(list[at]!);
+  } else {
+    for (let at = (after ? lowerBound(list, after) : list.length) - 1; at >= 0 && picked.length <= query.limit; at--) picked.push(list[at]!);
   }
-  matches.sort((a, b) => sign * compare(a.at, b.at));
-  const page = matches.slice(0, query.limit);
+  const page = picked.slice(0, query.limit);
   const out: LockPage = {
-    entities: page.map(({ entity }) => ({ key: copyKey(entity.key), properties: copyProperties(entity.properties!, { unwrapNumbers: true }) })),
+    entities: page.flatMap((e) => {
+      const found = entity(e.id);
+      return found?.properties ? [{ key: copyKey(found.key), properties: copyProperties(found.properties, { unwrapNumbers: true }) }] : [];
+    }),
   };
-  if (matches.length > query.limit) out.cursor = encodeCursor(page[page.length - 1]!.at);
+  if (picked.length > query.limit) out.cursor = encodeCursor(page[page.length - 1]!);
   return out;
 }
 
-/** Where an entity sorts, or undefined when the query does not match it. */
-function position(entity: MemoryEntity, query: LockQuery): Position | undefined {
-  const props = entity.properties;
-  if (!props || entity.key.kind !== query.kind || (entity.key.namespace ?? '') !== (query.namespace ?? '')) return undefined;
-  if (props.lock_state !== query.state || !(props.lock_ts instanceof Date)) return undefined;
-  const ts = props.lock_ts.getTime();
-  if (query.tsBefore && ts >= query.tsBefore.getTime()) return undefined;
-  if (query.tsFrom && ts < query.tsFrom.getTime()) return undefined;
-  return [ts, keyString(entity.key)];
+/** Counts what `query` matches, up to its cap, from the index: two binary searches. */
+export function countMemory(index: LockIndex, query: LockCountQuery): LockCount {
+  checkLockCount(query);
+  const n = index.count(rangeOf(query));
+  return n > query.cap ? { count: query.cap, exact: false } : { count: n, exact: true };
 }
 
-function compare(a: Position, b: Position): number {
-  return a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+function rangeOf(query: LockQuery | LockCountQuery): IndexRange {
+  return {
+    kind: query.kind, namespace: query.namespace ?? '', state: query.state, run: query.run,
+    from: query.tsFrom?.getTime(), before: query.tsBefore?.getTime(),
+  };
 }
 
-function encodeCursor(at: Position): string {
-  return Buffer.from(JSON.stringify(at)).toString('base64url');
+function encodeCursor(at: IndexEntry): string {
+  return Buffer.from(JSON.stringify([at.ts, at.id])).toString('base64url');
 }
 
-function decodeCursor(cursor: string): Position {
+function decodeCursor(cursor: string): IndexEntry {
   try {
     const at: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString());
-    if (Array.isArray(at) && typeof at[0] === 'number' && typeof at[1] === 'string') return [at[0], at[1]];
+    if (Array.isArray(at) && typeof at[0] === 'number' && typeof at[1] === 'string') return { ts: at[0], id: at[1] };
   } catch {
     // fall through
   }

@@ -19,13 +19,14 @@
 import type { Key } from '@google-cloud/datastore';
 import { ContentionError, StoreUnavailableError } from '../../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerNeeded, LedgerRecord, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, LedgerLookup, LedgerNeeded, LedgerRecord, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../types';
 import { copyKey, keyString } from '../../keys/keys';
 import { keyPath } from '../../keys/key-path';
 import { dueFirst, LEDGER_KIND, LEDGER_UNINDEXED, ledgerKey, ledgerProperties, readLedger } from '../ledger-entity';
 import { copyProperties } from '../values';
-import type { LockPage, LockQuery } from '../lock-query';
-import { queryMemory } from './query';
+import type { LockCount, LockCountQuery, LockPage, LockQuery } from '../lock-query';
+import { countMemory, queryMemory } from './query';
+import { LockIndex } from './lock-index';
 import { findMemoryKeys, type KeyQuery } from '../key-query';
 
 /** The operations a fault can be injected into. */
@@ -41,6 +42,7 @@ export type MemoryStoreOperation =
   | 'listDue'
   | 'retireLedgerMany'
   | 'queryLocks'
+  | 'countLocks'
   | 'findKeys';
 
 /** Options of {@link MemoryStore}. */
@@ -85,6 +87,8 @@ interface StoreView {
 export class MemoryStore implements Store {
   readonly projectId?: string;
   private readonly entities = new Map<string, Stored>();
+  /** The locks by kind, namespace and state, ordered by `lock_ts` (`lock-index.ts`): lists and counts read it. */
+  private readonly locks = new LockIndex();
   private readonly fault?: (operation: MemoryStoreOperation) => Error | undefined;
   private readonly injected: Error[] = [];
   /** Number of commits so far; an entity's version is the commit that last wrote it. */
@@ -100,6 +104,12 @@ export class MemoryStore implements Store {
     rejectUnknownOptions('MemoryStore', options, OPTION_NAMES);
     if (options.projectId !== undefined) this.projectId = options.projectId;
     if (options.fault !== undefined) this.fault = options.fault;
+  }
+
+  /** Stores an entity (or its tombstone) and keeps the lock index in step. */
+  private keep(id: string, stored: Stored): void {
+    this.entities.set(id, stored);
+    this.locks.update(id, stored.key, stored.properties);
   }
 
   /** Makes the next `count` operations (of any kind) throw `error`. */
@@ -140,6 +150,17 @@ export class MemoryStore implements Store {
     return { snapshot, record: record && !('malformed' in record) ? record : undefined, ...(ledger?.properties ? { recordVersion: ledger.version } : {}) };
   }
 
+  /** Many ledger records (see `Store.readLedgerMany`). */
+  async readLedgerMany(refs: readonly LedgerLookup[]): Promise<(LedgerRecord | undefined)[]> {
+    this.check('lookup');
+    if (refs.length > 1_000) throw new RangeError('readLedgerMany reads at most 1,000 records a call');
+    return refs.map(({ key, id }) => {
+      const ledger = this.entities.get(keyString(ledgerKey(LEDGER_KIND, key.namespace, id)));
+      const record = ledger?.properties ? readLedger(id, copyProperties(ledger.properties)) : undefined;
+      return record && !('malformed' in record) ? record : undefined;
+    });
+  }
+
   /**
    * Writes `properties` if the entity is still at the snapshot's version. A failed `replace`
    * (injected fault) writes nothing.
@@ -157,7 +178,7 @@ export class MemoryStore implements Store {
     const stored = this.entities.get(id);
     if (!stored?.properties || stored.version !== base) return undefined;
     const version = ++this.clock;
-    this.entities.set(id, { key: copyKey(key), properties: copy, version });
+    this.keep(id, { key: copyKey(key), properties: copy, version });
     return snapshotOf(copy, version);
   }
 
@@ -188,13 +209,13 @@ export class MemoryStore implements Store {
         const record = copyProperties(ledgerProperties(write.record));
         if ((this.entities.get(id)?.version ?? 0) !== base) return { outcome: 'conflict' };
         const version = ++this.clock;
-        this.entities.set(id, { key: copyKey(write.read.key), properties, version });
-        this.entities.set(keyString(ledger), { key: ledger, properties: record, version });
+        this.keep(id, { key: copyKey(write.read.key), properties, version });
+        this.keep(keyString(ledger), { key: ledger, properties: record, version });
         const marker = write.marker;
         const markerId = marker && keyString(marker.key);
         // The marker rides with its entity, while still at the version read (when one was).
         if (marker && (marker.read === undefined || (this.entities.get(markerId!)?.version ?? 0) === marker.read.version)) {
-          this.entities.set(markerId!, { key: copyKey(marker.key), properties: copyProperties(marker.properties), version });
+          this.keep(markerId!, { key: copyKey(marker.key), properties: copyProperties(marker.properties), version });
         }
         return { outcome: 'written' };
       } catch (error) {
@@ -225,7 +246,13 @@ export class MemoryStore implements Store {
   /** Lockable entities by step state, ordered by `lock_ts`, as Datastore's indexed query answers. */
   async queryLocks(query: LockQuery): Promise<LockPage> {
     this.check('queryLocks');
-    return queryMemory(this.entities.values(), query);
+    return queryMemory(this.locks, (id) => this.entities.get(id), query);
+  }
+
+  /** How many locks match, from the index: two binary searches, whatever the number of entities. */
+  async countLocks(query: LockCountQuery): Promise<LockCount> {
+    this.check('countLocks');
+    return countMemory(this.locks, query);
   }
 
   /** Keys of the entities one property matches (`key-query.ts`), at once consistent. */
@@ -246,7 +273,7 @@ export class MemoryStore implements Store {
       const stored = this.entities.get(stringId);
       if (!stored?.properties) continue;
       const gone = version !== undefined ? stored.version === version : !needed(readOut(this.entities.get(keyString(key))?.properties), id);
-      if (gone) this.entities.set(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
+      if (gone) this.keep(stringId, { key: stored.key, properties: undefined, version: ++this.clock });
     }
   }
 
@@ -263,7 +290,7 @@ export class MemoryStore implements Store {
       throw new ContentionError(`transaction aborted: ${keyPath(conflict)} was changed by another transaction`);
     }
     const version = ++this.clock;
-    for (const [id, write] of tx.writes) this.entities.set(id, { ...write, version });
+    for (const [id, write] of tx.writes) this.keep(id, { ...write, version });
   }
 }
 

@@ -1,0 +1,54 @@
+/**
+ * `countLocks` on Datastore: a count aggregation (`RunAggregationQuery` with `COUNT` up to the cap,
+ * one RPC, served by the same index as the list), or, where the backend has none (it answers
+ * UNIMPLEMENTED or INVALID_ARGUMENT to the aggregation), a keys-only query paged up to the cap. Which
+ * one a backend takes is found on the first count and kept.
+ */
+import { StoreConfigError } from '../../errors/errors';
+import { grpcCode } from './errors';
+import { lockFilter } from './query';
+import type { DatastoreRpc, RawQuery } from './rpc';
+import { checkLockCount, type LockCount, type LockCountQuery } from '../lock-query';
+
+/** gRPC codes a backend without count aggregation answers it with. */
+const NO_AGGREGATION = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
+/** Keys per page of the keys-only count. */
+const PAGE = 1_000;
+
+/** How a store counts: found on its first count. */
+export type CountMethod = 'aggregation' | 'keys';
+
+/** Counts locks (see the file's comment); `method` is what the backend was found to take, and is updated. */
+export async function countDatastoreLocks(rpc: DatastoreRpc, query: LockCountQuery, method: { current: CountMethod | undefined }): Promise<LockCount> {
+  checkLockCount(query);
+  const raw: RawQuery = { kind: [{ name: query.kind }], filter: lockFilter(query) };
+  const namespace = query.namespace ?? '';
+  if (method.current !== 'keys') {
+    try {
+      const n = await rpc.runCount(namespace, raw, query.cap + 1);
+      method.current = 'aggregation';
+      return n > query.cap ? { count: query.cap, exact: false } : { count: n, exact: true };
+    } catch (error) {
+      const code = error instanceof StoreConfigError || error instanceof Error ? grpcCode((error as { cause?: unknown }).cause ?? error) : undefined;
+      if (method.current === 'aggregation' || code === undefined || !NO_AGGREGATION.has(code)) throw error;
+      method.current = 'keys';
+    }
+  }
+  return countByKeys(rpc, namespace, raw, query.cap);
+}
+
+async function countByKeys(rpc: DatastoreRpc, namespace: string, raw: RawQuery, cap: number): Promise<LockCount> {
+  let n = 0;
+  let cursor: Uint8Array | undefined;
+  for (;;) {
+    const limit = Math.min(PAGE, cap + 1 - n);
+    const batch = await rpc.runQuery(namespace, { ...raw, projection: [{ property: { name: '__key__' } }], limit: { value: limit }, ...(cursor ? { startCursor: cursor } : {}) });
+    const got = batch.entityResults?.length ?? 0;
+    n += got;
+    if (n > cap) return { count: cap, exact: false };
+    // A batch may hold fewer than asked (NOT_FINISHED): only NO_MORE_RESULTS, or a batch that
+    // stopped at the limit with nothing after it, ends the count.
+    if (batch.moreResults === 'NO_MORE_RESULTS' || got === 0 || !batch.endCursor || batch.endCursor.length === 0) return { count: n, exact: true };
+    cursor = batch.endCursor;
+  }
+}
