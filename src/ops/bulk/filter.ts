@@ -38,12 +38,13 @@ export interface BulkFilter {
 export type TargetRange = Pick<LockQuery, 'kind' | 'namespace' | 'state' | 'tsBefore'> & { run?: string };
 
 const NAME = /^[^\r\n]{1,200}$/;
-const KICKOFF = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** A kickoff id as `lock_run` holds it plainly (`k:<id>`): at most 64 characters, on one line. */
+const KICKOFF = /^[^\r\n]{1,64}$/;
 const FAN_OUT = /^[0-9a-f]{24}$/;
 
 /**
- * The `lock_run` of the chains a kickoff started: `k:` and its id (a fan-out's children carry
- * `f:` and the fan-out's id, so the two never collide).
+ * The `lock_run` of the chains a kickoff started: `k:` and its id, for an id of at most 64
+ * characters (a fan-out's children carry `f:` and the fan-out's id, so the two never collide).
  */
 export function kickoffRun(kickoff: string): string {
   return `k:${kickoff}`;
