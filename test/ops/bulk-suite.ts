@@ -33,11 +33,11 @@ export function bulkSuite(name: string, open: () => Promise<StoreUnderTest>): vo
       counter += 1;
       return Array.from({ length: n }, (_, i) => keys.key({ namespace: s.namespace, path: [KIND, `${prefix}${counter}-${i}`] }));
     };
-    /** Starts a chain on each key that fails for good, and waits until every one failed. */
-    const failedChains = async (all: Key[]): Promise<void> => {
+    /** Starts a chain on each key that fails for good (by one kickoff, if named), and waits until every one failed. */
+    const failedChains = async (all: Key[], kickoffId?: string): Promise<void> => {
       const paths = pathsOf(all);
       for (const p of paths) rig.failing.add(p);
-      const result = await rig.locker.scheduleMany(all.map((key) => ({ key, entity: { total: 5 }, path: '/work' })));
+      const result = await rig.locker.scheduleMany(all.map((key) => ({ key, entity: { total: 5 }, path: '/work' })), kickoffId ? { kickoffId } : {});
       assert.equal(result.started, all.length);
       await rig.until(`${all.length} chains failed`, async () => (await countKeysIn(s.store, all, 'failed')) === all.length, 120_000);
       for (const p of paths) rig.failing.delete(p);
@@ -97,6 +97,20 @@ export function bulkSuite(name: string, open: () => Promise<StoreUnderTest>): vo
       assert.equal(listed.status, 200);
       const mine = (listed.body as { operations: Array<{ id: string; done: number; chain: string }> }).operations.filter((o) => o.id === id);
       assert.deepEqual(mine.map((o) => [o.done, o.chain]), [[20, 'done']]);
+    });
+
+    it('a bulk retry of a kickoff\'s failed chains retries those alone', { timeout: 300_000 }, async () => {
+      const mine = newKeys('kick-a', 20);
+      const others = newKeys('kick-b', 10);
+      await failedChains(mine, `kick-a-${counter}`);
+      await failedChains(others, `kick-b-${counter}`);
+      const started = await rig.locker.bulk('retry', { kind: KIND, ...(ns() ? { namespace: ns() } : {}), kickoff: `kick-a-${counter}` }, { mount: '/ops', id: `kick-retry-${counter}` });
+      assert.deepEqual([started.operation.matched, started.operation.matchedExact], [20, true]);
+      const op = await rig.operationDone(started.operation.id, ns());
+      assert.deepEqual([op.done, op.skipped, op.failed], [20, 0, 0]);
+      await rig.until('20 chains complete', async () => (await countKeysIn(s.store, mine, 'complete')) === mine.length, 120_000);
+      assert.equal(await countKeysIn(s.store, others, 'failed'), others.length, 'the other kickoff\'s chains are left failed');
+      for (const p of pathsOf(others)) assert.equal(rig.runs.get(p), 1);
     });
 
     it('refuses a bad filter before writing anything', async () => {

@@ -148,6 +148,20 @@ describe('statusRouter bulk actions', () => {
     assert.deepEqual([json.body.done, json.body.chain, json.body.description], [2, 'done', 'resend every stalled Order step']);
   });
 
+  it('cancels a kickoff\'s live chains and no other', async () => {
+    const { app, locker, queue, key, store } = await fixture();
+    await locker.scheduleMany(['k1', 'k2', 'k3'].map((n) => ({ key: key(n), entity: {}, path: '/charge' })), { kickoffId: 'live-kickoff' });
+    await locker.scheduleMany(['o1', 'o2'].map((n) => ({ key: key(n), entity: {}, path: '/charge' })), { kickoffId: 'other-kickoff' });
+    const started = await locker.bulk('cancel', { kind: KIND, kickoff: 'live-kickoff' }, { mount: '/ops/locker', id: 'cancel-live' });
+    assert.equal(started.operation.matched, 3);
+    const step = queue.tasks.find((t) => t.path === '/ops/locker/operations/step')!;
+    assert.equal((await deliver(app, step)).status, 200);
+    const op = await locker.inspect().operation('cancel-live');
+    assert.deepEqual([op?.chain, op?.done, op?.skipped], ['done', 3, 0]);
+    for (const n of ['k1', 'k2', 'k3']) assert.equal((await store.get(key(n)))?.lock_state, StepState.cancelled, n);
+    for (const n of ['o1', 'o2']) assert.equal((await store.get(key(n)))?.lock_state, StepState.scheduled, n);
+  });
+
   it('a chain acted on after the operation was confirmed is no longer one of its targets', async () => {
     const { app, locker, queue, key } = await fixture();
     const started = await locker.bulk('retry', { kind: KIND }, { mount: '/ops/locker', id: 'retry-fenced' });

@@ -17,6 +17,7 @@
 import { BadRequestError } from '../../errors/errors';
 import { StepState } from '../../types';
 import type { LockQuery } from '../../store/lock-query';
+import { kickoffRun } from '../../rules/kickoff-plan';
 
 /** The bulk actions. */
 export const BULK_ACTIONS = ['retry', 'cancel', 'resend'] as const;
@@ -38,17 +39,9 @@ export interface BulkFilter {
 export type TargetRange = Pick<LockQuery, 'kind' | 'namespace' | 'state' | 'tsBefore'> & { run?: string };
 
 const NAME = /^[^\r\n]{1,200}$/;
-/** A kickoff id as `lock_run` holds it plainly (`k:<id>`): at most 64 characters, on one line. */
-const KICKOFF = /^[^\r\n]{1,64}$/;
+/** A kickoff id (its chains' `lock_run` is `k:<id>`, `kickoffRun()`): on one line, at most 500 characters. */
+const KICKOFF = /^[^\r\n]{1,500}$/;
 const FAN_OUT = /^[0-9a-f]{24}$/;
-
-/**
- * The `lock_run` of the chains a kickoff started: `k:` and its id, for an id of at most 64
- * characters (a fan-out's children carry `f:` and the fan-out's id, so the two never collide).
- */
-export function kickoffRun(kickoff: string): string {
-  return `k:${kickoff}`;
-}
 
 /** Checks an action and its filter; throws `BadRequestError` (400) saying what is wrong. Answers the filter with its empty fields dropped. */
 export function checkBulk(action: unknown, filter: unknown, kinds?: readonly string[]): { action: BulkAction; filter: BulkFilter } {
