@@ -37,8 +37,15 @@ export function bulkSuite(name: string, open: () => Promise<StoreUnderTest>): vo
     const failedChains = async (all: Key[], kickoffId?: string): Promise<void> => {
       const paths = pathsOf(all);
       for (const p of paths) rig.failing.add(p);
-      const result = await rig.locker.scheduleMany(all.map((key) => ({ key, entity: { total: 5 }, path: '/work' })), kickoffId ? { kickoffId } : {});
-      assert.equal(result.started, all.length);
+      // A call that met a loaded emulator's deadline is made again with the same kickoff id, as the
+      // bulk-kickoff guide says: it starts no chain twice.
+      const id = kickoffId ?? `seed-${counter}-${all.length}`;
+      let result = await rig.locker.scheduleMany(all.map((key) => ({ key, entity: { total: 5 }, path: '/work' })), { kickoffId: id });
+      for (let again = 0; again < 3 && result.started < all.length; again++) {
+        result = await rig.locker.scheduleMany(all.map((key) => ({ key, entity: { total: 5 }, path: '/work' })), { kickoffId: id });
+      }
+      const errors = result.results.flatMap((r) => (r.status === 'failed' ? [r.error.message] : [])).slice(0, 3);
+      assert.equal(result.started, all.length, `every chain started: ${errors.join('; ')}`);
       await rig.until(`${all.length} chains failed`, async () => (await countKeysIn(s.store, all, 'failed')) === all.length, 120_000);
       for (const p of paths) rig.failing.delete(p);
     };
