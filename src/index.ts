@@ -71,6 +71,11 @@ export type { LedgerView } from './ops/inspect/ledger-view';
 // The operator's actions and the status router.
 export type { ActionOptions, ActionResult } from './ops/actions';
 export { STATUS_ROUTER_DEFAULTS, type StatusRouterOptions, type StatusColumn } from './ops/status/options';
+// Bulk actions (`locker.bulk()`), tracked as operations, and the HTML parts a page of your own can show.
+export { BULK_ACTIONS, type BulkAction, type BulkFilter } from './ops/bulk/filter';
+export type { BulkOptions, BulkStarted } from './ops/bulk/start';
+export { OPERATION_KIND, type Operation, type OperationState } from './ops/bulk/operation';
+export type { OperationView } from './ops/bulk/view';
 export type { LockQuery, LockPage, FoundEntity } from './store/lock-query';
 
 // The index.yaml entries locker.inspect() and the status router need, for your kinds (also the

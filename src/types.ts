@@ -467,6 +467,12 @@ export type AuthVerdict =
      * request whose payload, as JSON, hashes otherwise.
      */
     bodySha256?: string;
+    /**
+     * Who the request comes from, when the authenticator knows (an email, a service account): the
+     * status router writes it as "who" in the audit line and on the row of a bulk operation.
+     * Optional: without it the operation says nobody was named.
+     */
+    principal?: string;
   }
   | {
     /** The request is refused. */

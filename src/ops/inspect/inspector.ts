@@ -16,6 +16,7 @@ import type { LockQuery } from '../../store/lock-query';
 import { StepState, type LockCount, type QueueDepth } from '../../types';
 import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
+import { getOperation, listOperations, type OperationView } from '../bulk/view';
 import { searchEntities, type SearchReading, type SearchScope } from './search';
 import { decodeKey } from '../../keys/key-codec';
 import { kickoffRun } from '../../rules/kickoff-plan';
@@ -348,6 +349,20 @@ export class Inspector {
     return { ...view, failures };
   }
 
+
+  /**
+   * The newest bulk operations (`locker.bulk()`, the status page's bulk actions) of `namespaces`
+   * (an operation lives in its targets' namespace; default: the default one), by their last
+   * progress, at most `limit` (1 to 100, default 20), each with its progress.
+   */
+  operations(options: { limit?: number; namespaces?: readonly string[] } = {}): Promise<OperationView[]> {
+    return listOperations(this.reads(), options.namespaces ?? [''], options.limit ?? 20, this.parts.config.clock());
+  }
+
+  /** One bulk operation with its progress, by id and namespace (its targets'; default: the default one); undefined when there is none. */
+  operation(id: string, namespace?: string): Promise<OperationView | undefined> {
+    return getOperation(this.parts.reads, id, namespace, this.parts.config.clock());
+  }
 
   /** @internal The clock and durations states are computed with (a cursor keeps its page's `now`). */
   clock(now = this.parts.config.clock()): ViewClock {
