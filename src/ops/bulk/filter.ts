@@ -21,6 +21,7 @@ import { kickoffRun } from '../../rules/kickoff-plan';
 
 /** The bulk actions. */
 export const BULK_ACTIONS = ['retry', 'cancel', 'resend'] as const;
+/** A bulk action: `retry` failed steps, `cancel` live chains, `resend` stalled steps. */
 export type BulkAction = (typeof BULK_ACTIONS)[number];
 
 /** Which chains a bulk action acts on (see the file's comment for the combinations allowed). */

@@ -27,7 +27,9 @@ export const MAX_TEXT = 160;
 export interface Operation {
   /** Its id (the record's key name): minted when the confirm page was drawn, or given to `locker.bulk()`. */
   id: string;
+  /** What it does to each target: `retry`, `resend` or `cancel`. */
   action: BulkAction;
+  /** Which chains it acts on (a kind, a kickoff or a fan-out). */
   filter: BulkFilter;
   /** Who asked: the authenticator's principal, or what `locker.bulk()` was told; undefined when nobody was named. */
   by?: string;
@@ -35,6 +37,7 @@ export interface Operation {
   createdAt: Date;
   /** The route its steps are delivered to (where the status router serves `POST /operations/step`). */
   path: string;
+  /** `running` while pages are left, `done` after the last. */
   state: OperationState;
   /** Targets the filter matched when it was confirmed (a count from the store, capped). */
   matched: number;
@@ -44,11 +47,11 @@ export interface Operation {
   done: number;
   /** Targets left alone, with why (already done by a page run again, moved on since, no longer stalled, ...). */
   skipped: number;
-  /** Why targets were skipped: reason → how many (at most {@link MAX_SKIP_REASONS}, the rest under "other"). */
+  /** Why targets were skipped: reason → how many (at most 5, the rest under "other"). */
   skips: Record<string, number>;
   /** Targets whose action failed with an error other than a refusal. */
   failed: number;
-  /** The latest of those errors (at most {@link MAX_ERRORS}). */
+  /** The latest of those errors (at most 3). */
   errors: string[];
   /** Pages finished. */
   pages: number;
