@@ -2,7 +2,8 @@
  * The operator's console, the whole path in headless Chromium on the Datastore emulator: 1,000
  * chains started by one scheduleMany(), the kickoff's progress bar reaching 1,000; 100 of them
  * failing for good and found first on the overview, counted; one found by its key as the page
- * writes it; and every chain's effect done exactly once. Screenshots go to /tmp, or to
+ * writes it; the 100 bulk-retried from the page, the operation's progress reaching 100; and every
+ * chain's effect done exactly once. Screenshots go to /tmp, or to
  * docs/guides/images (the operators' page shows them) with UPDATE_SCREENSHOTS=1.
  */
 import { describe, it, before, after } from 'node:test';
@@ -117,9 +118,29 @@ describe('the operator\'s console in headless Chromium: 1,000 chains, 100 failed
     assert.equal(await page.locator('table.detail').getAttribute('data-state'), 'failed');
   });
 
-  it('did each chain\'s effect exactly once, and none for the failed ones', () => {
+  it('did each chain\'s effect exactly once so far, and none for the failed ones', () => {
     assert.equal(effects.size, CHAINS - FAILING);
     assert.deepEqual([...effects.values()].filter((n) => n !== 1), [], 'every effect once');
     for (const n of declined) assert.equal(effects.get(n), undefined);
+  });
+
+  it('bulk-retries the 100 failed chains from the page, and sees the operation\'s progress reach 100', async () => {
+    declined.clear(); // the cause is fixed: their charge goes through now
+    await page.goto(`${url}/ops/`);
+    await Promise.all([page.waitForURL(/\/ops\/bulk\?action=retry/), page.locator('section[data-state="failed"] a.bulk').first().click()]);
+    assert.match(await page.locator('main').innerText(), new RegExp(`${FAILING} failed chains match now`));
+    await Promise.all([page.waitForURL(/\/ops\/operation\?id=/), page.getByRole('button', { name: `Retry ${FAILING} failed chains` }).click()]);
+    const operation = page.url().replace(`${url}/ops`, '');
+    await until(operation, 'the operation to finish', async () =>
+      (await page.locator('svg[role="img"]').first().getAttribute('aria-label')) === `${FAILING} of ${FAILING}: ${FAILING} done, 0 skipped, 0 failed`);
+    await page.screenshot({ path: join(SHOTS, 'status-operation.png') });
+    await until('/kickoff?id=november', 'every chain of the kickoff complete', async () =>
+      (await page.locator('svg.progress').getAttribute('aria-label')) === `${CHAINS.toLocaleString('en-US')} complete, 0 failed, 0 cancelled, 0 live, of 1,000`);
+  });
+
+  it('did each of the 1,000 chains\' effect exactly once in the end', () => {
+    assert.equal(effects.size, CHAINS);
+    assert.deepEqual([...effects.values()].filter((n) => n !== 1), [], 'every effect once');
+    assert.ok(logger.has('bulk operation started') && logger.has('bulk operation done'), 'the audit lines');
   });
 });

@@ -12,6 +12,7 @@ import type { ActionName, DetailView, ListView, Section, StepRow } from './view-
 import type { FanOutView } from '../../fanout/view';
 import type { QueueDepth } from '../../types';
 import { countsTableHtml } from './counts-table';
+import { bulkLink, operationsTable } from './operation-page';
 import { keyPath } from '../../keys/key-codec';
 
 /** What every page needs besides its view. */
@@ -52,6 +53,7 @@ export function renderList(view: ListView, ctx: PageContext): string {
     ...urgent.map((s) => sectionHtml(s, view, ctx)),
     view.owed ? owedHtml(view.owed, ctx) : '',
     view.counts ? countsTableHtml(view.counts, ctx.base, ctx.namespaces.length > 1) : '',
+    view.operations && view.operations.length > 0 ? `<section class="operations"><h2>Bulk operations <small>newest first; <a href="${escapeHtml(ctx.base)}/operations">all →</a></small></h2>\n${operationsTable(view.operations, ctx.base)}</section>` : '',
     ...rest.map((s) => sectionHtml(s, view, ctx)),
   ];
   if (view.sections.every((s) => s.rows.length === 0) && !view.owed?.rows.length) body.push('<p class="empty">No steps to show.</p>');
@@ -204,6 +206,15 @@ function queueLine(q: QueueDepth): string {
   return `<p class="queue">Queue: <span data-queue="waiting">${q.waiting}</span> task${q.waiting === 1 ? '' : 's'} waiting, <span data-queue="in-flight">${q.inFlight}</span> being delivered.</p>`;
 }
 
+/** The bulk action a list offers: retry every failed chain, or re-send every stalled step, of its kind (and kickoff). */
+function bulkActionFor(section: Section, view: ListView, ctx: PageContext): string {
+  const filter = { kind: section.kind, namespace: section.namespace, ...(view.filters.kickoff !== undefined ? { kickoff: view.filters.kickoff } : {}) };
+  const whose = view.filters.kickoff !== undefined ? ` of kickoff ${view.filters.kickoff}` : '';
+  if (section.state === 'failed') return `<p class="bulk-action">${bulkLink(ctx.base, 'retry', filter, `Retry every failed ${section.kind}${whose}…`)}</p>`;
+  if (section.state === 'stalled' && view.filters.kickoff === undefined) return `<p class="bulk-action">${bulkLink(ctx.base, 'resend', filter, `Resend every stalled ${section.kind}…`)}</p>`;
+  return '';
+}
+
 /** The states that need a person: shown first on the overview, across kinds. */
 const NEEDS_A_PERSON: ReadonlySet<InspectState> = new Set(['failed', 'stalled']);
 
@@ -237,6 +248,7 @@ ${section.rows.map((row) => rowHtml(row, ctx)).join('\n')}
 </table>`;
   return `<section class="state-${section.state}" data-kind="${escapeHtml(section.kind)}" data-state="${section.state}">
 <h2>${escapeHtml(STATE_LABELS[section.state])} · ${escapeHtml(where)} <small>${escapeHtml(STATE_HELP[section.state])}</small></h2>
+${section.rows.length > 0 ? bulkActionFor(section, view, ctx) : ''}
 ${rows}
 ${more}
 </section>`;

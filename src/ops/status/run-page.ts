@@ -8,6 +8,7 @@ import { escapeHtml } from '../../http/html';
 import type { RunProgress } from '../inspect/inspector';
 import { formatCount } from './counts-table';
 import { layout, type PageContext } from './page';
+import { bulkLink } from './operation-page';
 
 /** The parts of the bar, in the order drawn, with their colours and list filters. */
 const PARTS = [
@@ -32,6 +33,11 @@ export function progressBar(p: RunProgress): string {
   return `<svg class="progress" viewBox="0 0 400 16" width="400" height="16" role="img" aria-label="${escapeHtml(summary)}" preserveAspectRatio="none"><rect x="0" y="0" width="400" height="16" fill="#eceff1"></rect>${rects.join('')}</svg>`;
 }
 
+/** Every kind in every namespace the page lists. */
+function where(kinds: readonly string[], namespaces: readonly string[]): Array<[string, string]> {
+  return kinds.flatMap((k) => namespaces.map((ns): [string, string] => [k, ns]));
+}
+
 /** The kickoff's page. */
 export function renderKickoff(p: RunProgress, kinds: readonly string[], ctx: PageContext): string {
   const link = (state: string | undefined, kind: string): string => `${ctx.base}/?${new URLSearchParams({ ...(state ? { state } : {}), kind, kickoff: p.id }).toString()}`;
@@ -43,6 +49,8 @@ ${progressBar(p)}
 <ul class="run-counts">
 ${counts}
 </ul>
+${p.failed.count > 0 ? `<p class="bulk-action">${where(kinds, ctx.namespaces).map(([k, ns]) => bulkLink(ctx.base, 'retry', { kind: k, namespace: ns, kickoff: p.id }, `Retry this kickoff's failed ${k}${ns ? ` in ${ns}` : ''}…`)).join(' ')}</p>` : ''}
+${p.live.count > 0 ? `<p class="bulk-action">${where(kinds, ctx.namespaces).map(([k, ns]) => bulkLink(ctx.base, 'cancel', { kind: k, namespace: ns, kickoff: p.id }, `Cancel this kickoff's live ${k}${ns ? ` in ${ns}` : ''}…`)).join(' ')}</p>` : ''}
 <p class="help">Counted through the chains' <code>lock_run</code> (<code>${escapeHtml(p.run)}</code>): a chain counts while its entity still runs it; an entity a later chain took over counts no more.</p>
 </div>`;
   return layout(`Kickoff ${p.id} · ${ctx.title}`, ctx, body, `${ctx.base}/kickoff.json?id=${encodeURIComponent(p.id)}`);

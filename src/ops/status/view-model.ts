@@ -5,6 +5,7 @@
 import { fanOutJson } from '../../fanout/view';
 import type { KindCounts, SearchHit, StepDetail } from '../inspect/inspector';
 import type { QueueDepth } from '../../types';
+import type { OperationView } from '../bulk/view';
 import type { InspectState, StepSummary } from '../inspect/step-view';
 
 /** The actions a step in this state allows, in the order the page shows them. */
@@ -47,6 +48,8 @@ export interface ListView {
   sections: Section[];
   /** On the overview, when the store counts: the numbers per kind and namespace. */
   counts?: KindCounts[];
+  /** On the overview: the latest bulk operations, with their progress. */
+  operations?: OperationView[];
   /** What the queue holds now, when it can tell. */
   queue?: QueueDepth;
   /** On the overview: entities that owe an alert, found among the ledger records due (`cut`: more were due than read). */
