@@ -65,6 +65,8 @@ export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptio
 
 // The operator's view: steps by state, one entity's detail.
 export { Inspector, type ListQuery, type StepPage, type StepDetail } from './ops/inspect/inspector';
+export type { Throughput, ThroughputBucket } from './ops/inspect/throughput';
+export type { HistoryEntry, StepOutcome } from './rules/step-history';
 export { InspectState, INSPECT_STATES, type StepSummary } from './ops/inspect/step-view';
 export type { LedgerView } from './ops/inspect/ledger-view';
 // The operator's actions and the status router.

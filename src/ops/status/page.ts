@@ -12,6 +12,7 @@ import type { ActionName, DetailView, ListView, Section, StepRow } from './view-
 import type { FanOutView } from '../../fanout/view';
 import type { QueueDepth } from '../../types';
 import { countsTableHtml } from './counts-table';
+import { historyHtml } from './history-table';
 import { keyPath } from '../../keys/key-codec';
 
 /** What every page needs besides its view. */
@@ -90,6 +91,7 @@ ${rows.map(([label, value]) => `<tr><th>${label}</th><td>${value}</td></tr>`).jo
 <div class="actions">${actionForms(s, view.actions, ctx, true)}</div>
 ${error}
 ${s.fanOut ? fanOutHtml(s.fanOut, view.now) : ''}
+${historyHtml(s.history, view.now)}
 <h2>Properties</h2>
 <pre class="props">${escapeHtml(JSON.stringify(s.properties, jsonSafe, 2))}</pre>`;
   return layout(`${s.keyPath} · ${ctx.title}`, ctx, body, `${ctx.base}/step.json?key=${encodeURIComponent(s.encodedKey)}`);

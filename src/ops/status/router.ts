@@ -7,6 +7,7 @@
  *   GET  /steps.json   the same as JSON
  *   GET  /step?key=    one entity (`key` as `X-Lock-Key` encodes it); `/step.json?key=` as JSON
  *   GET  /search?q=    a key as the page shows it, an encoded key or a chain id (one match: 303 to it); `/search.json?q=`
+ *   GET  /throughput.json   steps finished per minute, p50 and p95 duration, from the chains' histories (`?minutes=`, 60 by default)
  *   POST /step/retry | /step/resend | /step/cancel   form fields key, seq, csrf; answers 303 to the step
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -78,6 +79,14 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
       now: new Date(view.now).toISOString(), query: view.text,
       found: view.hits.map((h) => ({ by: h.by, ...stepJson(h.step, {}, actionsFor(h.step)) })),
     });
+  }));
+  router.get('/throughput.json', auth, handler(backend, async (req, res) => {
+    const inspector = backend.inspect();
+    const minutes = readMinutes(req.query.minutes);
+    const t = await inspector.throughput({
+      kinds: config.kinds, namespaces: config.namespaces, since: new Date(inspector.clock().now - minutes * 60_000),
+    });
+    res.set('Cache-Control', 'no-store').json(t);
   }));
   router.post('/step/:action', auth, express.urlencoded({ extended: false, limit: '8kb' }), handler(backend, (req, res) => act(backend, req, res)));
   return router;
@@ -217,6 +226,13 @@ function readFilters(config: StatusConfig, req: Request): Filters {
     filters.cursor = cursor;
   }
   return filters;
+}
+
+/** The window of `/throughput.json`, minutes: 60 when left out, 1 to 1,440. */
+function readMinutes(value: unknown): number {
+  if (value === undefined || value === '') return 60;
+  if (typeof value !== 'string' || !/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1_440) throw new BadRequestError('minutes must be 1 to 1440');
+  return Number(value);
 }
 
 function readKey(backend: StatusBackend, value: unknown): Key {
