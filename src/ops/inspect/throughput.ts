@@ -22,18 +22,21 @@ export interface ThroughputBucket {
 
 /** What `inspector.throughput()` returns. */
 export interface Throughput {
-  /** The window's start (a whole minute) and end. */
+  /** The window's start: a whole minute. */
   since: Date;
+  /** The window's end: when it was read. */
   now: Date;
   /** One bucket per minute from `since`, oldest first. */
   buckets: ThroughputBucket[];
   /** Steps counted in all. */
   finished: number;
-  /** The p50 and p95 of how long they took over the whole window, ms (nearest rank); undefined with none. */
+  /** The p50 of how long they took over the whole window, ms (nearest rank); undefined with none. */
   p50Ms?: number;
+  /** The p95, likewise. */
   p95Ms?: number;
-  /** The entities read, and the most read per kind, namespace and state. */
+  /** The entities read. */
   entities: number;
+  /** The most read per kind, namespace and state. */
   cap: number;
   /**
    * What may be missing: `entities` when a query hit the cap (more entities moved in the window
