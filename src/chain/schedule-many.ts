@@ -22,7 +22,7 @@ import { randomUUID } from 'node:crypto';
 import type { Parts } from '../parts';
 import { ConfigError } from '../errors/errors';
 import { checkDeliverable, keyPath } from '../keys/key-codec';
-import { kickoffChainId, kickoffRecord, kickoffRecordKey } from '../rules/kickoff-plan';
+import { kickoffChainId, kickoffRecord, kickoffRecordKey, kickoffRun } from '../rules/kickoff-plan';
 import { eachLimited, kickoffRounds, type KickoffJob, type KickoffMarking, type KickoffOutcome } from './kickoff-rounds';
 import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
@@ -140,7 +140,7 @@ const MARKING: KickoffMarking<Job> = {
 async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<ToSend[]> {
   const toSend: ToSend[] = [];
   const jobs: Job[] = batch.map((pending) => ({
-    pending, key: pending.item.key, entity: pending.item.entity, chain: pending.chain, step: pending.step, markerKey: kickoffRecordKey(pending.item.key, pending.chain),
+    pending, key: pending.item.key, entity: pending.item.entity, chain: pending.chain, step: pending.step, markerKey: kickoffRecordKey(pending.item.key, pending.chain), run: kickoffRun(run.kickoffId),
   }));
   await kickoffRounds(parts, jobs, MARKING, ({ pending: p }, outcome) => {
     if (outcome.kind === 'started') toSend.push({ pending: p, record: outcome.record, seq: outcome.record.seq });
@@ -220,7 +220,7 @@ class Run {
   constructor(
     private readonly parts: KickoffParts,
     private readonly items: readonly KickoffItem[],
-    private readonly kickoffId: string,
+    readonly kickoffId: string,
     private readonly onProgress: ((progress: KickoffProgress) => void) | undefined,
   ) {
     this.total = items.length;

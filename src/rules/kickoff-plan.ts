@@ -64,6 +64,16 @@ export type KickoffPlan =
     previousTask: string | undefined;
   };
 
+/** The `lock_run` of a bulk kickoff's chains: `k:` and its kickoff id. */
+export function kickoffRun(kickoffId: string): string {
+  return `k:${kickoffId}`;
+}
+
+/** The `lock_run` of a fan-out's children: `f:` and the fan-out's id. */
+export function fanOutRun(fanout: string): string {
+  return `f:${fanout}`;
+}
+
 /** The id of the chain kickoff `kickoffId` starts on the entity whose key identity is `keyId`. */
 export function kickoffChainId(kickoffId: string, keyId: string): string {
   return createHash('sha256').update(`kickoff\n${kickoffId}\n${keyId}`).digest('base64url').slice(0, 12);

@@ -16,6 +16,12 @@ export interface Lock {
   /** Undefined when the entity never had a step scheduled. */
   state: StepState | undefined;
   chain: string | undefined;
+  /**
+   * The tracked work that started the chain (`lock_run`): `k:<kickoffId>` for a bulk kickoff's
+   * chain, `f:<fan-out id>` for a fan-out child's; undefined for a chain `schedule()` started. Kept
+   * by every step of the chain; the operator's counts and lists of a kickoff or a fan-out read it.
+   */
+  run: string | undefined;
   task: string | undefined;
   err: string | undefined;
   alerts: string[];
@@ -65,6 +71,7 @@ export function readLock(props: Properties): Lock {
     tries: integer(props.lock_try),
     state,
     chain: optionalString(props.lock_chain),
+    run: optionalString(props.lock_run),
     task: optionalString(props.lock_task),
     err: optionalString(props.lock_err),
     alerts: Array.isArray(props.lock_alerts) && props.lock_alerts.length > 0 ? props.lock_alerts.filter((a): a is string => typeof a === 'string') : [],
@@ -85,6 +92,7 @@ export function writeLock(props: Properties, lock: Lock): Properties {
   out.lock_try = lock.tries;
   if (lock.state !== undefined) out.lock_state = lock.state;
   if (lock.chain !== undefined) out.lock_chain = lock.chain;
+  if (lock.run !== undefined) out.lock_run = lock.run;
   if (lock.task !== undefined) out.lock_task = lock.task;
   if (lock.err !== undefined) out.lock_err = lock.err;
   if (lock.alerts.length > 0) out.lock_alerts = lock.alerts;
@@ -95,7 +103,7 @@ export function writeLock(props: Properties, lock: Lock): Properties {
 /** Whether two locks store the same fields (the test a write uses to recognise itself, applied). */
 export function sameLock(a: Lock, b: Lock): boolean {
   return a.ts?.getTime() === b.ts?.getTime() && a.req === b.req && a.seq === b.seq && a.tries === b.tries &&
-    a.state === b.state && a.chain === b.chain && a.task === b.task && a.err === b.err && (a.hist ?? '') === (b.hist ?? '') &&
+    a.state === b.state && a.chain === b.chain && a.run === b.run && a.task === b.task && a.err === b.err && (a.hist ?? '') === (b.hist ?? '') &&
     a.alerts.length === b.alerts.length && a.alerts.every((alert, i) => alert === b.alerts[i]);
 }
 

@@ -179,5 +179,7 @@ function ended(lock: Lock, outcome: Exclude<StepOutcome, 'running'>, now: Date):
 }
 
 function nextStep(lock: Lock, e: NewStep): Lock {
-  return { ...lock, ts: e.now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.scheduled, chain: e.chain, task: e.task, err: undefined, alerts: [], legacy: false };
+  // The chain's run is kept while the chain goes on; a new chain has none unless its kickoff names one.
+  const run = e.chain === lock.chain ? lock.run : undefined;
+  return { ...lock, ts: e.now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.scheduled, chain: e.chain, run, task: e.task, err: undefined, alerts: [], legacy: false };
 }

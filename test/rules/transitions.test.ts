@@ -46,7 +46,7 @@ const CLAIMED = ['overwrite:3', 'failure:3'];
 /** A lock each event may act on: failed for a retry, complete for a kickoff, a held step otherwise. */
 function before(event: string): Lock {
   const base: Lock = {
-    ts: OLD, req: 'holder', seq: 3, tries: 2, state: StepState.scheduled, chain: 'c1', task: 't1',
+    ts: OLD, req: 'holder', seq: 3, tries: 2, state: StepState.scheduled, chain: 'c1', run: undefined, task: 't1',
     err: 'an earlier error', alerts: ['overwrite:3'], legacy: false,
     // Step 3 opened by the holder at OLD, after step 2 scheduled it.
     hist: `3 running ${OLD.getTime()} - 0 0 /step\n2 next ${OLD.getTime() - 500} 200 1 0 /step`,

@@ -21,6 +21,7 @@ import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
 import { searchEntities, type SearchReading, type SearchScope } from './search';
 import { decodeKey } from '../../keys/key-codec';
+import { kickoffRun } from '../../rules/kickoff-plan';
 import { InspectState, INSPECT_STATES, inList, splitError, viewStep, withLedger, type StepSummary, type ViewClock } from './step-view';
 
 /** The states whose steps wait for a task: their ledger records tell queued from stalled. */
@@ -40,6 +41,8 @@ export interface ListQuery {
   limit?: number;
   /** Where the previous page ended (its `cursor`). */
   cursor?: string;
+  /** Only the chains of one kickoff or fan-out: its `lock_run` (`k:<kickoffId>`, `f:<fan-out id>`). */
+  run?: string;
 }
 
 /** A page of steps. */
@@ -110,6 +113,21 @@ export interface KindCounts {
   cancelled: LockCount;
 }
 
+/** A kickoff's (or a fan-out's) chains by state (`inspector.kickoff()`). */
+export interface RunProgress {
+  /** The kickoff id. */
+  id: string;
+  /** Its `lock_run`. */
+  run: string;
+  /** Chains that carry the run: the sum of the others. */
+  started: LockCount;
+  /** Scheduled or running. */
+  live: LockCount;
+  failed: LockCount;
+  complete: LockCount;
+  cancelled: LockCount;
+}
+
 /** An entity a search found. */
 export interface SearchHit {
   step: StepSummary;
@@ -144,7 +162,7 @@ export class Inspector {
     for (let batch = 0; batch < MAX_BATCHES && steps.length < limit; batch++) {
       const page = await reads.queryLocks({
         kind: query.kind, namespace: query.namespace ?? '', order: query.order === 'newest' ? 'desc' : 'asc',
-        limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}),
+        limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}), ...(query.run !== undefined ? { run: query.run } : {}),
       });
       const views = page.entities.map(({ key, properties }) => {
         const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
@@ -238,6 +256,34 @@ export class Inspector {
       since: new Date(since), now: new Date(now), buckets: bucketsOf(steps, since, now), finished: steps.length, ...overall(steps),
       entities, cap, cut: [...cut].sort(),
     };
+  }
+
+  /**
+   * A bulk kickoff's progress (`scheduleMany({ kickoffId })`): its chains by state, counted through
+   * `lock_run` (equalities only: Datastore's built-in indexes serve them, no composite index), four
+   * counts per kind and namespace of `scope`, all at once. `started` is their sum: the chains the
+   * kickoff started that still carry its run (an entity a later chain took over counts no more).
+   */
+  async kickoff(kickoffId: string, scope: { kinds: readonly string[]; namespaces: readonly string[]; cap?: number }): Promise<RunProgress> {
+    if (typeof kickoffId !== 'string' || kickoffId === '' || kickoffId.length > 400) throw new RangeError('a kickoff id is a non-empty string of at most 400 characters');
+    return this.runProgress(kickoffRun(kickoffId), kickoffId, scope);
+  }
+
+  private async runProgress(run: string, id: string, scope: { kinds: readonly string[]; namespaces: readonly string[]; cap?: number }): Promise<RunProgress> {
+    const reads = this.parts.reads;
+    if (!reads.countsLocks) throw new ConfigError('a kickoff\'s progress needs a store with countLocks (DatastoreStore and MemoryStore have it).');
+    const cap = scope.cap ?? DEFAULT_COUNT_CAP;
+    const wanted = scope.kinds.flatMap((kind) => scope.namespaces.map((namespace) => ({ kind, namespace })));
+    const states = [StepState.scheduled, StepState.failed, StepState.complete, StepState.cancelled] as const;
+    const counts = await Promise.all(wanted.flatMap(({ kind, namespace }) => states.map((state) => reads.countLocks({ kind, namespace, state, run, cap }))));
+    const sum = (state: StepState): LockCount => counts.filter((_, i) => states[i % states.length] === state)
+      .reduce((a, c) => ({ count: a.count + c.count, exact: a.exact && c.exact }), { count: 0, exact: true });
+    const live = sum(StepState.scheduled);
+    const failed = sum(StepState.failed);
+    const complete = sum(StepState.complete);
+    const cancelled = sum(StepState.cancelled);
+    const started = [live, failed, complete, cancelled].reduce((a, c) => ({ count: a.count + c.count, exact: a.exact && c.exact }), { count: 0, exact: true });
+    return { id, run, started, live, failed, complete, cancelled };
   }
 
   /** What the Locker's queue holds now, when it can tell (`Queue.depth`: `LocalQueue` can, Cloud Tasks' v2 API cannot). */

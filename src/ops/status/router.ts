@@ -6,6 +6,7 @@
  *   GET  /             the steps by state, kind and namespace (`?state=&kind=&namespace=&order=&cursor=`)
  *   GET  /steps.json   the same as JSON
  *   GET  /step?key=    one entity (`key` as `X-Lock-Key` encodes it); `/step.json?key=` as JSON
+ *   GET  /kickoff?id=  a bulk kickoff's chains by state, with a progress bar; `/kickoff.json?id=`
  *   GET  /search?q=    a key as the page shows it, an encoded key or a chain id (one match: 303 to it); `/search.json?q=`
  *   GET  /throughput.json   steps finished per minute, p50 and p95 duration, from the chains' histories (`?minutes=`, 60 by default)
  *   POST /step/retry | /step/resend | /step/cancel   form fields key, seq, csrf; answers 303 to the step
@@ -23,6 +24,8 @@ import { parseStatusOptions, type StatusConfig, type StatusRouterOptions } from 
 import { statusPageHeaders } from './headers';
 import { renderDetail, renderList, renderMessage, type PageContext } from './page';
 import { renderSearch } from './search-page';
+import { renderKickoff } from './run-page';
+import { kickoffRun } from '../../rules/kickoff-plan';
 import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, type ListView, type SearchView, type Section, type StepRow } from './view-model';
 
 /** What the router needs from the Locker. */
@@ -64,6 +67,14 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
   router.get('/step.json', auth, handler(backend, async (req, res) => {
     const view = await detailView(backend, config, req);
     res.set('Cache-Control', 'no-store').json({ ...stepJson(view.step, view.extra, view.actions), now: new Date(view.now).toISOString() });
+  }));
+  router.get('/kickoff', auth, handler(backend, async (req, res) => {
+    const progress = await backend.inspect().kickoff(kickoffParam(req), { kinds: config.kinds, namespaces: config.namespaces });
+    res.type('html').set('Cache-Control', 'no-store').send(renderKickoff(progress, config.kinds, pageContext(config, req, res)));
+  }));
+  router.get('/kickoff.json', auth, handler(backend, async (req, res) => {
+    const progress = await backend.inspect().kickoff(kickoffParam(req), { kinds: config.kinds, namespaces: config.namespaces });
+    res.set('Cache-Control', 'no-store').json(progress);
   }));
   router.get('/search', auth, handler(backend, async (req, res) => {
     const view = await searchView(backend, config, req);
@@ -136,7 +147,7 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
   // By state first, then kind: what needs a person (failed, stalled) comes first across kinds.
   // Every section's reads run at once: the overview's store calls do not queue behind each other.
   const wanted = states.flatMap((state) => kinds.flatMap((kind) => namespaces.map((namespace) => ({ state, kind, namespace }))));
-  const overview = !filters.state;
+  const overview = !filters.state && filters.kickoff === undefined;
   const [sections, owed, queue, counts] = await Promise.all([
     Promise.all(wanted.map((w) => section(inspector, config, filters, w))),
     overview && !filters.kind ? inspector.alertsOwed(config.pageSize) : Promise.resolve(undefined),
@@ -157,6 +168,7 @@ async function section(inspector: Inspector, config: StatusConfig, filters: Filt
   const page = await inspector.list({
     state, kind, namespace, order, limit: config.pageSize,
     ...(filters.cursor ? { cursor: filters.cursor } : {}),
+    ...(filters.kickoff !== undefined ? { run: kickoffRun(filters.kickoff) } : {}),
   });
   // On the overview a stale lease that is also stalled shows once, under stalled.
   const steps = !filters.state && state === InspectState.stale && config.overview.includes(InspectState.stalled) ? page.steps.filter((s) => !s.stalled) : page.steps;
@@ -220,6 +232,11 @@ function readFilters(config: StatusConfig, req: Request): Filters {
     if (!config.namespaces.includes(namespace)) throw new BadRequestError('that namespace is not one this page lists');
     filters.namespace = namespace;
   }
+  const kickoff = text('kickoff');
+  if (kickoff !== undefined) {
+    if (kickoff.length > 400) throw new BadRequestError('a kickoff id is at most 400 characters');
+    filters.kickoff = kickoff;
+  }
   const cursor = text('cursor');
   if (cursor !== undefined) {
     if (!filters.state || !filters.kind || filters.namespace === undefined) throw new BadRequestError('a cursor goes with one state, kind and namespace');
@@ -233,6 +250,12 @@ function readMinutes(value: unknown): number {
   if (value === undefined || value === '') return 60;
   if (typeof value !== 'string' || !/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1_440) throw new BadRequestError('minutes must be 1 to 1440');
   return Number(value);
+}
+
+function kickoffParam(req: Request): string {
+  const id = req.query.id;
+  if (typeof id !== 'string' || id === '' || id.length > 400) throw new BadRequestError('id is missing: pass the kickoff id scheduleMany() was given (or returned)');
+  return id;
 }
 
 function readKey(backend: StatusBackend, value: unknown): Key {
