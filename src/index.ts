@@ -67,6 +67,8 @@ export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptio
 export { Inspector, type ListQuery, type StepPage, type StepDetail, type KindCounts, type RunProgress, type SearchHit, type AlertsOwed } from './ops/inspect/inspector';
 export { InspectState, INSPECT_STATES, type StepSummary, type QueuedTask } from './ops/inspect/step-view';
 export type { SearchScope, SearchReading } from './ops/inspect/search';
+export type { Throughput, ThroughputBucket } from './ops/inspect/throughput';
+export type { HistoryEntry, StepOutcome } from './rules/step-history';
 export type { LedgerView } from './ops/inspect/ledger-view';
 // The operator's actions and the status router.
 export type { ActionOptions, ActionResult } from './ops/actions';

@@ -51,6 +51,8 @@ export interface LockFields {
   lock_err?: string;
   /** Alerts already sent for this entity, as `reason:seq`, so each is sent once per step. */
   lock_alerts?: string[];
+  /** The chain's last steps, newest first, a line each (`rules/step-history.ts`): at most 10 entries, 1,750 bytes. */
+  lock_hist?: string;
 }
 
 /** Names of every lock field, for index exclusion and for separating user properties. */

@@ -4,6 +4,7 @@
  * stored types blindly.
  */
 import { LOCK_FIELD_PREFIX, StepState, type Properties } from '../types';
+import { storedHistory } from './step-history';
 
 /** The lock as the rules see it. */
 export interface Lock {
@@ -25,6 +26,11 @@ export interface Lock {
   err: string | undefined;
   alerts: string[];
   /**
+   * The last steps of the entity's chains (`lock_hist`, see `step-history.ts`): written by the
+   * transitions only; '' or undefined when none (the Go library's entities, and those written before it).
+   */
+  hist?: string;
+  /**
    * Whether the Go library wrote this lock (a step without `lock_state`): its leases are not
    * renewed, so they are judged by Go's lease timeout. Never stored; any write of this library
    * stores `lock_state` and ends it.
@@ -45,6 +51,7 @@ export const UNINDEXED_LOCK_FIELDS = [
   'lock_task',
   'lock_err',
   'lock_alerts',
+  'lock_hist',
 ] as const;
 
 export { describeError, MAX_ERROR_LENGTH } from '../errors/error-text';
@@ -68,6 +75,7 @@ export function readLock(props: Properties): Lock {
     task: optionalString(props.lock_task),
     err: optionalString(props.lock_err),
     alerts: Array.isArray(props.lock_alerts) && props.lock_alerts.length > 0 ? props.lock_alerts.filter((a): a is string => typeof a === 'string') : [],
+    hist: storedHistory(props.lock_hist),
     legacy,
   };
 }
@@ -88,13 +96,14 @@ export function writeLock(props: Properties, lock: Lock): Properties {
   if (lock.task !== undefined) out.lock_task = lock.task;
   if (lock.err !== undefined) out.lock_err = lock.err;
   if (lock.alerts.length > 0) out.lock_alerts = lock.alerts;
+  if (lock.hist) out.lock_hist = lock.hist;
   return out;
 }
 
 /** Whether two locks store the same fields (the test a write uses to recognise itself, applied). */
 export function sameLock(a: Lock, b: Lock): boolean {
   return a.ts?.getTime() === b.ts?.getTime() && a.req === b.req && a.seq === b.seq && a.tries === b.tries &&
-    a.state === b.state && a.chain === b.chain && a.run === b.run && a.task === b.task && a.err === b.err &&
+    a.state === b.state && a.chain === b.chain && a.run === b.run && a.task === b.task && a.err === b.err && (a.hist ?? '') === (b.hist ?? '') &&
     a.alerts.length === b.alerts.length && a.alerts.every((alert, i) => alert === b.alerts[i]);
 }
 

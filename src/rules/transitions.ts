@@ -7,11 +7,15 @@
  * Every transition writes `ts` (`lock_ts`) with the event's time except `resend`, which writes
  * nothing, `alerted`, which writes only `lock_alerts` (the lease's age stays, so a stale lease
  * stays stale), and `abandon`, which writes a time a lease ago (so the lease is stale at once).
+ * The chain's history (`lock_hist`, `step-history.ts`) moves with them: a take opens the step's
+ * entry (its route, when the attempt began), a takeover marks it, and the transitions that end a
+ * step close it (`finish`, `schedule`, `fail`, `expire`, `cancel`); the others keep it.
  * The ones a caller may ask for at the wrong moment
  * (kickoff, retry, cancel, resend) check the lock first and throw a typed error.
  */
 import { ChainBusyError, TransitionError } from '../errors/errors';
 import type { Lock } from './lock-fields';
+import { closed, opened, type StepOutcome } from './step-history';
 import { StepState } from '../types';
 
 /** Fields every event carries. */
@@ -31,19 +35,31 @@ export interface NewStep extends At {
   task: string;
 }
 
+/** What a take knows of the step it runs: the path its task was sent to (the history's route; '' when unknown). */
+export interface Taking extends At {
+  attempt: string;
+  route?: string;
+}
+
 /** An attempt takes a free lease (or one it already holds). */
-export function take(lock: Lock, e: At & { attempt: string }): Lock {
-  return { ...lock, ts: e.now, req: e.attempt };
+export function take(lock: Lock, e: Taking): Lock {
+  return { ...lock, ts: e.now, req: e.attempt, hist: opened(lock.hist ?? '', { seq: lock.seq, route: e.route ?? '', now: e.now, takeover: false }) };
 }
 
 /** An attempt takes over a stale lease: the lost attempt counts as a failed one. */
-export function overwrite(lock: Lock, e: At & Claimed & { attempt: string }): Lock {
-  return { ...lock, ts: e.now, req: e.attempt, tries: lock.tries + 1, alerts: e.alerts ?? lock.alerts };
+export function overwrite(lock: Lock, e: Taking & Claimed): Lock {
+  return {
+    ...lock, ts: e.now, req: e.attempt, tries: lock.tries + 1, alerts: e.alerts ?? lock.alerts,
+    hist: opened(lock.hist ?? '', { seq: lock.seq, route: e.route ?? '', now: e.now, takeover: true }),
+  };
 }
 
 /** A stale lease was the step's last allowed attempt: the step fails for good, nobody runs it. */
 export function expire(lock: Lock, e: At & Claimed & { error: string }): Lock {
-  return { ...lock, ts: e.now, req: '', tries: lock.tries + 1, state: StepState.failed, err: e.error, alerts: e.alerts ?? lock.alerts };
+  return {
+    ...lock, ts: e.now, req: '', tries: lock.tries + 1, state: StepState.failed, err: e.error, alerts: e.alerts ?? lock.alerts,
+    hist: closed(lock.hist ?? '', { seq: lock.seq, outcome: 'failed', now: e.now, attempts: lock.tries + 1, takeover: true }),
+  };
 }
 
 /** The holder renews its lease: only the time moves. */
@@ -58,17 +74,23 @@ export function release(lock: Lock, e: At & { error: string }): Lock {
 
 /** The handler failed for good (its last attempt, a permanent error, or a finish the store refuses): the step fails. */
 export function fail(lock: Lock, e: At & Claimed & { error: string }): Lock {
-  return { ...lock, ts: e.now, req: '', tries: lock.tries + 1, state: StepState.failed, err: e.error, alerts: e.alerts ?? lock.alerts };
+  return {
+    ...lock, ts: e.now, req: '', tries: lock.tries + 1, state: StepState.failed, err: e.error, alerts: e.alerts ?? lock.alerts,
+    hist: ended(lock, 'failed', e.now),
+  };
 }
 
 /** The step finished and nothing follows: the chain is complete (`lock_seq` moves past the step). */
 export function finish(lock: Lock, e: At): Lock {
-  return { ...lock, ts: e.now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.complete, task: undefined, err: undefined, alerts: [] };
+  return {
+    ...lock, ts: e.now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.complete, task: undefined, err: undefined, alerts: [],
+    hist: ended(lock, 'complete', e.now),
+  };
 }
 
 /** The running step scheduled the next one: `lock_seq + 1`, free, carried by a new task. */
 export function schedule(lock: Lock, e: NewStep): Lock {
-  return nextStep(lock, e);
+  return { ...nextStep(lock, e), hist: ended(lock, 'next', e.now) };
 }
 
 /**
@@ -98,7 +120,10 @@ export function retry(lock: Lock, e: At): Lock {
  */
 export function cancel(lock: Lock, e: At): Lock {
   if (lock.state !== StepState.scheduled) throw new TransitionError(`step ${lock.seq} is ${lock.state ?? 'not scheduled'}; only a scheduled or running chain can be cancelled`);
-  return { ...lock, ts: e.now, req: '', state: StepState.cancelled, task: undefined };
+  // An attempt holding the lease counts as made; the history's entry is closed, or added when the step never ran.
+  const attempts = lock.tries + (lock.req !== '' ? 1 : 0);
+  const hist = closed(lock.hist ?? '', { seq: lock.seq, outcome: 'cancelled', now: e.now, attempts });
+  return { ...lock, ts: e.now, req: '', state: StepState.cancelled, task: undefined, hist };
 }
 
 /**
@@ -147,6 +172,11 @@ export const transitions = { take, overwrite, expire, renew, release, fail, fini
 
 /** The name of a lock event. */
 export type LockEventName = keyof typeof transitions;
+
+/** The history with the lock's step ended `outcome` by the attempt holding it: its attempts are its failed ones and this one. */
+function ended(lock: Lock, outcome: Exclude<StepOutcome, 'running'>, now: Date): string {
+  return closed(lock.hist ?? '', { seq: lock.seq, outcome, now, attempts: lock.tries + 1 });
+}
 
 function nextStep(lock: Lock, e: NewStep): Lock {
   // The chain's run is kept while the chain goes on; a new chain has none unless its kickoff names one.

@@ -183,14 +183,20 @@ function stepMismatch(parts: Pick<TakeParts, 'basePath'>, record: LedgerRecord, 
 function takeover(parts: TakeParts, a: Arrival, d: Decision, lock: Lock, now: Date): { lock: Lock; alerts: string[] | undefined } {
   if (d.action === 'overwrite') {
     const alerts = claimAlert(parts.config, lock, { previous: d.previous, next: a.attempt });
-    return { lock: overwrite(lock, { now, attempt: a.attempt, alerts }), alerts };
+    return { lock: overwrite(lock, { now, attempt: a.attempt, alerts, route: routeOf(a) }), alerts };
   }
   if (d.action === 'expire') {
     const alerts = claimAlert(parts.config, lock, { failed: d.previous });
     const error = `lease of attempt ${d.previous} expired ${lock.tries + 1} time(s); no attempt finished the step`;
     return { lock: expire(lock, { now, error, alerts }), alerts };
   }
-  return { lock: takeLease(lock, { now, attempt: a.attempt }), alerts: undefined };
+  return { lock: takeLease(lock, { now, attempt: a.attempt, route: routeOf(a) }), alerts: undefined };
+}
+
+/** The route the chain's history keeps for the step: the request's path, its query left out (it may carry what the history must not). */
+function routeOf(a: Arrival): string {
+  const path: unknown = a.request?.path;
+  return typeof path === 'string' ? path : '';
 }
 
 function arrivalDecision(parts: TakeParts, a: Arrival, lock: Lock | undefined): Decision {

@@ -14,6 +14,8 @@ import { BATCH, PARALLEL_BATCHES } from '../../src/chain/schedule-many';
 import { MAX_ERROR_LENGTH } from '../../src/errors/error-text';
 import { MIN_SCRUB_LENGTH } from '../../src/alert/redact';
 import { ERROR_LINE_MAX } from '../../src/ops/inspect/step-view';
+import { ENTRY_MAX_BYTES, HISTORY_MAX_BYTES, HISTORY_STEPS, ROUTE_MAX_CHARS, encodeEntry } from '../../src/rules/step-history';
+import { THROUGHPUT_CAP } from '../../src/ops/inspect/inspector';
 import { docBlocks, docPages, ROOT } from '../support/doc-blocks';
 
 const read = (page: string): string => readFileSync(join(ROOT, page), 'utf8');
@@ -22,6 +24,16 @@ const prose = (page: string): string => read(page).replace(/```[\s\S]*?```/g, ''
 const seconds = (ms: number): string => (ms / 1000).toLocaleString('en-US');
 
 describe('numbers the docs state, from the code', () => {
+  it('the chain history\'s size and the picture\'s bound, as operating.md, storage.md and design.md state them', () => {
+    const typical = Buffer.byteLength(`${encodeEntry({ seq: 12, outcome: 'next', route: '/step', startedAt: new Date(1_772_359_200_000), tookMs: 250, attempts: 1, takeover: false })}\n`);
+    const operating = prose('docs/guides/operating.md');
+    assert.ok(operating.includes(`the last **${HISTORY_STEPS} steps**, a line each, about **${typical} bytes** for a step on a 5-character route (${typical * HISTORY_STEPS} bytes for ten), at most ${ENTRY_MAX_BYTES} bytes per step (a route is cut to ${ROUTE_MAX_CHARS} printable ASCII characters) and **${HISTORY_MAX_BYTES.toLocaleString('en-US')} bytes** in all`));
+    assert.ok(operating.includes(`at most \`cap\` each (${THROUGHPUT_CAP.toLocaleString('en-US')} by default`));
+    for (const page of ['docs/reference/storage.md', 'docs/design.md']) {
+      assert.ok(prose(page).includes(`last ${HISTORY_STEPS} steps`) && prose(page).includes(`at most ${HISTORY_MAX_BYTES.toLocaleString('en-US')} bytes`), page);
+    }
+  });
+
   it('the Cloud Run guide asks for a version range that reaches this version, on a pinned Node', () => {
     const json = docBlocks('docs/guides/deploy-cloud-run.md', 'json').map((b) => JSON.parse(b.code) as { dependencies?: Record<string, string>; engines?: { node?: string } }).find((j) => j.dependencies);
     const range = json?.dependencies?.['datastore-locker'];

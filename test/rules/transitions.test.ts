@@ -10,6 +10,7 @@ import type { Lock } from '../../src/rules/lock-fields';
 import { readLock, writeLock } from '../../src/rules/lock-fields';
 import { cancel, kickoff, resend, retry, transitions, type LockEventName } from '../../src/rules/transitions';
 import { StepState } from '../../src/types';
+import { readHistory } from '../../src/rules/step-history';
 
 const page = readFileSync(join(__dirname, '..', '..', 'docs', 'concepts', 'life-of-a-step.md'), 'utf8');
 const HEADING = '## Lock transitions';
@@ -17,7 +18,7 @@ const HEADING = '## Lock transitions';
 /** The column of each lock field in the table, and the `Lock` property it is. */
 const FIELDS = {
   lock_ts: 'ts', lock_req: 'req', lock_seq: 'seq', lock_try: 'tries', lock_state: 'state',
-  lock_chain: 'chain', lock_task: 'task', lock_err: 'err', lock_alerts: 'alerts',
+  lock_chain: 'chain', lock_task: 'task', lock_err: 'err', lock_alerts: 'alerts', lock_hist: 'hist',
 } as const satisfies Record<string, keyof Lock>;
 type Column = keyof typeof FIELDS;
 
@@ -47,13 +48,15 @@ function before(event: string): Lock {
   const base: Lock = {
     ts: OLD, req: 'holder', seq: 3, tries: 2, state: StepState.scheduled, chain: 'c1', run: undefined, task: 't1',
     err: 'an earlier error', alerts: ['overwrite:3'], legacy: false,
+    // Step 3 opened by the holder at OLD, after step 2 scheduled it.
+    hist: `3 running ${OLD.getTime()} - 0 0 /step\n2 next ${OLD.getTime() - 500} 200 1 0 /step`,
   };
   if (event === 'retry') return { ...base, req: '', state: StepState.failed };
   if (event === 'kickoff') return { ...base, req: '', state: StepState.complete, task: undefined };
   return base;
 }
 
-const EVENT = { now: NOW, attempt: 'A', chain: 'c2', task: 't2', error: 'boom', alerts: CLAIMED, leaseDuration: 60_000 };
+const EVENT = { now: NOW, attempt: 'A', chain: 'c2', task: 't2', error: 'boom', alerts: CLAIMED, leaseDuration: 60_000, route: '/route' };
 
 function apply(event: LockEventName, lock: Lock, e: object): Lock {
   return (transitions[event] as (l: Lock, e: object) => Lock)(lock, e);
@@ -74,10 +77,25 @@ function check(cell: string, field: keyof Lock, was: Lock, now: Lock, event: str
     case 'new': return assert.equal(value, EVENT[field as 'chain' | 'task'], at);
     case 'error': return assert.equal(value, EVENT.error, at);
     case '—': return assert.deepEqual(value, field === 'alerts' ? [] : undefined, at);
+    case 'opens':
+    case 'opens +takeover': {
+      const [head, ...rest] = readHistory(now.hist ?? '');
+      assert.deepEqual(head, { seq: was.seq, outcome: 'running', route: '/route', startedAt: NOW, attempts: 0, takeover: cell.endsWith('+takeover') }, at);
+      return assert.deepEqual(rest, readHistory(was.hist ?? '').slice(1), `${at}: the step's open entry restarted, the rest kept`);
+    }
     case '+alert':
       assert.deepEqual(value, CLAIMED, `${at} (an alert claimed)`);
       return assert.deepEqual(withoutClaim[field], was[field], `${at} (no alert claimed)`);
     default:
+      if (cell.startsWith('closes ')) {
+        const [head, ...rest] = readHistory(now.hist ?? '');
+        const running = was.req !== '' ? 1 : 0;
+        const attempts = cell.startsWith('closes cancelled') ? was.tries + running : was.tries + 1;
+        assert.deepEqual(head, {
+          seq: was.seq, outcome: cell.split(' ')[1], route: '/step', startedAt: OLD, tookMs: NOW.getTime() - OLD.getTime(), attempts, takeover: cell.endsWith('+takeover'),
+        }, at);
+        return assert.deepEqual(rest, readHistory(was.hist ?? '').slice(1), `${at}: the older entries kept`);
+      }
       assert.ok((Object.values(StepState) as string[]).includes(cell), `${at}: a cell the test does not know`);
       return assert.equal(value, cell, at);
   }

@@ -12,6 +12,9 @@ import type { Config } from '../../config/options';
 import { ConfigError } from '../../errors/errors';
 import { keyIdentity } from '../../keys/key-path';
 import { readLock, userProperties } from '../../rules/lock-fields';
+import { HISTORY_STEPS, readHistory, storedHistory, type HistoryEntry } from '../../rules/step-history';
+import { bucketsOf, endedSteps, minuteOf, MINUTE_MS, overall, type EndedStep, type Throughput } from './throughput';
+import { MAX_QUERY_LIMIT } from '../../store/lock-query';
 import type { LockQuery } from '../../store/lock-query';
 import { StepState, type LockCount, type QueueDepth } from '../../types';
 import type { StoreReads } from '../../store/reads';
@@ -84,6 +87,12 @@ export interface StepDetail extends StepSummary {
   stallAfterMs: number;
   /** The fan-out the chain waits for (its step `lock_seq - 1` fanned out), or that it joined: counts, oldest pending child, sample failures. */
   fanOut?: FanOutView;
+  /**
+   * The chain's last steps, newest first, as the lock keeps them (`lock_hist`: at most
+   * `HISTORY_STEPS`): route, when the last attempt began, how long it took, attempts, outcome,
+   * takeover. Empty for an entity written before the field existed or by the Go library.
+   */
+  history: HistoryEntry[];
 }
 
 /** The largest count the overview asks for, by default: past it a count reads "10,000+". */
@@ -230,6 +239,41 @@ export class Inspector {
   }
 
   /**
+   * Steps finished per minute since `since` (an hour ago by default; at most a day), with the p50
+   * and p95 of how long their last attempt took, from the histories on the locks (`lock_hist`).
+   * Read with one bounded query per kind, namespace and step state (scheduled, complete, failed,
+   * cancelled): the entities whose `lock_ts` is within the window (a step's end writes it), newest
+   * first, at most `cap` each (1,000 by default, the most one query reads), all at once. What the
+   * caps or the histories' bound may have cut is said in `cut`.
+   */
+  async throughput(scope: { kinds: readonly string[]; namespaces?: readonly string[]; since?: Date; cap?: number }): Promise<Throughput> {
+    const reads = this.reads();
+    const now = this.parts.config.clock();
+    const since = minuteOf(checkSince(scope.since, now));
+    const cap = scope.cap ?? THROUGHPUT_CAP;
+    if (!Number.isSafeInteger(cap) || cap < 1 || cap > MAX_QUERY_LIMIT) throw new RangeError(`cap must be 1 to ${MAX_QUERY_LIMIT}`);
+    const namespaces = scope.namespaces ?? [''];
+    const wanted = scope.kinds.flatMap((kind) => namespaces.flatMap((namespace) => THROUGHPUT_STATES.map((state) => ({ kind, namespace, state }))));
+    const pages = await Promise.all(wanted.map((w) => reads.queryLocks({ ...w, order: 'desc', limit: cap, tsFrom: new Date(since) })));
+    const steps: EndedStep[] = [];
+    const cut = new Set<'entities' | 'history'>();
+    let entities = 0;
+    for (const page of pages) {
+      if (page.cursor !== undefined && page.entities.length >= cap) cut.add('entities');
+      for (const { properties } of page.entities) {
+        entities++;
+        const ended = endedSteps(storedHistory(properties.lock_hist), since, now, HISTORY_STEPS);
+        if (ended.full) cut.add('history');
+        for (const step of ended.steps) steps.push(step);
+      }
+    }
+    return {
+      since: new Date(since), now: new Date(now), buckets: bucketsOf(steps, since, now), finished: steps.length, ...overall(steps),
+      entities, cap, cut: [...cut].sort(),
+    };
+  }
+
+  /**
    * A bulk kickoff's progress (`scheduleMany({ kickoffId })`): its chains by state, counted through
    * `lock_run` (equalities only: Datastore's built-in indexes serve them, no composite index), four
    * counts per kind and namespace of `scope`, all at once. `started` is their sum: the chains the
@@ -319,6 +363,8 @@ export class Inspector {
       ...redactView(view, this.parts.config.redact),
       alerts: lock.alerts, maxRetries: this.parts.config.maxRetries,
       leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
+      // The history holds no payload and no error text; a route that holds a redacted value is scrubbed of it.
+      history: readHistory(lock.hist ?? '').map((entry) => (secrets.length > 0 ? { ...entry, route: scrub(entry.route, secrets) } : entry)),
     };
     if (lock.err) detail.error = splitError(scrub(lock.err, secrets));
     // The fan-out the step before started (the step is its join), else the one this step started:
@@ -377,6 +423,23 @@ export class Inspector {
     }
     return reads;
   }
+}
+
+/** The most entities `throughput()` reads per kind, namespace and state, by default: one query's page. */
+export const THROUGHPUT_CAP = MAX_QUERY_LIMIT;
+
+/** The step states whose entities may have ended a step within a window (a step's end writes `lock_ts`). */
+const THROUGHPUT_STATES: readonly StepState[] = [StepState.scheduled, StepState.complete, StepState.failed, StepState.cancelled];
+
+/** The longest window `throughput()` draws: a day. */
+const MAX_WINDOW_MS = 24 * 60 * MINUTE_MS;
+
+/** The window's start: `since`, an hour before `now` when left out; a `RangeError` unless within the last day. */
+function checkSince(since: Date | undefined, now: number): number {
+  if (since === undefined) return now - 60 * MINUTE_MS;
+  if (!(since instanceof Date) || Number.isNaN(since.getTime())) throw new RangeError('since must be a valid Date');
+  if (since.getTime() >= now || now - since.getTime() > MAX_WINDOW_MS) throw new RangeError('since must be within the last 24 hours');
+  return since.getTime();
 }
 
 /** How long without progress makes a scheduled step stalled: the Locker's `stallAfter`, as the sweep sees it. */

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { STYLE } from './page';
+import { STYLE } from './style';
 
 /** The policy: nothing by default; the page's style sheet by hash; forms to this origin; never framed. */
 export const STATUS_PAGE_CSP = [

@@ -8,7 +8,7 @@
  */
 import { escapeHtml } from '../../http/html';
 import { formatAge } from './age';
-import { STYLE } from './page';
+import { STYLE } from './style';
 import type { BulkAction, BulkFilter } from '../bulk/filter';
 import type { OperationView } from '../bulk/view';
 import { NOBODY } from '../bulk/step';

@@ -8,6 +8,7 @@
  *   GET  /step?key=    one entity (`key` as `X-Lock-Key` encodes it); `/step.json?key=` as JSON
  *   GET  /kickoff?id=  a bulk kickoff's chains by state, with a progress bar; `/kickoff.json?id=`
  *   GET  /search?q=    a key as the page shows it, an encoded key or a chain id (one match: 303 to it); `/search.json?q=`
+ *   GET  /throughput.json   steps finished per minute, p50 and p95 duration, from the chains' histories (`?minutes=`, 60 by default)
  *   POST /step/retry | /step/resend | /step/cancel   form fields key, seq, csrf; answers 303 to the step
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -91,6 +92,14 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
       found: view.hits.map((h) => ({ by: h.by, ...stepJson(h.step, {}, actionsFor(h.step)) })),
     });
   }));
+  router.get('/throughput.json', auth, handler(backend, async (req, res) => {
+    const inspector = backend.inspect();
+    const minutes = readMinutes(req.query.minutes);
+    const t = await inspector.throughput({
+      kinds: config.kinds, namespaces: config.namespaces, since: new Date(inspector.clock().now - minutes * 60_000),
+    });
+    res.set('Cache-Control', 'no-store').json(t);
+  }));
   router.post('/step/:action', auth, express.urlencoded({ extended: false, limit: '8kb' }), handler(backend, (req, res) => act(backend, req, res)));
   bulkRoutes(router, backend, config, { auth, handler: (fn) => handler(backend, fn), pageContext });
   return router;
@@ -144,17 +153,19 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
   // Every section's reads run at once: the overview's store calls do not queue behind each other.
   const wanted = states.flatMap((state) => kinds.flatMap((kind) => namespaces.map((namespace) => ({ state, kind, namespace }))));
   const overview = !filters.state && filters.kickoff === undefined;
-  const [sections, owed, queue, counts, operations] = await Promise.all([
+  const [sections, owed, queue, counts, operations, throughput] = await Promise.all([
     Promise.all(wanted.map((w) => section(inspector, config, filters, w))),
     overview && !filters.kind ? inspector.alertsOwed(config.pageSize) : Promise.resolve(undefined),
     inspector.queueDepth(),
     overview && inspector.canCount ? inspector.counts({ kinds, namespaces }) : Promise.resolve(undefined),
     overview && !filters.kind ? inspector.operations({ limit: 5, namespaces }) : Promise.resolve(undefined),
+    overview ? inspector.throughput({ kinds, namespaces }) : Promise.resolve(undefined),
   ]);
   const view: ListView = { now, filters, sections };
   if (queue) view.queue = queue;
   if (counts) view.counts = counts;
   if (operations) view.operations = operations;
+  if (throughput) view.throughput = throughput;
   if (owed) view.owed = { rows: await Promise.all(owed.steps.map((s) => row(config, s))), cut: owed.cut };
   return view;
 }
@@ -241,6 +252,13 @@ function readFilters(config: StatusConfig, req: Request): Filters {
     filters.cursor = cursor;
   }
   return filters;
+}
+
+/** The window of `/throughput.json`, minutes: 60 when left out, 1 to 1,440. */
+function readMinutes(value: unknown): number {
+  if (value === undefined || value === '') return 60;
+  if (typeof value !== 'string' || !/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1_440) throw new BadRequestError('minutes must be 1 to 1440');
+  return Number(value);
 }
 
 function kickoffParam(req: Request): string {

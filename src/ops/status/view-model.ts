@@ -6,6 +6,7 @@ import { fanOutJson } from '../../fanout/view';
 import type { KindCounts, SearchHit, StepDetail } from '../inspect/inspector';
 import type { QueueDepth } from '../../types';
 import type { OperationView } from '../bulk/view';
+import type { Throughput } from '../inspect/throughput';
 import type { InspectState, StepSummary } from '../inspect/step-view';
 
 /** The actions a step in this state allows, in the order the page shows them. */
@@ -48,6 +49,8 @@ export interface ListView {
   sections: Section[];
   /** On the overview, when the store counts: the numbers per kind and namespace. */
   counts?: KindCounts[];
+  /** On the overview: steps finished per minute over the last hour, from the chains' histories. */
+  throughput?: Throughput;
   /** On the overview: the latest bulk operations, with their progress. */
   operations?: OperationView[];
   /** What the queue holds now, when it can tell. */
