@@ -57,6 +57,8 @@ export interface KickoffJob {
   step: NextStep;
   /** The record that says this chain was started on the entity: read in the entity's lookup, written in its commit. */
   markerKey: Key;
+  /** The chain's `lock_run`: the kickoff's or the fan-out's (`rules/run.ts`). */
+  run: string;
 }
 
 /** A marker's properties, as written. */
@@ -175,7 +177,7 @@ function decide<J extends KickoffJob>(
   let plan: KickoffPlan;
   try {
     const recorded = marking.recorded(job, marker.properties, state.marked === true);
-    plan = planKickoff(job.key, read.properties, job.entity, job.chain, job.step, now, carry(parts, now), recorded && { seq: recorded.seq });
+    plan = planKickoff(job.key, read.properties, job.entity, job.chain, job.step, now, carry(parts, now), recorded && { seq: recorded.seq }, job.run);
   } catch (error) {
     return { kind: 'failed', cause: 'plan', error: asError(error) };
   }
@@ -202,7 +204,7 @@ async function eachTransaction<J extends KickoffJob>(
       const plan = await parts.locks.transaction(job.key, async (tx) => {
         const [props, marker] = [await tx.get(job.key), await tx.get(job.markerKey)];
         const recorded = marking.recorded(job, marker, false);
-        const p = planKickoff(job.key, props, job.entity, job.chain, job.step, now, carry(parts, now), recorded && { seq: recorded.seq });
+        const p = planKickoff(job.key, props, job.entity, job.chain, job.step, now, carry(parts, now), recorded && { seq: recorded.seq }, job.run);
         if (p.kind === 'start') {
           if (props) await settleReplacedInTx(tx, job.key, readLock(props), now, encode(parts));
           parts.locks.put(tx, job.key, props ?? {}, p.lock, p.own);

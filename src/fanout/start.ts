@@ -35,6 +35,7 @@ import {
   childChain, childKey, childProperties, fanOutId, headerKey, PAGE_SIZE, PAGE_WINDOW, pageKey, readChild, readHeader, readPage, UNINDEXED, type Header,
 } from './records';
 import { settleRecord } from './settle';
+import { fanOutRun } from '../rules/run';
 import { writerOf } from './record-writer';
 import { open } from './transitions';
 import { FAN_OUT_OPTION_NAMES, type FanOutChild, type FanOutOptions, type FanOutStarted } from './types';
@@ -285,7 +286,7 @@ function childMarking(parts: FanParts): KickoffMarking<ChildJob> {
  */
 async function startChildren(parts: FanParts, page: readonly Checked[], result: FanOutStarted): Promise<void> {
   const ns = page[0]?.child.key.namespace;
-  const jobs: ChildJob[] = page.map((c) => ({ checked: c, key: c.child.key, entity: c.child.entity, chain: c.id, step: c.step, markerKey: childKey(c.id, ns) }));
+  const jobs: ChildJob[] = page.map((c) => ({ checked: c, key: c.child.key, entity: c.child.entity, chain: c.id, step: c.step, markerKey: childKey(c.id, ns), run: fanOutRun(result.id) }));
   const toSend: LedgerRecord[] = [];
   const refusals: Promise<void>[] = [];
   const stuck: Error[] = [];

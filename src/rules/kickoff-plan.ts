@@ -75,11 +75,11 @@ export type Carry = (planned: { lock: Lock; record: LedgerRecord }, from: Lock) 
 /**
  * The plan for the entity read as `stored` (undefined when absent), given the kickoff's record of
  * this chain on it (`recorded`, undefined when there is none): a chain this kickoff started before
- * is never started again.
+ * is never started again. `run` is the chain's `lock_run` (`rules/run.ts`).
  */
 export function planKickoff(
   key: Key, stored: Properties | undefined, entity: unknown, chain: string, step: NextStep, now: Date, carry: Carry = (planned) => planned,
-  recorded?: Properties,
+  recorded?: Properties, run?: string,
 ): KickoffPlan {
   const props = stored ?? {};
   const lock = readLock(props);
@@ -87,7 +87,7 @@ export function planKickoff(
   if (recorded !== undefined) return { kind: 'own', lock, live: false, seq: typeof recorded.seq === 'number' ? recorded.seq : 0 };
   let planned;
   try {
-    planned = carry(scheduledStep(key, lock, chain, step, now, 'kickoff'), lock);
+    planned = carry(scheduledStep(key, lock, chain, step, now, 'kickoff', run), lock);
   } catch (error) {
     if (error instanceof ChainBusyError) return { kind: 'busy', seq: lock.seq, running: lock.req !== '' };
     throw error;
