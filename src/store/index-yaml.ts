@@ -9,7 +9,9 @@ const KIND = /^(?!__)[^\r\n]+$/;
 
 /**
  * The `index.yaml` text for your lockable kinds: for each, `lock_state` then `lock_ts` ascending
- * and descending (the two orders a list of steps by state is read in). Deploy it with
+ * and descending (the two orders a list of steps by state is read in), and `lock_run`, `lock_state`,
+ * `lock_ts` (a kickoff's or a fan-out's chains by state, oldest first: `inspect().list({ run })`,
+ * a row's oldest pending chain). Counts by `lock_run` need none (equalities only). Deploy it with
  * `gcloud datastore indexes create index.yaml`. Also a command:
  * `npx datastore-locker-indexes Order Invoice > index.yaml`.
  * Throws a `TypeError` when no kind is given or a kind is not a valid kind name.
@@ -21,7 +23,8 @@ export function indexYaml(kinds: readonly string[]): string {
   }
   const lines = [
     '# Composite indexes datastore-locker needs to list steps by state (locker.inspect(), the status',
-    '# router): two for each lockable kind. The sweep needs none. Deploy with',
+    '# router): three for each lockable kind (the third lists a kickoff\'s or a fan-out\'s chains by',
+    '# lock_run). The sweep needs none. Deploy with',
     '#   gcloud datastore indexes create index.yaml',
     'indexes:',
   ];
@@ -29,6 +32,7 @@ export function indexYaml(kinds: readonly string[]): string {
     const name = JSON.stringify(kind);
     lines.push('', `- kind: ${name}`, '  properties:', '  - name: lock_state', '  - name: lock_ts');
     lines.push('', `- kind: ${name}`, '  properties:', '  - name: lock_state', '  - name: lock_ts', '    direction: desc');
+    lines.push('', `- kind: ${name}`, '  properties:', '  - name: lock_run', '  - name: lock_state', '  - name: lock_ts');
   }
   return `${lines.join('\n')}\n`;
 }

@@ -10,7 +10,7 @@ import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../../parts';
 import type { Config } from '../../config/options';
 import { ConfigError } from '../../errors/errors';
-import { keyIdentity } from '../../keys/key-path';
+import { keyIdentity, keyPath } from '../../keys/key-path';
 import { readLock, userProperties } from '../../rules/lock-fields';
 import type { LockQuery } from '../../store/lock-query';
 import { StepState, type LockCount, type QueueDepth } from '../../types';
@@ -18,6 +18,9 @@ import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
 import { searchEntities, type SearchReading, type SearchScope } from './search';
 import { decodeKey } from '../../keys/key-codec';
+import { fanOutRowOf, fanOutRows, fanOutsOfChain, kickoffRowOf, kickoffRows, type FanOutRow, type KickoffRow, type RowPage, type RowParts } from './runs';
+import { fanOutOfRun } from '../../rules/run';
+import { getHeader } from '../../fanout/read-children';
 import { InspectState, INSPECT_STATES, inList, splitError, viewStep, withLedger, type StepSummary, type ViewClock } from './step-view';
 
 /** The states whose steps wait for a task: their ledger records tell queued from stalled. */
@@ -37,6 +40,11 @@ export interface ListQuery {
   limit?: number;
   /** Where the previous page ended (its `cursor`). */
   cursor?: string;
+  /**
+   * Only the chains of one kickoff or fan-out: its `run` (`k:<kickoff id>`, `f:<fan-out id>`, as
+   * `kickoffs()`/`fanOuts()` give it), e.g. a fan-out's failed children.
+   */
+  run?: string;
 }
 
 /** A page of steps. */
@@ -80,6 +88,10 @@ export interface StepDetail extends StepSummary {
   stallAfterMs: number;
   /** The fan-out the chain waits for (its step `lock_seq - 1` fanned out), or that it joined: counts, oldest pending child, sample failures. */
   fanOut?: FanOutView;
+  /** Every fan-out of the current chain (at most 20, newest first), joined ones included, as rows with their progress. */
+  fanOuts: FanOutRow[];
+  /** For a fan-out's child: the fan-out (its `lock_run` names it) and its parent, read from its header. */
+  parent?: { fanOut: string; key: Key; encodedKey: string; keyPath: string };
 }
 
 /** The largest count the overview asks for, by default: past it a count reads "10,000+". */
@@ -135,7 +147,7 @@ export class Inspector {
     for (let batch = 0; batch < MAX_BATCHES && steps.length < limit; batch++) {
       const page = await reads.queryLocks({
         kind: query.kind, namespace: query.namespace ?? '', order: query.order === 'newest' ? 'desc' : 'asc',
-        limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}),
+        limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}), ...(query.run !== undefined && { run: query.run }),
       });
       const views = page.entities.map(({ key, properties }) => {
         const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
@@ -196,6 +208,34 @@ export class Inspector {
     }));
   }
 
+  /**
+   * Bulk kickoffs (`scheduleMany()`), newest first, a page at a time: each its record (total,
+   * kinds, when, how its calls settled) and its progress now (chains pending, complete, failed,
+   * cancelled, from counts by `lock_run`), its age and its oldest pending chain (`runs.ts`).
+   */
+  kickoffs(page: { limit?: number; cursor?: string } = {}): Promise<RowPage<KickoffRow>> {
+    return kickoffRows(this.rowParts(), page);
+  }
+
+  /** The kickoff `kickoffId` as a row; undefined when it left no record. */
+  kickoff(kickoffId: string): Promise<KickoffRow | undefined> {
+    return kickoffRowOf(this.rowParts(), kickoffId);
+  }
+
+  /** Fan-outs of one namespace (the default one unless named), newest first, a page at a time, joined ones included. */
+  fanOuts(page: { limit?: number; cursor?: string; namespace?: string } = {}): Promise<RowPage<FanOutRow>> {
+    return fanOutRows(this.rowParts(), page);
+  }
+
+  /** The fan-out `id` (in its parent's namespace) as a row; undefined when there is none. */
+  fanOut(id: string, namespace?: string): Promise<FanOutRow | undefined> {
+    return fanOutRowOf(this.rowParts(), id, namespace);
+  }
+
+  private rowParts(): RowParts {
+    return { reads: this.parts.reads, encode: (k) => this.parts.dispatcher.encodeKey(k), now: this.parts.config.clock() };
+  }
+
   /** What the Locker's queue holds now, when it can tell (`Queue.depth`: `LocalQueue` can, Cloud Tasks' v2 API cannot). */
   queueDepth(): Promise<QueueDepth | undefined> {
     return this.parts.dispatcher.depth();
@@ -254,11 +294,17 @@ export class Inspector {
     const lock = readLock(read.props);
     const secrets = secretsOf(userProperties(read.props), this.parts.config.redact);
     const view = withLedger(viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key), secrets), read.record, clock);
+    const rows = this.rowParts();
+    const [fanOuts, parent] = await Promise.all([
+      lock.chain === undefined ? [] : fanOutsOfChain(rows, key, lock.chain),
+      parentOf(rows, key, lock.run),
+    ]);
     const detail: StepDetail = {
       ...redactView(view, this.parts.config.redact),
       alerts: lock.alerts, maxRetries: this.parts.config.maxRetries,
-      leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
+      leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter, fanOuts,
     };
+    if (parent) detail.parent = parent;
     if (lock.err) detail.error = splitError(scrub(lock.err, secrets));
     // The fan-out the step before started (the step is its join), else the one this step started:
     // still being added, or left behind when the step failed or was cancelled before its seal.
@@ -331,6 +377,7 @@ function checkList(query: ListQuery): void {
   if (query.order !== undefined && query.order !== 'oldest' && query.order !== 'newest') throw new RangeError('order must be "oldest" or "newest"');
   const limit = query.limit ?? DEFAULT_LIMIT;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be 1 to ${MAX_LIMIT}`);
+  if (query.run !== undefined && (typeof query.run !== 'string' || query.run === '' || query.run.length > 200)) throw new RangeError('run must be a kickoff\'s or a fan-out\'s run (k:…, f:…)');
 }
 
 interface Position {
@@ -357,4 +404,13 @@ function decodeCursor(cursor: string): Position {
 function redactView<V extends StepSummary>(view: V, redaction: Redaction | undefined): V {
   if (!redaction) return view;
   return { ...view, properties: redactProperties(view.properties, redaction).properties };
+}
+
+/** A fan-out child's fan-out and parent, from the header its `lock_run` names (one lookup). */
+async function parentOf(parts: RowParts, key: Key, run: string | undefined): Promise<StepDetail['parent']> {
+  const id = fanOutOfRun(run);
+  if (id === undefined) return undefined;
+  const header = await getHeader(parts, id, key.namespace);
+  if (!header) return undefined;
+  return { fanOut: id, key: header.parent, encodedKey: parts.encode(header.parent), keyPath: keyPath(header.parent) };
 }
