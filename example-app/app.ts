@@ -115,7 +115,7 @@ async function start(req: Request, res: Response, deps: AppDeps, run: () => Prom
   });
 }
 
-/** Starts many chains (at most `max`, `?count=`); answers a form with a redirect to the page, anything else with the counts as JSON. */
+/** Starts many chains (at most `max`, `?count=`); answers a form with a redirect to the kickoff's page, anything else with the counts as JSON. */
 async function startMany(req: Request, res: Response, deps: AppDeps, max: number, run: (count: number) => Promise<ManyStarted>): Promise<void> {
   const raw = req.query.count;
   const count = raw === undefined ? max : Number(raw);
@@ -126,7 +126,7 @@ async function startMany(req: Request, res: Response, deps: AppDeps, max: number
   await answer(res, deps, async () => {
     const started = await run(count);
     if (req.accepts(['html', 'json']) === 'json') res.status(201).json(started);
-    else res.redirect(303, '/');
+    else res.redirect(303, `/kickoff?id=${encodeURIComponent(started.kickoffId)}`); // its progress bar fills as the chains run
   });
 }
 

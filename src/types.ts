@@ -43,6 +43,8 @@ export interface LockFields {
   lock_state?: StepState;
   /** Id of the chain the current step belongs to; a kickoff starts a new one. */
   lock_chain?: string;
+  /** The tracked work that started the chain: `k:<kickoffId>` (a bulk kickoff), `f:<fan-out id>` (a fan-out child); kept by every step of the chain. */
+  lock_run?: string;
   /** Name of the task that carries the current step, while it is scheduled. */
   lock_task?: string;
   /** The last error of the current step: message and stack, size-bounded. */

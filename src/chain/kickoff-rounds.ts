@@ -57,8 +57,8 @@ export interface KickoffJob {
   step: NextStep;
   /** The record that says this chain was started on the entity: read in the entity's lookup, written in its commit. */
   markerKey: Key;
-  /** The chain's `lock_run`: the kickoff's or the fan-out's (`rules/run.ts`). */
-  run: string;
+  /** The tracked work the chain belongs to (`lock_run`): `k:<kickoffId>` or `f:<fan-out id>`. */
+  run?: string;
 }
 
 /** A marker's properties, as written. */
@@ -177,7 +177,7 @@ function decide<J extends KickoffJob>(
   let plan: KickoffPlan;
   try {
     const recorded = marking.recorded(job, marker.properties, state.marked === true);
-    plan = planKickoff(job.key, read.properties, job.entity, job.chain, job.step, now, carry(parts, now), recorded && { seq: recorded.seq }, job.run);
+    plan = planKickoff(job.key, read.properties, job.entity, job.chain, job.step, now, carry(parts, now, job.run), recorded && { seq: recorded.seq });
   } catch (error) {
     return { kind: 'failed', cause: 'plan', error: asError(error) };
   }
@@ -204,7 +204,7 @@ async function eachTransaction<J extends KickoffJob>(
       const plan = await parts.locks.transaction(job.key, async (tx) => {
         const [props, marker] = [await tx.get(job.key), await tx.get(job.markerKey)];
         const recorded = marking.recorded(job, marker, false);
-        const p = planKickoff(job.key, props, job.entity, job.chain, job.step, now, carry(parts, now), recorded && { seq: recorded.seq }, job.run);
+        const p = planKickoff(job.key, props, job.entity, job.chain, job.step, now, carry(parts, now, job.run), recorded && { seq: recorded.seq });
         if (p.kind === 'start') {
           if (props) await settleReplacedInTx(tx, job.key, readLock(props), now, encode(parts));
           parts.locks.put(tx, job.key, props ?? {}, p.lock, p.own);
@@ -231,9 +231,15 @@ function encode(parts: RoundParts): (key: Key) => string {
   return (key) => parts.dispatcher.encodeKey(key);
 }
 
-/** A kickoff keeps the alerts still owed on the lock it starts from, as `schedule()` does (`endStepAlerts`). */
-function carry(parts: RoundParts, now: Date): Carry {
-  return (planned, from) => endStepAlerts(parts.config, planned, from, NO_ALERTS, now);
+/**
+ * A kickoff keeps the alerts still owed on the lock it starts from, as `schedule()` does
+ * (`endStepAlerts`), and names the run that started the chain (`lock_run`), when the job has one.
+ */
+function carry(parts: RoundParts, now: Date, run: string | undefined): Carry {
+  return (planned, from) => {
+    const kept = endStepAlerts(parts.config, planned, from, NO_ALERTS, now);
+    return run === undefined ? kept : { ...kept, lock: { ...kept.lock, run } };
+  };
 }
 
 /** A chain written: reported scheduled, and the record of the entity's step before it (a failed chain's) retired. */

@@ -2,7 +2,7 @@
  * The record of a bulk kickoff (`LockerKickoffRun`, one per `kickoffId`), as pure functions: its
  * key, the properties it is written with and read back from, and what each call does to it
  * (`begin` when `scheduleMany()` starts, `end` when it returns). It lives in the default namespace
- * (a kickoff's items may span namespaces), named by the kickoff's `lock_run` (`rules/run.ts`: short,
+ * (a kickoff's items may span namespaces), named by the kickoff's `lock_run` (`kickoffRun`, `rules/kickoff-plan.ts`: short,
  * and never a reserved `__…__` name whatever the kickoff id), and is kept after the work finished.
  * Only `startedAt` is indexed: `locker.inspect().kickoffs()` lists the newest first.
  */

@@ -10,7 +10,7 @@
  *    and their kickoff records, the `kickoff` transition per entity (`kickoff-plan.ts`), one
  *    `replaceMany` that keeps each entity's compare-and-swap, each kickoff record in its entity's
  *    commit. An entity that changed meanwhile is read and decided again; one the store refuses
- *    fails alone. Every chain started carries the kickoff's `lock_run` (`rules/run.ts`).
+ *    fails alone. Every chain started carries the kickoff's `lock_run` (`kickoffRun`, `rules/kickoff-plan.ts`).
  * 3. The written steps' tasks are created with bounded concurrency.
  *
  * The ledger makes a crash anywhere harmless: a step written without its task is delivered by the
@@ -24,7 +24,7 @@ import { randomUUID } from 'node:crypto';
 import type { Parts } from '../parts';
 import { ConfigError } from '../errors/errors';
 import { checkDeliverable, keyPath } from '../keys/key-codec';
-import { kickoffChainId, kickoffRecord, kickoffRecordKey } from '../rules/kickoff-plan';
+import { kickoffChainId, kickoffRecord, kickoffRecordKey, kickoffRun } from '../rules/kickoff-plan';
 import { eachLimited, kickoffRounds, type KickoffJob, type KickoffMarking, type KickoffOutcome } from './kickoff-rounds';
 import { describeError } from '../rules/lock-fields';
 import { rejectUnknownOptions } from '../config/option-names';
@@ -36,7 +36,6 @@ import {
 } from './schedule-many-types';
 import { keyString } from '../keys/keys';
 import { StepState, type LedgerRecord } from '../types';
-import { kickoffRun } from '../rules/run';
 import { begin, end, kickoffRunKey, kickoffRunProperties, kindsOf, KICKOFF_RUN_UNINDEXED, readKickoffRun, type KickoffRun } from './kickoff-run';
 
 /** What a bulk kickoff reads of the configuration: the chain settings, the logger, the key's app id. */
@@ -166,7 +165,7 @@ const MARKING: KickoffMarking<Job> = {
 async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<ToSend[]> {
   const toSend: ToSend[] = [];
   const jobs: Job[] = batch.map((pending) => ({
-    pending, key: pending.item.key, entity: pending.item.entity, chain: pending.chain, step: pending.step, markerKey: kickoffRecordKey(pending.item.key, pending.chain), run: run.run,
+    pending, key: pending.item.key, entity: pending.item.entity, chain: pending.chain, step: pending.step, markerKey: kickoffRecordKey(pending.item.key, pending.chain), run: kickoffRun(run.kickoffId),
   }));
   await kickoffRounds(parts, jobs, MARKING, ({ pending: p }, outcome) => {
     if (outcome.kind === 'started') toSend.push({ pending: p, record: outcome.record, seq: outcome.record.seq });
@@ -248,7 +247,7 @@ class Run {
   constructor(
     private readonly parts: KickoffParts,
     private readonly items: readonly KickoffItem[],
-    private readonly kickoffId: string,
+    readonly kickoffId: string,
     private readonly onProgress: ((progress: KickoffProgress) => void) | undefined,
   ) {
     this.total = items.length;

@@ -24,6 +24,7 @@ import { ConfigError, StoreUnavailableError, TransitionError } from '../errors/e
 import type { Arrival } from '../step/arrival';
 import { kickoffRounds, type KickoffJob, type KickoffMarking } from '../chain/kickoff-rounds';
 import { scheduledStep, type NextStep } from '../rules/ledger-record';
+import { fanOutRun } from '../rules/kickoff-plan';
 import { checkDeliverable, decodeKey, keyPath } from '../keys/key-codec';
 import { keyString } from '../keys/keys';
 import type { Lease } from '../step/lease';
@@ -35,7 +36,6 @@ import {
   childChain, childKey, childProperties, fanOutId, headerKey, PAGE_SIZE, PAGE_WINDOW, pageKey, readChild, readHeader, readPage, UNINDEXED, type Header,
 } from './records';
 import { settleRecord } from './settle';
-import { fanOutRun } from '../rules/run';
 import { writerOf } from './record-writer';
 import { open } from './transitions';
 import { FAN_OUT_OPTION_NAMES, type FanOutChild, type FanOutOptions, type FanOutStarted } from './types';
@@ -215,7 +215,7 @@ async function writePage(parts: FanParts, header: Header, n: number, page: reado
     }))).catch(() => undefined); // best effort: an unlisted record left behind changes nothing
     throw new TransitionError(`fanOut(): fan-out ${header.id} was cancelled while its children were being added`);
   }
-  await startChildren(parts, page, result);
+  await startChildren(parts, page, result, header.id);
 }
 
 /**
@@ -286,9 +286,9 @@ function childMarking(parts: FanParts): KickoffMarking<ChildJob> {
  * changed entity or a store fault, the step is retried (it finds the chains it started by their
  * records).
  */
-async function startChildren(parts: FanParts, page: readonly Checked[], result: FanOutStarted): Promise<void> {
+async function startChildren(parts: FanParts, page: readonly Checked[], result: FanOutStarted, fanout: string): Promise<void> {
   const ns = page[0]?.child.key.namespace;
-  const jobs: ChildJob[] = page.map((c) => ({ checked: c, key: c.child.key, entity: c.child.entity, chain: c.id, step: c.step, markerKey: childKey(c.id, ns), run: fanOutRun(result.id) }));
+  const jobs: ChildJob[] = page.map((c) => ({ checked: c, key: c.child.key, entity: c.child.entity, chain: c.id, step: c.step, markerKey: childKey(c.id, ns), run: fanOutRun(fanout) }));
   const toSend: LedgerRecord[] = [];
   const refusals: Promise<void>[] = [];
   const stuck: Error[] = [];

@@ -64,6 +64,30 @@ export type KickoffPlan =
     previousTask: string | undefined;
   };
 
+/** The longest kickoff id `lock_run` holds as it is. */
+export const MAX_PLAIN_RUN_ID = 64;
+
+/**
+ * The `lock_run` of a bulk kickoff's chains: `k:` and its kickoff id; for an id longer than
+ * {@link MAX_PLAIN_RUN_ID} characters, `k#` and 22 characters of its SHA-256, so the field stays a
+ * short string on every step's entity whatever the caller named the kickoff (an indexed string
+ * holds at most 1,500 bytes). The prefixes keep a kickoff's and a fan-out's runs apart.
+ */
+export function kickoffRun(kickoffId: string): string {
+  if (kickoffId.length <= MAX_PLAIN_RUN_ID) return `k:${kickoffId}`;
+  return `k#${createHash('sha256').update(kickoffId).digest('base64url').slice(0, 22)}`;
+}
+
+/** The `lock_run` of a fan-out's children: `f:` and the fan-out's id. */
+export function fanOutRun(fanout: string): string {
+  return `f:${fanout}`;
+}
+
+/** The fan-out a `lock_run` names, if it names one. */
+export function fanOutOfRun(run: string | undefined): string | undefined {
+  return run?.startsWith('f:') ? run.slice(2) : undefined;
+}
+
 /** The id of the chain kickoff `kickoffId` starts on the entity whose key identity is `keyId`. */
 export function kickoffChainId(kickoffId: string, keyId: string): string {
   return createHash('sha256').update(`kickoff\n${kickoffId}\n${keyId}`).digest('base64url').slice(0, 12);
@@ -75,11 +99,11 @@ export type Carry = (planned: { lock: Lock; record: LedgerRecord }, from: Lock) 
 /**
  * The plan for the entity read as `stored` (undefined when absent), given the kickoff's record of
  * this chain on it (`recorded`, undefined when there is none): a chain this kickoff started before
- * is never started again. `run` is the chain's `lock_run` (`rules/run.ts`).
+ * is never started again.
  */
 export function planKickoff(
   key: Key, stored: Properties | undefined, entity: unknown, chain: string, step: NextStep, now: Date, carry: Carry = (planned) => planned,
-  recorded?: Properties, run?: string,
+  recorded?: Properties,
 ): KickoffPlan {
   const props = stored ?? {};
   const lock = readLock(props);
@@ -87,7 +111,7 @@ export function planKickoff(
   if (recorded !== undefined) return { kind: 'own', lock, live: false, seq: typeof recorded.seq === 'number' ? recorded.seq : 0 };
   let planned;
   try {
-    planned = carry(scheduledStep(key, lock, chain, step, now, 'kickoff', run), lock);
+    planned = carry(scheduledStep(key, lock, chain, step, now, 'kickoff'), lock);
   } catch (error) {
     if (error instanceof ChainBusyError) return { kind: 'busy', seq: lock.seq, running: lock.req !== '' };
     throw error;

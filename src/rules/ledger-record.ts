@@ -45,10 +45,10 @@ export function newLedgerRecord(key: Key, seq: number, chain: string, step: Next
  * `kickoff` on an idle entity (which throws `ChainBusyError` when it is not idle).
  */
 export function scheduledStep(
-  key: Key, from: Lock, chain: string, step: NextStep, now: Date, how: 'schedule' | 'kickoff' = 'schedule', run?: string,
+  key: Key, from: Lock, chain: string, step: NextStep, now: Date, how: 'schedule' | 'kickoff' = 'schedule',
 ): { lock: Lock; record: LedgerRecord } {
   const record = newLedgerRecord(key, from.seq + 1, chain, step, now);
-  const lock = (how === 'kickoff' ? kickoff : schedule)(from, { now, chain, task: record.id, run });
+  const lock = (how === 'kickoff' ? kickoff : schedule)(from, { now, chain, task: record.id });
   return { lock, record };
 }
 

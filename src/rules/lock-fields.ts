@@ -15,16 +15,15 @@ export interface Lock {
   /** Undefined when the entity never had a step scheduled. */
   state: StepState | undefined;
   chain: string | undefined;
+  /**
+   * The tracked work that started the chain (`lock_run`): `k:<kickoffId>` for a bulk kickoff's
+   * chain, `f:<fan-out id>` for a fan-out child's; undefined for a chain `schedule()` started. Kept
+   * by every step of the chain; the operator's counts and lists of a kickoff or a fan-out read it.
+   */
+  run: string | undefined;
   task: string | undefined;
   err: string | undefined;
   alerts: string[];
-  /**
-   * `lock_run`: the tracked work that started the entity's current chain, `k:<kickoff id>` for a
-   * bulk kickoff (`scheduleMany`), `f:<fan-out id>` for a fan-out's child; undefined for a chain
-   * `schedule()` started (and on entities written before the field). Every step of the chain
-   * carries it (`run.ts`).
-   */
-  run?: string | undefined;
   /**
    * Whether the Go library wrote this lock (a step without `lock_state`): its leases are not
    * renewed, so they are judged by Go's lease timeout. Never stored; any write of this library
@@ -37,9 +36,7 @@ export interface Lock {
  * Lock fields that are never queried, so they are kept out of indexes. `lock_ts` stays indexed, as
  * in Go, and so does `lock_state`: `locker.inspect()` lists steps by (`lock_state`, `lock_ts`). So
  * does `lock_chain`: the operator's search finds a chain's entity by its id (an equality, served by
- * the built-in single-property index; it changes only when a chain starts). And so does `lock_run`:
- * the operator's view counts and lists a kickoff's or a fan-out's chains by it (it too changes only
- * when a chain starts).
+ * the built-in single-property index; it changes only when a chain starts).
  */
 export const UNINDEXED_LOCK_FIELDS = [
   'lock_req',
@@ -67,10 +64,10 @@ export function readLock(props: Properties): Lock {
     tries: integer(props.lock_try),
     state,
     chain: optionalString(props.lock_chain),
+    run: optionalString(props.lock_run),
     task: optionalString(props.lock_task),
     err: optionalString(props.lock_err),
     alerts: Array.isArray(props.lock_alerts) && props.lock_alerts.length > 0 ? props.lock_alerts.filter((a): a is string => typeof a === 'string') : [],
-    run: optionalString(props.lock_run),
     legacy,
   };
 }
@@ -87,17 +84,17 @@ export function writeLock(props: Properties, lock: Lock): Properties {
   out.lock_try = lock.tries;
   if (lock.state !== undefined) out.lock_state = lock.state;
   if (lock.chain !== undefined) out.lock_chain = lock.chain;
+  if (lock.run !== undefined) out.lock_run = lock.run;
   if (lock.task !== undefined) out.lock_task = lock.task;
   if (lock.err !== undefined) out.lock_err = lock.err;
   if (lock.alerts.length > 0) out.lock_alerts = lock.alerts;
-  if (lock.run !== undefined) out.lock_run = lock.run;
   return out;
 }
 
 /** Whether two locks store the same fields (the test a write uses to recognise itself, applied). */
 export function sameLock(a: Lock, b: Lock): boolean {
   return a.ts?.getTime() === b.ts?.getTime() && a.req === b.req && a.seq === b.seq && a.tries === b.tries &&
-    a.state === b.state && a.chain === b.chain && a.task === b.task && a.err === b.err && a.run === b.run &&
+    a.state === b.state && a.chain === b.chain && a.run === b.run && a.task === b.task && a.err === b.err &&
     a.alerts.length === b.alerts.length && a.alerts.every((alert, i) => alert === b.alerts[i]);
 }
 

@@ -29,11 +29,6 @@ export interface Claimed {
 export interface NewStep extends At {
   chain: string;
   task: string;
-  /**
-   * For a kickoff: the tracked work starting the chain (`lock_run`: `k:`/`f:`, see `rules/run.ts`);
-   * undefined for `schedule()`. A step the chain schedules keeps its chain's run.
-   */
-  run?: string | undefined;
 }
 
 /** An attempt takes a free lease (or one it already holds). */
@@ -71,7 +66,7 @@ export function finish(lock: Lock, e: At): Lock {
   return { ...lock, ts: e.now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.complete, task: undefined, err: undefined, alerts: [] };
 }
 
-/** The running step scheduled the next one: `lock_seq + 1`, free, carried by a new task; the chain's `lock_run` is kept. */
+/** The running step scheduled the next one: `lock_seq + 1`, free, carried by a new task. */
 export function schedule(lock: Lock, e: NewStep): Lock {
   return nextStep(lock, e);
 }
@@ -85,7 +80,7 @@ export function kickoff(lock: Lock, e: NewStep): Lock {
   if (lock.state === StepState.scheduled && (!lock.legacy || lock.req !== '')) {
     throw new ChainBusyError(`step ${lock.seq} is ${lock.req ? 'running' : 'scheduled'}; a new chain can start once it is complete, failed or cancelled`);
   }
-  return { ...nextStep(lock, e), run: e.run };
+  return nextStep(lock, e);
 }
 
 /**
@@ -154,5 +149,7 @@ export const transitions = { take, overwrite, expire, renew, release, fail, fini
 export type LockEventName = keyof typeof transitions;
 
 function nextStep(lock: Lock, e: NewStep): Lock {
-  return { ...lock, run: lock.run, ts: e.now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.scheduled, chain: e.chain, task: e.task, err: undefined, alerts: [], legacy: false };
+  // The chain's run is kept while the chain goes on; a new chain has none unless its kickoff names one.
+  const run = e.chain === lock.chain ? lock.run : undefined;
+  return { ...lock, ts: e.now, req: '', seq: lock.seq + 1, tries: 0, state: StepState.scheduled, chain: e.chain, run, task: e.task, err: undefined, alerts: [], legacy: false };
 }

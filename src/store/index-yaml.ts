@@ -9,9 +9,8 @@ const KIND = /^(?!__)[^\r\n]+$/;
 
 /**
  * The `index.yaml` text for your lockable kinds: for each, `lock_state` then `lock_ts` ascending
- * and descending (the two orders a list of steps by state is read in), and `lock_run`, `lock_state`,
- * `lock_ts` (a kickoff's or a fan-out's chains by state, oldest first: `inspect().list({ run })`,
- * a row's oldest pending chain). Counts by `lock_run` need none (equalities only). Deploy it with
+ * and descending (the two orders a list of steps by state is read in), and `lock_run`,
+ * `lock_state`, `lock_ts` (the lists of one kickoff's or fan-out's chains by state). Deploy it with
  * `gcloud datastore indexes create index.yaml`. Also a command:
  * `npx datastore-locker-indexes Order Invoice > index.yaml`.
  * Throws a `TypeError` when no kind is given or a kind is not a valid kind name.
@@ -23,8 +22,7 @@ export function indexYaml(kinds: readonly string[]): string {
   }
   const lines = [
     '# Composite indexes datastore-locker needs to list steps by state (locker.inspect(), the status',
-    '# router): three for each lockable kind (the third lists a kickoff\'s or a fan-out\'s chains by',
-    '# lock_run). The sweep needs none. Deploy with',
+    '# router): three for each lockable kind. The sweep needs none. Deploy with',
     '#   gcloud datastore indexes create index.yaml',
     'indexes:',
   ];

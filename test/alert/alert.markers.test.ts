@@ -9,7 +9,7 @@ import { MemoryStore } from '../../src/store/memory/store';
 import { StepState } from '../../src/types';
 
 const lock = (alerts: string[], seq = 3): Lock => ({
-  ts: new Date(0), req: '', seq, tries: 1, state: StepState.scheduled, chain: 'c', task: 't', err: undefined, alerts, legacy: false,
+  ts: new Date(0), req: '', seq, tries: 1, state: StepState.scheduled, chain: 'c', run: undefined, task: 't', err: undefined, alerts, legacy: false,
 });
 
 describe('alert claims on the lock', () => {

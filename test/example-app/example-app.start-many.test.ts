@@ -47,11 +47,23 @@ describe('example app: starting many counter chains at once', () => {
     }
   });
 
+  it('sends the button\'s form to the kickoff\'s page, whose progress bar counts its chains', { timeout: 120_000 }, async () => {
+    const res = await fetch(`${app.url}/start/counters?count=5`, { method: 'POST', redirect: 'manual', headers: { accept: 'text/html' } });
+    assert.equal(res.status, 303);
+    const location = res.headers.get('location') ?? '';
+    assert.match(location, /^\/kickoff\?id=counters-[0-9a-f]{8}$/);
+    const done = await waitFor('the kickoff\'s 5 chains to complete', async () => {
+      const page = await (await fetch(`${app.url}${location}`)).text();
+      return /aria-label="5 complete, 0 failed, 0 cancelled, 0 live, of 5"/.test(page) ? page : undefined;
+    }, 100_000);
+    assert.match(done, /<span data-count="started">5<\/span> chains started/);
+  });
+
   it('cuts no list silently: past 100 chains of a kind and state, /status.json names the next page, and the pages hold every chain once', { timeout: 300_000 }, async () => {
     const more = PER_STATE + 20;
     const res = await fetch(`${app.url}/start/counters?count=${more}`, { method: 'POST', headers: { accept: 'application/json' } });
     assert.equal(res.status, 201);
-    const all = COUNT + more;
+    const all = COUNT + 5 + more;
     const first = await waitFor('every counter chain to complete', async () => {
       const status = await fetchStatus(app.url);
       const cut = status.cut.find((c) => c.kind === 'Counter' && c.state === 'complete');

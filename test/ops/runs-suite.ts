@@ -14,7 +14,7 @@ import { Locker } from '../../src/locker';
 import { LocalQueue } from '../../src/queue/local';
 import { PermanentError } from '../../src/errors/errors';
 import { keyPath } from '../../src/keys/key-codec';
-import { kickoffRun, fanOutRun } from '../../src/rules/run';
+import { kickoffRun, fanOutRun } from '../../src/rules/kickoff-plan';
 import { fanOutId } from '../../src/fanout/records';
 import { InspectState } from '../../src/ops/inspect/step-view';
 import type { KickoffRow } from '../../src/ops/inspect/runs';
@@ -76,7 +76,7 @@ export function runsSuite(name: string, open: () => Promise<StoreUnderTest>): vo
         const result = await rig.locker.scheduleMany(items, { kickoffId });
         assert.equal(result.started, 300);
         const inspector = rig.locker.inspect();
-        const first = await inspector.kickoff(kickoffId);
+        const first = await inspector.kickoffRow(kickoffId);
         assert.ok(first, 'the kickoff left a record');
         assert.equal(first.run, kickoffRun(kickoffId));
         assert.equal(first.progress.total, 300);
@@ -84,7 +84,7 @@ export function runsSuite(name: string, open: () => Promise<StoreUnderTest>): vo
         assert.equal(first.state, 'finished');
         assert.deepEqual(first.settled, { started: 300, busy: 0, failed: 0 });
         assert.equal(first.calls, 1);
-        const done = await eventually(() => inspector.kickoff(kickoffId), (r) => r?.progress.complete.count === 270 && r.progress.failed.count === 30);
+        const done = await eventually(() => inspector.kickoffRow(kickoffId), (r) => r?.progress.complete.count === 270 && r.progress.failed.count === 30);
         assert.equal(done!.progress.pending.count, 0);
         assert.equal(done!.progress.cancelled.count, 0);
         assert.equal(done!.progress.started, 300, 'every chain of the kickoff carries its lock_run');
@@ -102,7 +102,7 @@ export function runsSuite(name: string, open: () => Promise<StoreUnderTest>): vo
 
         const again = await rig.locker.scheduleMany(items, { kickoffId });
         assert.equal(again.results.filter((r) => r.status === 'started' && r.resumed).length, 300, 'the re-run recognised every chain');
-        const after = await inspector.kickoff(kickoffId);
+        const after = await inspector.kickoffRow(kickoffId);
         assert.equal(after!.calls, 2, 'the re-run updated the same record');
         assert.equal(after!.startedAt.getTime(), first.startedAt.getTime(), 'which keeps when the kickoff first began');
         const listed: KickoffRow[] = [];

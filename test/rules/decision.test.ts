@@ -9,7 +9,7 @@ const NOW = 1_700_000_000_000;
 const LEASE = 60_000;
 
 function lock(over: Partial<Lock> = {}): Lock {
-  return { ts: new Date(NOW - 1_000), req: '', seq: 3, tries: 0, state: StepState.scheduled, chain: 'c1', task: 't', err: undefined, alerts: [], legacy: false, ...over };
+  return { ts: new Date(NOW - 1_000), req: '', seq: 3, tries: 0, state: StepState.scheduled, chain: 'c1', run: undefined, task: 't', err: undefined, alerts: [], legacy: false, ...over };
 }
 function arrival(over: Partial<Situation> = {}): Situation {
   return { lock: lock(), seq: 3, attempt: 'me', now: NOW, leaseDurationMs: LEASE, maxRetries: 10, ...over };
@@ -109,6 +109,7 @@ const arbLock: fc.Arbitrary<Lock> = fc.record({
   tries: fc.integer({ min: 0, max: 12 }),
   state: arbState,
   chain: fc.constantFrom<string | undefined>('c1', 'c2', undefined),
+  run: fc.constant(undefined),
   task: fc.constant(undefined),
   err: fc.constant(undefined),
   alerts: fc.constant([]),

@@ -18,7 +18,7 @@ const record = (extra: Partial<LedgerRecord> = {}): LedgerRecord => ({
   task: 'abc-3', sends: 1, sentAt: new Date(T0), failures: 0, due: new Date(T0 + STALL), ...extra,
 });
 const lock = (extra: Partial<Lock> = {}): Lock => ({
-  ts: new Date(T0), req: '', seq: 3, tries: 0, state: StepState.scheduled, chain: 'c1', task: 'abc-3', err: undefined, alerts: [], legacy: false, ...extra,
+  ts: new Date(T0), req: '', seq: 3, tries: 0, state: StepState.scheduled, chain: 'c1', run: undefined, task: 'abc-3', err: undefined, alerts: [], legacy: false, ...extra,
 });
 const at = (now: number) => ({ now, stallAfter: STALL, leaseDuration: LEASE });
 

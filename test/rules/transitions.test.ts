@@ -45,7 +45,7 @@ const CLAIMED = ['overwrite:3', 'failure:3'];
 /** A lock each event may act on: failed for a retry, complete for a kickoff, a held step otherwise. */
 function before(event: string): Lock {
   const base: Lock = {
-    ts: OLD, req: 'holder', seq: 3, tries: 2, state: StepState.scheduled, chain: 'c1', task: 't1',
+    ts: OLD, req: 'holder', seq: 3, tries: 2, state: StepState.scheduled, chain: 'c1', run: undefined, task: 't1',
     err: 'an earlier error', alerts: ['overwrite:3'], legacy: false,
   };
   if (event === 'retry') return { ...base, req: '', state: StepState.failed };

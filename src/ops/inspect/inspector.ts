@@ -19,8 +19,9 @@ import { viewLedger, type LedgerView } from './ledger-view';
 import { searchEntities, type SearchReading, type SearchScope } from './search';
 import { decodeKey } from '../../keys/key-codec';
 import { fanOutRowOf, fanOutRows, fanOutsOfChain, kickoffRowOf, kickoffRows, type FanOutRow, type KickoffRow, type RowPage, type RowParts } from './runs';
-import { fanOutOfRun } from '../../rules/run';
+import { fanOutOfRun } from '../../rules/kickoff-plan';
 import { getHeader } from '../../fanout/read-children';
+import { kickoffRun } from '../../rules/kickoff-plan';
 import { InspectState, INSPECT_STATES, inList, splitError, viewStep, withLedger, type StepSummary, type ViewClock } from './step-view';
 
 /** The states whose steps wait for a task: their ledger records tell queued from stalled. */
@@ -113,6 +114,21 @@ export interface KindCounts {
   cancelled: LockCount;
 }
 
+/** A kickoff's (or a fan-out's) chains by state (`inspector.kickoff()`). */
+export interface RunProgress {
+  /** The kickoff id. */
+  id: string;
+  /** Its `lock_run`. */
+  run: string;
+  /** Chains that carry the run: the sum of the others. */
+  started: LockCount;
+  /** Scheduled or running. */
+  live: LockCount;
+  failed: LockCount;
+  complete: LockCount;
+  cancelled: LockCount;
+}
+
 /** An entity a search found. */
 export interface SearchHit {
   step: StepSummary;
@@ -147,7 +163,7 @@ export class Inspector {
     for (let batch = 0; batch < MAX_BATCHES && steps.length < limit; batch++) {
       const page = await reads.queryLocks({
         kind: query.kind, namespace: query.namespace ?? '', order: query.order === 'newest' ? 'desc' : 'asc',
-        limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}), ...(query.run !== undefined && { run: query.run }),
+        limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}), ...(query.run !== undefined ? { run: query.run } : {}),
       });
       const views = page.entities.map(({ key, properties }) => {
         const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
@@ -217,8 +233,8 @@ export class Inspector {
     return kickoffRows(this.rowParts(), page);
   }
 
-  /** The kickoff `kickoffId` as a row; undefined when it left no record. */
-  kickoff(kickoffId: string): Promise<KickoffRow | undefined> {
+  /** The kickoff `kickoffId` as a row (its record, progress, age, oldest pending chain); undefined when it left no record. */
+  kickoffRow(kickoffId: string): Promise<KickoffRow | undefined> {
     return kickoffRowOf(this.rowParts(), kickoffId);
   }
 
@@ -234,6 +250,34 @@ export class Inspector {
 
   private rowParts(): RowParts {
     return { reads: this.parts.reads, encode: (k) => this.parts.dispatcher.encodeKey(k), now: this.parts.config.clock() };
+  }
+
+  /**
+   * A bulk kickoff's progress (`scheduleMany({ kickoffId })`): its chains by state, counted through
+   * `lock_run` (equalities only: Datastore's built-in indexes serve them, no composite index), four
+   * counts per kind and namespace of `scope`, all at once. `started` is their sum: the chains the
+   * kickoff started that still carry its run (an entity a later chain took over counts no more).
+   */
+  async kickoff(kickoffId: string, scope: { kinds: readonly string[]; namespaces: readonly string[]; cap?: number }): Promise<RunProgress> {
+    if (typeof kickoffId !== 'string' || kickoffId === '' || kickoffId.length > 400) throw new RangeError('a kickoff id is a non-empty string of at most 400 characters');
+    return this.runProgress(kickoffRun(kickoffId), kickoffId, scope);
+  }
+
+  private async runProgress(run: string, id: string, scope: { kinds: readonly string[]; namespaces: readonly string[]; cap?: number }): Promise<RunProgress> {
+    const reads = this.parts.reads;
+    if (!reads.countsLocks) throw new ConfigError('a kickoff\'s progress needs a store with countLocks (DatastoreStore and MemoryStore have it).');
+    const cap = scope.cap ?? DEFAULT_COUNT_CAP;
+    const wanted = scope.kinds.flatMap((kind) => scope.namespaces.map((namespace) => ({ kind, namespace })));
+    const states = [StepState.scheduled, StepState.failed, StepState.complete, StepState.cancelled] as const;
+    const counts = await Promise.all(wanted.flatMap(({ kind, namespace }) => states.map((state) => reads.countLocks({ kind, namespace, state, run, cap }))));
+    const sum = (state: StepState): LockCount => counts.filter((_, i) => states[i % states.length] === state)
+      .reduce((a, c) => ({ count: a.count + c.count, exact: a.exact && c.exact }), { count: 0, exact: true });
+    const live = sum(StepState.scheduled);
+    const failed = sum(StepState.failed);
+    const complete = sum(StepState.complete);
+    const cancelled = sum(StepState.cancelled);
+    const started = [live, failed, complete, cancelled].reduce((a, c) => ({ count: a.count + c.count, exact: a.exact && c.exact }), { count: 0, exact: true });
+    return { id, run, started, live, failed, complete, cancelled };
   }
 
   /** What the Locker's queue holds now, when it can tell (`Queue.depth`: `LocalQueue` can, Cloud Tasks' v2 API cannot). */

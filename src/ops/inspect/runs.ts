@@ -14,7 +14,7 @@ import type { Key } from '@google-cloud/datastore';
 import { KICKOFF_RUN_KIND, kickoffRunKey, readKickoffRun, type KickoffRun, type RunKind } from '../../chain/kickoff-run';
 import { decodeKey } from '../../keys/key-codec';
 import { keyPath } from '../../keys/key-path';
-import { fanOutRun, kickoffRun } from '../../rules/run';
+import { fanOutRun, kickoffRun } from '../../rules/kickoff-plan';
 import { HEADER_KIND, headerKey, readHeader, type ChildCounts, type FanOutState, type Header } from '../../fanout/records';
 import { MAX_COUNT_CAP } from '../../store/lock-query';
 import type { StoreReads } from '../../store/reads';
@@ -22,7 +22,7 @@ import { StepState, type LockCount } from '../../types';
 import { ConfigError } from '../../errors/errors';
 
 /** A run's chains by state, now (each a count up to the run's total, at least 1; `exact: false` past it). */
-export interface RunProgress {
+export interface RowProgress {
   /** Items (a kickoff's last call) or children (a fan-out's, once sealed). */
   total: number;
   /** Chains that carry the run's `lock_run` now: the four below together. */
@@ -61,7 +61,7 @@ export interface KickoffRow {
   calls: number;
   /** How the last call to end settled its items (`scheduleMany()`'s result counts). */
   settled?: { started: number; busy: number; failed: number };
-  progress: RunProgress;
+  progress: RowProgress;
   oldestPending?: OldestPending;
 }
 
@@ -85,7 +85,7 @@ export interface FanOutRow {
   /** Once joining: the outcome the join was told, and the child counts it was decided on. */
   outcome?: string;
   atJoin?: ChildCounts;
-  progress: RunProgress;
+  progress: RowProgress;
   oldestPending?: OldestPending;
 }
 
@@ -182,7 +182,7 @@ async function fanOutRow(parts: RowParts, h: Header): Promise<FanOutRow> {
 /** Four counts and one query per kind and namespace of the run, all at once. */
 async function progressOf(
   parts: RowParts, run: string, kinds: readonly RunKind[], total: number,
-): Promise<{ progress: RunProgress; oldestPending?: OldestPending }> {
+): Promise<{ progress: RowProgress; oldestPending?: OldestPending }> {
   const { reads } = parts;
   if (!reads.countsLocks || !reads.queriesLocks) throw new ConfigError('kickoff and fan-out rows need a store with countLocks and queryLocks (DatastoreStore and MemoryStore have them).');
   const cap = Math.min(MAX_COUNT_CAP, Math.max(1, total));
@@ -196,7 +196,7 @@ async function progressOf(
   }));
   const sum = (i: number): LockCount => per.reduce<LockCount>((acc, p) => ({ count: acc.count + p.counts[i]!.count, exact: acc.exact && p.counts[i]!.exact }), { count: 0, exact: true });
   const [pending, complete, failed, cancelled] = [sum(0), sum(1), sum(2), sum(3)];
-  const progress: RunProgress = { total, started: pending.count + complete.count + failed.count + cancelled.count, pending, complete, failed, cancelled };
+  const progress: RowProgress = { total, started: pending.count + complete.count + failed.count + cancelled.count, pending, complete, failed, cancelled };
   let oldestPending: OldestPending | undefined;
   for (const { oldest } of per) {
     const since = oldest?.properties.lock_ts;

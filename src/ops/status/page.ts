@@ -294,8 +294,9 @@ export function code(value: string | undefined): string {
   return value ? `<code>${escapeHtml(value)}</code>` : '—';
 }
 
-function queryString(f: { kind?: string | undefined; namespace?: string | undefined; state?: string | undefined; order?: string; cursor?: string | undefined }): string {
+function queryString(f: { kind?: string | undefined; namespace?: string | undefined; state?: string | undefined; order?: string; cursor?: string | undefined; kickoff?: string | undefined }): string {
   const params = new URLSearchParams();
+  if (f.kickoff) params.set('kickoff', f.kickoff);
   if (f.state) params.set('state', f.state);
   if (f.kind) params.set('kind', f.kind);
   if (f.namespace !== undefined) params.set('namespace', f.namespace);

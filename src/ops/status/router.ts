@@ -6,9 +6,10 @@
  *   GET  /             the steps by state, kind and namespace (`?state=&kind=&namespace=&order=&cursor=`)
  *   GET  /steps.json   the same as JSON
  *   GET  /step?key=    one entity (`key` as `X-Lock-Key` encodes it); `/step.json?key=` as JSON
+ *   GET  /kickoff?id=  a bulk kickoff's chains by state, with a progress bar; `/kickoff.json?id=`
  *   GET  /search?q=    a key as the page shows it, an encoded key or a chain id (one match: 303 to it); `/search.json?q=`
  *   GET  /kickoffs.json, /fanouts.json   bulk kickoffs and fan-outs, newest first, with progress (`?limit=&cursor=`; fan-outs `&namespace=`)
- *   GET  /kickoff.json?id=, /fanout.json?id=   one of them; with `&state=` its chains (a fan-out's children) in that state
+ *   GET  /kickoff-run.json?id=, /fanout.json?id=   one of them as a row (record, progress, oldest pending); with `&state=` its chains (a fan-out's children) in that state
  *   POST /step/retry | /step/resend | /step/cancel   form fields key, seq, csrf; answers 303 to the step
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -25,6 +26,8 @@ import { statusPageHeaders } from './headers';
 import { renderDetail, renderList, renderMessage, type PageContext } from './page';
 import { renderSearch } from './search-page';
 import { fanOutJsonRow, kickoffJson } from './run-json';
+import { renderKickoff } from './run-page';
+import { kickoffRun } from '../../rules/kickoff-plan';
 import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, type ListView, type SearchView, type Section, type StepRow } from './view-model';
 
 /** What the router needs from the Locker. */
@@ -67,6 +70,14 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
     const view = await detailView(backend, config, req);
     res.set('Cache-Control', 'no-store').json({ ...stepJson(view.step, view.extra, view.actions), now: new Date(view.now).toISOString() });
   }));
+  router.get('/kickoff', auth, handler(backend, async (req, res) => {
+    const progress = await backend.inspect().kickoff(kickoffParam(req), { kinds: config.kinds, namespaces: config.namespaces });
+    res.type('html').set('Cache-Control', 'no-store').send(renderKickoff(progress, config.kinds, pageContext(config, req, res)));
+  }));
+  router.get('/kickoff.json', auth, handler(backend, async (req, res) => {
+    const progress = await backend.inspect().kickoff(kickoffParam(req), { kinds: config.kinds, namespaces: config.namespaces });
+    res.set('Cache-Control', 'no-store').json(progress);
+  }));
   router.get('/search', auth, handler(backend, async (req, res) => {
     const view = await searchView(backend, config, req);
     if (view.hits.length === 1 && req.query.list === undefined) {
@@ -86,9 +97,9 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
     const page = await backend.inspect().kickoffs(readPage(req, config));
     res.set('Cache-Control', 'no-store').json({ now: new Date(backend.config.clock()).toISOString(), kickoffs: page.rows.map(kickoffJson), ...(page.cursor && { cursor: page.cursor }) });
   }));
-  router.get('/kickoff.json', auth, handler(backend, async (req, res) => {
+  router.get('/kickoff-run.json', auth, handler(backend, async (req, res) => {
     const id = readText(req.query.id, 'id', 'the kickoff id');
-    const row = await backend.inspect().kickoff(id);
+    const row = await backend.inspect().kickoffRow(id);
     if (!row) throw new BadRequestError(`no kickoff ${JSON.stringify(id)} left a record`);
     const chains = await runChains(backend, config, req, row.run, row.kinds);
     res.set('Cache-Control', 'no-store').json({ now: new Date(backend.config.clock()).toISOString(), ...kickoffJson(row), ...chains });
@@ -154,7 +165,7 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
   // By state first, then kind: what needs a person (failed, stalled) comes first across kinds.
   // Every section's reads run at once: the overview's store calls do not queue behind each other.
   const wanted = states.flatMap((state) => kinds.flatMap((kind) => namespaces.map((namespace) => ({ state, kind, namespace }))));
-  const overview = !filters.state;
+  const overview = !filters.state && filters.kickoff === undefined;
   const [sections, owed, queue, counts] = await Promise.all([
     Promise.all(wanted.map((w) => section(inspector, config, filters, w))),
     overview && !filters.kind ? inspector.alertsOwed(config.pageSize) : Promise.resolve(undefined),
@@ -175,6 +186,7 @@ async function section(inspector: Inspector, config: StatusConfig, filters: Filt
   const page = await inspector.list({
     state, kind, namespace, order, limit: config.pageSize,
     ...(filters.cursor ? { cursor: filters.cursor } : {}),
+    ...(filters.kickoff !== undefined ? { run: kickoffRun(filters.kickoff) } : {}),
   });
   // On the overview a stale lease that is also stalled shows once, under stalled.
   const steps = !filters.state && state === InspectState.stale && config.overview.includes(InspectState.stalled) ? page.steps.filter((s) => !s.stalled) : page.steps;
@@ -238,6 +250,11 @@ function readFilters(config: StatusConfig, req: Request): Filters {
     if (!config.namespaces.includes(namespace)) throw new BadRequestError('that namespace is not one this page lists');
     filters.namespace = namespace;
   }
+  const kickoff = text('kickoff');
+  if (kickoff !== undefined) {
+    if (kickoff.length > 400) throw new BadRequestError('a kickoff id is at most 400 characters');
+    filters.kickoff = kickoff;
+  }
   const cursor = text('cursor');
   if (cursor !== undefined) {
     if (!filters.state || !filters.kind || filters.namespace === undefined) throw new BadRequestError('a cursor goes with one state, kind and namespace');
@@ -287,6 +304,12 @@ async function runChains(
     return { kind: k, namespace, state, ...(page.cursor && { cursor: page.cursor }), steps: rows.map((r) => stepJson(r.step, r.extra, r.actions)) };
   }));
   return { chains: sections };
+}
+
+function kickoffParam(req: Request): string {
+  const id = req.query.id;
+  if (typeof id !== 'string' || id === '' || id.length > 400) throw new BadRequestError('id is missing: pass the kickoff id scheduleMany() was given (or returned)');
+  return id;
 }
 
 function readKey(backend: StatusBackend, value: unknown): Key {

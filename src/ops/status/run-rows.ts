@@ -7,7 +7,7 @@
  * value is escaped.
  */
 import { escapeHtml } from '../../http/html';
-import type { FanOutRow, KickoffRow, RunProgress } from '../inspect/runs';
+import type { FanOutRow, KickoffRow, RowProgress } from '../inspect/runs';
 import { formatAge } from './age';
 import { formatCount } from './counts-table';
 
@@ -23,7 +23,7 @@ const SEGMENTS = [
 ] as const;
 
 /** The bar for `progress` as inline SVG: one `<rect>` per non-empty state, widths in proportion to the total. */
-export function progressBarSvg(progress: RunProgress): string {
+export function progressBarSvg(progress: RowProgress): string {
   const total = Math.max(progress.total, progress.started, 1);
   let x = 0;
   const rects: string[] = [];
@@ -41,15 +41,15 @@ export function progressBarSvg(progress: RunProgress): string {
 }
 
 /** The progress as text: `complete 120 · failed 3 · cancelled 0 · pending 177 of 300`. */
-export function progressText(p: RunProgress): string {
+export function progressText(p: RowProgress): string {
   return `complete ${formatCount(p.complete)} · failed ${formatCount(p.failed)} · cancelled ${formatCount(p.cancelled)} · pending ${formatCount(p.pending)} of ${p.total.toLocaleString('en-US')}`;
 }
 
 /** A kickoff's row (`<tr>`); `base` is the router's mount path. */
 export function kickoffRowHtml(row: KickoffRow, base: string): string {
-  const what = `<a href="${escapeHtml(`${base}/kickoff.json?id=${encodeURIComponent(row.kickoffId)}`)}">${escapeHtml(row.kickoffId)}</a>`;
+  const what = `<a href="${escapeHtml(`${base}/kickoff?id=${encodeURIComponent(row.kickoffId)}`)}">${escapeHtml(row.kickoffId)}</a>`;
   const kinds = row.kinds.map((k) => `${k.kind}${k.namespace ? ` (${k.namespace})` : ''}`).join(', ');
-  const links = stateLinks(`${base}/kickoff.json?id=${encodeURIComponent(row.kickoffId)}`, row.progress);
+  const links = stateLinks(`${base}/kickoff-run.json?id=${encodeURIComponent(row.kickoffId)}`, row.progress);
   return rowHtml('kickoff', what, `${row.state}${row.calls > 1 ? ` · ${row.calls} calls` : ''}`, kinds, row.ageMs, row.progress, row.oldestPending, base, links);
 }
 
@@ -64,7 +64,7 @@ export function fanOutRowHtml(row: FanOutRow, base: string): string {
 }
 
 function rowHtml(
-  type: string, what: string, state: string, kinds: string, ageMs: number, progress: RunProgress,
+  type: string, what: string, state: string, kinds: string, ageMs: number, progress: RowProgress,
   oldest: KickoffRow['oldestPending'], base: string, links: string,
 ): string {
   const oldestCell = oldest
@@ -76,7 +76,7 @@ function rowHtml(
 }
 
 /** Links to the run's chains in each state that has some (the JSON lists them a page at a time). */
-function stateLinks(self: string, p: RunProgress): string {
+function stateLinks(self: string, p: RowProgress): string {
   const states = [['failed', p.failed.count], ['scheduled', p.pending.count], ['complete', p.complete.count], ['cancelled', p.cancelled.count]] as const;
   return states.filter(([, n]) => n > 0).map(([state]) => `<a href="${escapeHtml(`${self}&state=${state}`)}">${state}</a>`).join(' ');
 }

@@ -37,6 +37,8 @@ export interface Filters {
   state?: InspectState;
   order: 'oldest' | 'newest';
   cursor?: string;
+  /** Only the chains of this bulk kickoff (`?kickoff=`). */
+  kickoff?: string;
 }
 
 /** A list page. */

@@ -1,7 +1,8 @@
 /**
  * `countLocks` on Datastore: a count aggregation (`RunAggregationQuery` with `COUNT` up to the cap,
  * one RPC, served by the same index as the list), or, where the backend has none (it answers
- * UNIMPLEMENTED or INVALID_ARGUMENT to the aggregation), a keys-only query paged up to the cap. Which
+ * UNIMPLEMENTED or INVALID_ARGUMENT to the aggregation), a keys-only query paged up to the cap or
+ * {@link KEYS_CAP}, whichever is lower. Which
  * one a backend takes is found on the first count and kept.
  */
 import { StoreConfigError } from '../../errors/errors';
@@ -14,6 +15,11 @@ import { checkLockCount, type LockCount, type LockCountQuery } from '../lock-que
 const NO_AGGREGATION = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
 /** Keys per page of the keys-only count. */
 const PAGE = 1_000;
+/**
+ * The most a keys-only count reads: past it the count says "1,000+". A backend without count
+ * aggregation (the legacy emulator) answers 300 keys a batch, so a count costs at most 4 queries.
+ */
+export const KEYS_CAP = 1_000;
 
 /** How a store counts: found on its first count. */
 export type CountMethod = 'aggregation' | 'keys';
@@ -34,7 +40,7 @@ export async function countDatastoreLocks(rpc: DatastoreRpc, query: LockCountQue
       method.current = 'keys';
     }
   }
-  return countByKeys(rpc, namespace, raw, query.cap);
+  return countByKeys(rpc, namespace, raw, Math.min(query.cap, KEYS_CAP));
 }
 
 async function countByKeys(rpc: DatastoreRpc, namespace: string, raw: RawQuery, cap: number): Promise<LockCount> {

@@ -56,9 +56,10 @@ function tsFilter(op: 'GREATER_THAN_OR_EQUAL' | 'LESS_THAN', at: Date): RawFilte
 
 function missingIndex(query: LockQuery, error: StoreConfigError): StoreConfigError {
   const direction = query.order === 'desc' ? 'lock_ts descending' : 'lock_ts ascending';
+  const index = query.run !== undefined ? `lock_run, lock_state, ${direction}` : `lock_state, ${direction}`;
   return new StoreConfigError(
-    `Datastore has no index for the lock query on kind ${query.kind} (lock_state, ${direction}): ` +
-      `add its two entries to index.yaml (\`npx datastore-locker-indexes ${query.kind}\` prints them) and run \`gcloud datastore indexes create index.yaml\``,
+    `Datastore has no index for the lock query on kind ${query.kind} (${index}): ` +
+      `add the kind's entries to index.yaml (\`npx datastore-locker-indexes ${query.kind}\` prints them) and run \`gcloud datastore indexes create index.yaml\``,
     { cause: error.cause },
   );
 }
