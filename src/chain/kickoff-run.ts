@@ -17,9 +17,22 @@ export const MAX_KINDS = 20;
 
 /** Where the items of a kickoff are: a kind in a namespace, with how many items. */
 export interface RunKind {
+  /** The items' kind. */
   kind: string;
+  /** Their namespace; empty for the default one. */
   namespace: string;
+  /** How many items of the call are of this kind in this namespace. */
   items: number;
+}
+
+/** How a `scheduleMany()` call settled its items (its result's counts). */
+export interface KickoffSettled {
+  /** Chains started, or found started by an earlier call with the same id. */
+  started: number;
+  /** Entities running another chain's step, left alone. */
+  busy: number;
+  /** Items not started. */
+  failed: number;
 }
 
 /** A kickoff's record, as read. */
@@ -41,7 +54,7 @@ export interface KickoffRun {
   /** `running` while a call is under way (or one crashed before its end), `finished` once the last one returned. */
   state: 'running' | 'finished';
   /** As the last call to end settled its items: chains started (or found started), busy entities, items not started. */
-  settled?: { started: number; busy: number; failed: number };
+  settled?: KickoffSettled;
   /** When the last call returned. */
   finishedAt?: Date;
 }
@@ -75,7 +88,7 @@ export function begin(found: KickoffRun | undefined, call: KickoffCall): Kickoff
 }
 
 /** A call returned, having settled its items so. */
-export function end(found: KickoffRun, settled: { started: number; busy: number; failed: number }, now: Date): KickoffRun {
+export function end(found: KickoffRun, settled: KickoffSettled, now: Date): KickoffRun {
   return { ...found, state: 'finished', settled: { started: settled.started, busy: settled.busy, failed: settled.failed }, finishedAt: now };
 }
 
@@ -126,7 +139,7 @@ function readKinds(value: unknown): RunKind[] {
   });
 }
 
-function isSettled(value: unknown): value is { started: number; busy: number; failed: number } {
+function isSettled(value: unknown): value is KickoffSettled {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
   return [v.started, v.busy, v.failed].every((n) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0);

@@ -18,7 +18,7 @@ import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
 import { searchEntities, type SearchReading, type SearchScope } from './search';
 import { decodeKey } from '../../keys/key-codec';
-import { fanOutRowOf, fanOutRows, fanOutsOfChain, kickoffRowOf, kickoffRows, type FanOutRow, type KickoffRow, type RowPage, type RowParts } from './runs';
+import { fanOutRowOf, fanOutRows, fanOutsOfChain, kickoffRowOf, kickoffRows, type EntityRef, type FanOutRow, type KickoffRow, type RowPage, type RowParts } from './runs';
 import { fanOutOfRun } from '../../rules/kickoff-plan';
 import { getHeader } from '../../fanout/read-children';
 import { kickoffRun } from '../../rules/kickoff-plan';
@@ -92,7 +92,13 @@ export interface StepDetail extends StepSummary {
   /** Every fan-out of the current chain (at most 20, newest first), joined ones included, as rows with their progress. */
   fanOuts: FanOutRow[];
   /** For a fan-out's child: the fan-out (its `lock_run` names it) and its parent, read from its header. */
-  parent?: { fanOut: string; key: Key; encodedKey: string; keyPath: string };
+  parent?: ChildOf;
+}
+
+/** A fan-out child's fan-out and parent (`StepDetail.parent`). */
+export interface ChildOf extends EntityRef {
+  /** The fan-out's id. */
+  fanOut: string;
 }
 
 /** The largest count the overview asks for, by default: past it a count reads "10,000+". */

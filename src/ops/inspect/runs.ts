@@ -11,7 +11,7 @@
  * state is not indexed), and reading them all is proportional to the children.
  */
 import type { Key } from '@google-cloud/datastore';
-import { KICKOFF_RUN_KIND, kickoffRunKey, readKickoffRun, type KickoffRun, type RunKind } from '../../chain/kickoff-run';
+import { KICKOFF_RUN_KIND, kickoffRunKey, readKickoffRun, type KickoffRun, type KickoffSettled, type RunKind } from '../../chain/kickoff-run';
 import { decodeKey } from '../../keys/key-codec';
 import { keyPath } from '../../keys/key-path';
 import { fanOutRun, kickoffRun } from '../../rules/kickoff-plan';
@@ -29,16 +29,26 @@ export interface RowProgress {
   started: number;
   /** Chains scheduled or running: not yet ended. */
   pending: LockCount;
+  /** Chains complete. */
   complete: LockCount;
+  /** Chains failed for good. */
   failed: LockCount;
+  /** Chains an operator cancelled. */
   cancelled: LockCount;
 }
 
-/** The oldest chain of a run still pending. */
-export interface OldestPending {
+/** An entity, as the operator's rows name it. */
+export interface EntityRef {
+  /** Its key. */
   key: Key;
+  /** The key as `X-Lock-Key` encodes it (the status page's links carry it). */
   encodedKey: string;
+  /** e.g. `Order:42/Line:"a"`. */
   keyPath: string;
+}
+
+/** The oldest chain of a run still pending. */
+export interface OldestPending extends EntityRef {
   /** When it last progressed (`lock_ts`). */
   since: Date;
   /** How long ago, ms. */
@@ -47,50 +57,67 @@ export interface OldestPending {
 
 /** A kickoff, as a row. */
 export interface KickoffRow {
+  /** The kickoff's id, as `scheduleMany()` was given it (or returned it). */
   kickoffId: string;
   /** Its chains' `lock_run`: pass it as `list({ run })` to list them by state. */
   run: string;
   /** `running` while a call is under way (or one stopped before its end), `finished` once the last one returned. */
   state: 'running' | 'finished';
+  /** Where its items are: each kind and namespace with its number of items (at most 20). */
   kinds: RunKind[];
+  /** When the first call with this id began. */
   startedAt: Date;
   /** How long ago the first call began, ms. */
   ageMs: number;
+  /** When the last call returned. */
   finishedAt?: Date;
   /** Calls made with this kickoff id. */
   calls: number;
   /** How the last call to end settled its items (`scheduleMany()`'s result counts). */
-  settled?: { started: number; busy: number; failed: number };
+  settled?: KickoffSettled;
+  /** Its chains by state, now. */
   progress: RowProgress;
+  /** Its oldest chain still pending, if one is. */
   oldestPending?: OldestPending;
 }
 
 /** A fan-out, as a row. */
 export interface FanOutRow {
+  /** The fan-out's id (24 hex digits). */
   id: string;
   /** Its children's `lock_run`: pass it as `list({ run })` to list them by state. */
   run: string;
   /** `writing`, `sealed` (waiting for children), `joining` (the join was started) or `cancelled`. */
   state: FanOutState;
-  parent: { key: Key; encodedKey: string; keyPath: string };
-  /** The parent's chain, and the step that fanned out. */
+  /** The parent entity. */
+  parent: EntityRef;
+  /** The parent's chain. */
   chain: string;
+  /** The parent's step that fanned out (the join is the next one). */
   seq: number;
   /** The children's kinds (known once sealed). */
   kinds: string[];
+  /** When the fan-out began. */
   createdAt: Date;
+  /** How long ago, ms. */
   ageMs: number;
+  /** When every child was added. */
   sealedAt?: Date;
+  /** When its join was committed. */
   joinedAt?: Date;
-  /** Once joining: the outcome the join was told, and the child counts it was decided on. */
+  /** Once joining: the outcome the join was told. */
   outcome?: string;
+  /** Once joining: the child counts the join was decided on. */
   atJoin?: ChildCounts;
+  /** Its children by state, now (from their locks). */
   progress: RowProgress;
+  /** Its oldest child still pending, if one is. */
   oldestPending?: OldestPending;
 }
 
 /** A page of rows. */
 export interface RowPage<R> {
+  /** The rows of this page, newest first. */
   rows: R[];
   /** Pass it back as `cursor` for the next page; undefined when there is no more. */
   cursor?: string;
