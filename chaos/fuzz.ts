@@ -23,6 +23,7 @@ import { Rng } from './random';
 import { localAuthenticator, signedHeaders, LOCAL_SIGNATURE_TTL_MS } from '../src/queue/local-signature';
 import { taskName } from '../src/rules/ledger-record';
 import { MAX_JSON_DEPTH } from '../src/http/json-depth';
+import { bulkCases, OPS, operatorAuth, seedOperation } from './fuzz-bulk';
 
 /** What a fuzz run found. */
 export interface FuzzReport {
@@ -66,6 +67,7 @@ interface Target {
 export async function runFuzz(datastore: Datastore, namespace: string, seed: number, requests: number, warmup = 2_000, concurrency = 32): Promise<FuzzReport> {
   const started = Date.now();
   const targets = await seedTargets(datastore, namespace);
+  await seedOperation(datastore, namespace, KIND);
   const store = new CountingStore(new DatastoreStore(datastore));
   const secret = 'fuzz-secret-0123456789';
   let handlerRuns = 0;
@@ -82,6 +84,8 @@ export async function runFuzz(datastore: Datastore, namespace: string, seed: num
   app.post('/signed/step', signed.handle(handler, factory, { maxBodyBytes: MAX_BODY }));
   app.post('/signed/other', signed.handle(handler, factory, { maxBodyBytes: MAX_BODY }));
   app.post('/open/step', withoutAuth.handle(handler, factory, { maxBodyBytes: MAX_BODY }));
+  // The status router's bulk routes: forged confirmations, bad filters, replayed operation ids (chaos/fuzz-bulk.ts).
+  app.use(OPS, withoutAuth.statusRouter({ authenticate: operatorAuth, kinds: [KIND], namespaces: [namespace] }));
   app.all('/{*rest}', withoutAuth.handle(handler, factory, { maxBodyBytes: MAX_BODY })); // any method, any path
   let uncaught = 0;
   const onUncaught = (): void => void uncaught++;
@@ -96,12 +100,12 @@ export async function runFuzz(datastore: Datastore, namespace: string, seed: num
     handlerRuns: 0, uncaughtErrors: 0, store: store.counts, heapBeforeBytes: 0, heapAfterBytes: 0, heapGrowthBytes: 0, wallMs: 0,
   };
   try {
-    await send(warmup, concurrency, () => generate(rng, targets, secret), port, agent, () => undefined);
+    await send(warmup, concurrency, () => generate(rng, targets, secret, namespace), port, agent, () => undefined);
     const gc = forceGc();
     gc();
     report.heapBeforeBytes = process.memoryUsage().heapUsed;
     const before = { ...store.counts };
-    await send(requests, concurrency, () => generate(rng, targets, secret), port, agent, (req, status, retryAfter) => judgeAnswer(report, req, status, retryAfter));
+    await send(requests, concurrency, () => generate(rng, targets, secret, namespace), port, agent, (req, status, retryAfter) => judgeAnswer(report, req, status, retryAfter));
     gc();
     report.heapAfterBytes = process.memoryUsage().heapUsed;
     report.heapGrowthBytes = report.heapAfterBytes - report.heapBeforeBytes;
@@ -194,9 +198,17 @@ function text(rng: Rng, alphabet: string, maxLength: number): string {
   return out;
 }
 
-/** One generated request: now and then a crafted case (one in ten). */
-function generate(rng: Rng, targets: readonly Target[], secret: string): Generated {
-  return rng.next() < 0.1 ? crafted(rng, targets, secret) : random(rng, targets, secret);
+/** One generated request: now and then a crafted case (one in ten), and a bulk case (one in forty). */
+function generate(rng: Rng, targets: readonly Target[], secret: string, namespace: string): Generated {
+  const r = rng.next();
+  if (r < 0.025) return bulkCase(rng, namespace);
+  return r < 0.1 ? crafted(rng, targets, secret) : random(rng, targets, secret);
+}
+
+/** A bulk case to the status router, with its one right answer. */
+function bulkCase(rng: Rng, namespace: string): Generated {
+  const c = pickWeighted(rng, bulkCases(rng, KIND, namespace));
+  return { method: c.method, path: c.path, headers: c.headers, body: c.body, auth: true, may503: false, expect: { statuses: c.statuses, what: c.what } };
 }
 
 /**

@@ -145,6 +145,13 @@ export class Operate extends Op {
   toString(): string { return `${this.action}(${this.entity}) on slot ${this.slot}`; }
 }
 
+/** An operator's bulk action (`locker.bulk()`): retry every failed chain, or resend the stalled steps, under an id that may repeat (a confirmation posted twice). */
+export class Bulk extends Op {
+  constructor(readonly action: 'retry' | 'resend', readonly id: string, readonly slot: number) { super(); }
+  act(w: World): Promise<void> { return w.bulk(this.action, this.id, w.at(this.slot)); }
+  toString(): string { return `bulk(${this.action}, ${this.id}) on slot ${this.slot}`; }
+}
+
 /** A request forged of a kept task (any ever created), delivered to an instance: another route, query, prefix, body or seq. */
 export class Forge extends Op {
   constructor(readonly pick: number, readonly slot: number, readonly how: Forgery) { super(); }
@@ -195,12 +202,12 @@ export class StoreOutage extends Op {
  * actions, the app deleting an entity, and the kill just after a write; `fanout-throw`: only
  * sources that never throw and name no child twice; `fanout-wide`: no fan-out past a page;
  * `delete`: the app never deletes an entity; `kill-after-write`: no death just after a write;
- * `time-limit`: no sequence sets `requestTimeout`, so no step is cut at it), forged requests (`forge`; `forge-path`:
+ * `time-limit`: no sequence sets `requestTimeout`, so no step is cut at it), the operator's bulk actions (`bulk`), forged requests (`forge`; `forge-path`:
  * only those to another path or query; `forge-seq`: only those to another seq), and store
  * outages (`outage`).
  */
 export const FEATURES = [
-  'refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down', 'fanout', 'fanout-throw', 'fanout-wide', 'delete', 'kill-after-write', 'time-limit', 'forge', 'forge-path', 'forge-seq', 'outage',
+  'refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down', 'fanout', 'fanout-throw', 'fanout-wide', 'delete', 'kill-after-write', 'time-limit', 'forge', 'forge-path', 'forge-seq', 'outage', 'bulk',
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 
@@ -271,6 +278,7 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
     slot.map((s) => new Shutdown(s)),
     fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
     fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
+    ...(without.has('bulk') ? [] : [fc.tuple(fc.constantFrom<'retry' | 'resend'>(...(without.has('retry') ? ['resend' as const] : ['retry' as const, 'resend' as const])), fc.constantFrom('model-bulk-1', 'model-bulk-2'), slot).map(([a, id, s]) => new Bulk(a, id, s))]),
     // Down more often than up: quiet() brings it back, and most owed alerts need it down for a while.
     (without.has('alerter-down') ? fc.constant(true) : fc.oneof({ arbitrary: fc.constant(false), weight: 3 }, { arbitrary: fc.constant(true), weight: 1 })).map((up) => new Alerter(up)),
     ...(without.has('outage') ? [] : [fc.tuple(fc.integer({ min: 1, max: 4 }), fc.boolean()).map(([n, applied]) => new StoreOutage(n, applied))]),

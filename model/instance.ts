@@ -12,6 +12,11 @@ import type { AlertDesk } from './alert-desk';
 import { stepHandler, ModelEntity, ROUTES, type HandlerPort } from './handler';
 import { MortalStore, never } from './store-faults';
 
+/** Where each instance mounts the status router, whose task route runs bulk operations' pages. */
+export const OPS_MOUNT = '/ops';
+/** The kind of the model's entities. */
+export const MODEL_KIND = 'ModelEntity';
+
 /** The timings every instance runs with, ms. Real-time timers (renewal, proof, time limits) never fire within a sequence; the model's clock moves leases. */
 export const TIMINGS = Object.freeze({ leaseDuration: 60_000, stallAfter: 120_000, alertTimeout: 5_000 });
 
@@ -34,6 +39,8 @@ export interface InstanceDeps {
   port: HandlerPort;
   /** The instance listens for its events on its Locker. */
   listen(locker: Locker): void;
+  /** The namespace of the model's entities (undefined: the default one). */
+  namespace?: string | undefined;
 }
 
 /** One running instance. */
@@ -65,6 +72,8 @@ export class Instance {
     this.app = express();
     const handler = this.locker.handle(stepHandler(deps.port), (props) => new ModelEntity(props));
     for (const route of Object.values(ROUTES)) this.app.post(route, handler);
+    // The status router, for its task route: a bulk operation's pages are steps delivered to it (`/ops/operations/step`).
+    this.app.use(OPS_MOUNT, this.locker.statusRouter({ authenticate: () => ({ ok: true, principal: 'model' }), kinds: [MODEL_KIND], namespaces: [deps.namespace ?? ''] }));
   }
 
   get dead(): boolean {

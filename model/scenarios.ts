@@ -5,7 +5,7 @@
  * promise the oracle finds broken. Set `fixed` once the fix is merged: the sequence must then
  * hold every promise (test/promises/model.test.ts checks both ways).
  */
-import { Advance, Alerter, Delete, Deliver, DeliverOf, FanOutOp, Forge, Kickoff, KickoffMany, Kill, Operate, Release, Shutdown, type Command, type Feature, type Plan } from './commands';
+import { Advance, Alerter, Bulk, Delete, Deliver, DeliverOf, FanOutOp, Forge, Kickoff, KickoffMany, Kill, Operate, Release, Shutdown, type Command, type Feature, type Plan } from './commands';
 import type { FanSpec } from './fan-out-plan';
 import { TIMINGS } from './instance';
 import type { Promise4 } from './oracle';
@@ -88,6 +88,13 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     commands: () => [
       new KickoffMany(['e0'], 'K1', 0), new Alerter(false), new Deliver(0, 0, run('permanent'), false), new Operate('retry', 'e0', 0),
       new Deliver(0, 0, run('permanent'), false), new Shutdown(0),
+    ],
+  },
+  {
+    id: 'bulk', title: 'a bulk retry confirmed twice, its page killed before a retried chain\'s task, acts on a chain twice or loses one', promise: 'a', fixed: true, config: PLAIN_CONFIG,
+    commands: () => [
+      new Kickoff('e0', 0), new Kickoff('e1', 0), new Deliver(0, 0, run('permanent'), false), new Deliver(0, 0, run('permanent'), false),
+      new Advance(1_000), new Bulk('retry', 'model-bulk-1', 0), new Bulk('retry', 'model-bulk-1', 1), new Kill(0, 'next-enqueue'), new Deliver(0, 0, run('return'), false),
     ],
   },
   // Issue 37: fan-out's defects, each as the model found it (docs/concepts/measured.md#the-model-finds-fan-outs-defects), shortened by hand.

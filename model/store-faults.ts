@@ -6,7 +6,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { StoreUnavailableError } from '../src/errors/errors';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerNeeded, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../src/types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerNeeded, LockCount, LockCountQuery, LockPage, LockQuery, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../src/types';
 
 /**
  * A promise that never settles: what a call of a dead process returns. A new one each time, so that
@@ -113,6 +113,20 @@ export class FaultyStore implements Store {
     const inner = this.inner;
     if (!inner.findKeys) return undefined;
     return (query) => this.reading('findKeys', () => inner.findKeys!(query));
+  }
+
+  /** The operator's query: what a bulk operation's pages read (without it, `locker.bulk()` cannot find its targets). */
+  get queryLocks(): ((query: LockQuery) => Promise<LockPage>) | undefined {
+    const inner = this.inner;
+    if (!inner.queryLocks) return undefined;
+    return (query) => this.reading('queryLocks', () => inner.queryLocks!(query));
+  }
+
+  /** The operator's count: what a bulk operation's `matched` reads. */
+  get countLocks(): ((query: LockCountQuery) => Promise<LockCount>) | undefined {
+    const inner = this.inner;
+    if (!inner.countLocks) return undefined;
+    return (query) => this.reading('countLocks', () => inner.countLocks!(query));
   }
 }
 
@@ -231,5 +245,17 @@ export class MortalStore implements Store {
     const inner = this.inner;
     if (!inner.findKeys) return undefined;
     return (query) => this.call(() => inner.findKeys!(query), false);
+  }
+
+  get queryLocks(): ((query: LockQuery) => Promise<LockPage>) | undefined {
+    const inner = this.inner;
+    if (!inner.queryLocks) return undefined;
+    return (query) => this.call(() => inner.queryLocks!(query), false);
+  }
+
+  get countLocks(): ((query: LockCountQuery) => Promise<LockCount>) | undefined {
+    const inner = this.inner;
+    if (!inner.countLocks) return undefined;
+    return (query) => this.call(() => inner.countLocks!(query), false);
   }
 }

@@ -13,7 +13,7 @@ import type { TestSmtpServer } from '../test/support/smtp';
 import { AlertDesk, type AlerterKind } from './alert-desk';
 import { PLAIN, ROUTES, scriptOf, type HandlerPort, type Script, ModelEntity } from './handler';
 import { childNames, type FanSpec } from './fan-out-plan';
-import { Instance, TIMINGS, type KillPoint } from './instance';
+import { Instance, MODEL_KIND, OPS_MOUNT, TIMINGS, type KillPoint } from './instance';
 import type { Loopback } from './loopback';
 import { emptyObservations, type Observations, type Run } from './observations';
 import { FaultyStore, never } from './store-faults';
@@ -156,6 +156,7 @@ export class World {
         this.seen.tasks.push({ entity: key?.name ?? '', seq: Number(h['x-lock-seq']), chain: h['x-lock-chain'], path: task.path, body: task.body });
       },
       listen: (locker) => this.listen(locker),
+      namespace: this.key('e0').namespace,
     });
     self = instance;
     this.backend.loopback.add(id, instance.app);
@@ -345,6 +346,17 @@ export class World {
   async operate(action: 'retry' | 'cancel' | 'resend', entity: string, instance: Instance): Promise<void> {
     const r = await this.call(instance, () => instance.locker[action](this.key(entity)));
     if (action === 'cancel' && r && 'value' in r) this.seen.cancelled.push({ entity, seq: r.value.seq });
+  }
+
+  /**
+   * An operator's bulk action from `instance` (`locker.bulk()`): retry every failed chain of the
+   * model's kind, or resend its stalled steps, as a tracked operation whose pages are steps
+   * delivered like any task (the deliveries of the sequence and of `quiet()` run them). The same
+   * `id` again starts nothing.
+   */
+  async bulk(action: 'retry' | 'resend', id: string, instance: Instance): Promise<void> {
+    const namespace = this.key('e0').namespace;
+    await this.call(instance, () => instance.locker.bulk(action, { kind: MODEL_KIND, ...(namespace ? { namespace } : {}) }, { mount: OPS_MOUNT, id }));
   }
 
   /** A sweep from `instance`; resolves to what it did, or undefined. */

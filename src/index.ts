@@ -64,14 +64,20 @@ export { iapAuthenticator, IAP_HEADER, type IapAuthenticatorOptions, type IapTok
 export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptions } from './log/platform-logger';
 
 // The operator's view: steps by state, one entity's detail.
-export { Inspector, type ListQuery, type StepPage, type StepDetail, type ChildOf } from './ops/inspect/inspector';
+export { Inspector, type ListQuery, type StepPage, type StepDetail, type KindCounts, type RunProgress, type SearchHit, type AlertsOwed, type ChildOf } from './ops/inspect/inspector';
 export type { KickoffRow, FanOutRow, RowProgress, RowPage, OldestPending, EntityRef } from './ops/inspect/runs';
 export type { RunKind, KickoffSettled } from './chain/kickoff-run';
-export { InspectState, INSPECT_STATES, type StepSummary } from './ops/inspect/step-view';
+export { InspectState, INSPECT_STATES, type StepSummary, type QueuedTask } from './ops/inspect/step-view';
+export type { SearchScope, SearchReading } from './ops/inspect/search';
 export type { LedgerView } from './ops/inspect/ledger-view';
 // The operator's actions and the status router.
 export type { ActionOptions, ActionResult } from './ops/actions';
 export { STATUS_ROUTER_DEFAULTS, type StatusRouterOptions, type StatusColumn } from './ops/status/options';
+// Bulk actions (`locker.bulk()`), tracked as operations, and the HTML parts a page of your own can show.
+export { BULK_ACTIONS, type BulkAction, type BulkFilter } from './ops/bulk/filter';
+export type { BulkOptions, BulkStarted } from './ops/bulk/start';
+export { OPERATION_KIND, type Operation, type OperationState } from './ops/bulk/operation';
+export type { OperationView } from './ops/bulk/view';
 export type { LockQuery, LockPage, FoundEntity } from './store/lock-query';
 
 // The index.yaml entries locker.inspect() and the status router need, for your kinds (also the

@@ -24,13 +24,19 @@ import type { SeenSteps } from './locks/seen-steps';
 import type { Telemetry } from './telemetry/telemetry';
 import { emitIsolated } from './events/emit';
 import { INSPECT_SETTINGS, Inspector, type InspectSettings } from './ops/inspect/inspector';
-import { ACTION_SETTINGS, cancelChain, resendStep, retryStep, type ActionOptions, type ActionParts, type ActionResult } from './ops/actions';
+import { ACTION_SETTINGS, cancelChain, resendStep, retryStep, type ActionOptions, type ActionParts, type ActionResult, type ActionSettings } from './ops/actions';
 import { statusRouter } from './ops/status/router';
 import { cancelFanOut, retryFanOutChildren, type CancelFanOutOptions, type FanOutActionResult, type RetryFanOutOptions } from './fanout/operator';
 import type { StatusRouterOptions } from './ops/status/options';
 import { FANOUT_SETTINGS, type FanParts } from './fanout/read-children';
 import { buildParts, type Parts } from './parts';
 import type { Json } from './types';
+import type { BulkAction, BulkFilter } from './ops/bulk/filter';
+import { startOperation, type BulkOptions, type BulkStarted } from './ops/bulk/start';
+import { operationStep, type StepParts } from './ops/bulk/step';
+import { OPERATION_KIND, OperationEntity, readOperation } from './ops/bulk/operation';
+import { countTargets, type TargetCount } from './ops/bulk/targets';
+import { checkBulk } from './ops/bulk/filter';
 
 /** What the facade hands each of its operations: the parts, with that operation's settings and no other. */
 interface Ports {
@@ -38,6 +44,7 @@ interface Ports {
   readonly kickoff: Parts & { readonly config: KickoffSettings };
   readonly inspect: Parts & { readonly config: InspectSettings };
   readonly actions: ActionParts;
+  readonly bulk: Parts & { readonly config: ActionSettings };
   readonly fan: FanParts;
   readonly sweep: SweepParts;
   readonly sweepRoute: HttpSettings;
@@ -50,6 +57,7 @@ function buildPorts(parts: Parts, config: Config): Ports {
     kickoff: { ...parts, config: settingsOf(config, KICKOFF_SETTINGS) },
     inspect: { ...parts, config: settingsOf(config, INSPECT_SETTINGS) },
     actions: { ...parts, config: settingsOf(config, ACTION_SETTINGS) },
+    bulk: { ...parts, config: settingsOf(config, ACTION_SETTINGS) },
     fan: { ...parts, config: settingsOf(config, FANOUT_SETTINGS) },
     sweep: { ...parts, config: settingsOf(config, SWEEP_SETTINGS) },
     sweepRoute: settingsOf(config, HTTP_SETTINGS),
@@ -201,20 +209,58 @@ export class Locker extends EventEmitter<LockerEvents> {
   }
 
   /**
-   * A mountable Express router with the status page (HTML), its JSON, and the retry, resend and
-   * cancel actions: `app.use('/ops/locker', locker.statusRouter({ authenticate, kinds: ['Order'] }))`.
-   * Authentication is required; POSTs are CSRF-safe.
+   * Starts a bulk operation (an operator's action on many chains at once): `retry` every failed
+   * chain of a kind (`{ kind, namespace? }`), of a kickoff (`{ kind, kickoff }`) or of a fan-out
+   * (`{ fanOut }`), `cancel` a kickoff's live chains (`{ kind, kickoff }`), or `resend` a kind's
+   * stalled steps (`{ kind }`). It runs as a tracked operation: a record (kind `LockerOperation`)
+   * whose own chain of steps acts on a page of targets at a time, each fenced, resumed after a
+   * crash, on the status router's route `POST {mount}/operations/step`. Starts at most one
+   * operation per `id`: called again with it, it answers the operation already started. Throws
+   * `BadRequestError` for a bad filter. See docs/guides/operating.md, "Bulk actions".
+   */
+  bulk(action: BulkAction, filter: BulkFilter, options: BulkOptions): Promise<BulkStarted> {
+    return startOperation(this.ports.bulk, action, filter, options);
+  }
+
+  /**
+   * A mountable Express router with the status page (HTML), its JSON, the retry, resend and
+   * cancel actions, and bulk actions with their operations' pages:
+   * `app.use('/ops/locker', locker.statusRouter({ authenticate, kinds: ['Order'] }))`.
+   * Authentication is required; POSTs are CSRF-safe. Its route `POST /operations/step` is a task
+   * route (authenticated as `handle()`'s are), which runs the pages of bulk operations.
    */
   statusRouter(options: StatusRouterOptions): Router {
-    const { inspect, actions } = this.ports;
+    const { inspect, actions, bulk } = this.ports;
     return statusRouter({
-      config: settingsOf(this.config, ['logger', 'clock']),
+      config: settingsOf(this.config, ['logger', 'clock', 'stallAfter']),
       decodeKey,
       inspect: () => new Inspector(inspect),
       retry: (key, o) => retryStep(actions, key, o),
       resend: (key, o) => resendStep(actions, key, o),
       cancel: (key, o) => cancelChain(actions, key, o),
+      bulk: (action, filter, o, kinds) => startOperation(bulk, action, filter, o, kinds),
+      countBulk: (action, filter, kinds): Promise<TargetCount> => {
+        const checked = checkBulk(action, filter, kinds);
+        return countTargets(bulk, checked.action, checked.filter, new Date(this.config.clock()), this.config.stallAfter);
+      },
+      operationStep: this.operationRoute(),
     }, options);
+  }
+
+  /** The task route of bulk operations' steps (`statusRouter()` mounts it at `/operations/step`). */
+  private operationRoute(): RequestHandler {
+    const { actions, fan, bulk } = this.ports;
+    const parts: StepParts = {
+      reads: bulk.reads,
+      actions: {
+        retry: (key, o, guard) => retryStep(actions, key, o, guard),
+        cancel: (key, o, guard) => cancelChain(actions, key, o, guard),
+        resend: (key, o, guard) => resendStep(actions, key, o, guard),
+      },
+      retryFanOut: (key, o) => retryFanOutChildren(fan, key, o),
+      config: settingsOf(this.config, ['clock', 'stallAfter', 'logger']),
+    };
+    return handleMiddleware(this.ports.route, operationStep(parts), (props, key) => new OperationEntity(readOperation(key.name ?? '', props), props), { kinds: [OPERATION_KIND] });
   }
 
   /**

@@ -100,7 +100,9 @@ export interface LedgerRecord {
 
 /** A ledger record to read: the entity whose step it carries, and its id. */
 export interface LedgerLookup {
+  /** The entity's key. */
   key: Key;
+  /** The record's id (the task's name), in the entity's namespace. */
   id: string;
 }
 
@@ -488,6 +490,12 @@ export type AuthVerdict =
      * request whose payload, as JSON, hashes otherwise.
      */
     bodySha256?: string;
+    /**
+     * Who the request comes from, when the authenticator knows (an email, a service account): the
+     * status router writes it as "who" in the audit line and on the row of a bulk operation.
+     * Optional: without it the operation says nobody was named.
+     */
+    principal?: string;
   }
   | {
     /** The request is refused. */

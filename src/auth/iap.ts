@@ -11,7 +11,7 @@ import type { AuthRequest, AuthVerdict, Authenticator } from '../types';
 import { markKind } from './authenticator-kind';
 import { unsignedProblem } from './bearer-jwt';
 import { verificationFailure } from './verification-failure';
-import { ACCEPT, refuse } from './verdict';
+import { refuse } from './verdict';
 
 /** What the authenticator needs from an `OAuth2Client`: IAP's keys and the check of a token against them. */
 export type IapTokenVerifier = Pick<OAuth2Client, 'getIapPublicKeysAsync' | 'verifySignedJwtWithCertsAsync'>;
@@ -69,7 +69,8 @@ export function iapAuthenticator(options: IapAuthenticatorOptions): Authenticato
       return refuse(401, `IAP token does not verify: ${verificationFailure(error)}`);
     }
     if (typeof email !== 'string' || email === '') return refuse(401, 'IAP token has no email');
-    return allowed(email.toLowerCase()) ? ACCEPT : refuse(403, `${email} is not allowed`);
+    // The email is the principal: the status router's audit line of a bulk action says who asked.
+    return allowed(email.toLowerCase()) ? { ok: true, principal: email } : refuse(403, `${email} is not allowed`);
   }, 'verifies-signature');
 }
 

@@ -31,6 +31,20 @@ export interface ActionOptions {
   seq?: number;
 }
 
+/**
+ * A further check of a bulk operation's page on the step it acts on, inside the action's
+ * transaction: a reason to leave the step alone (the action is then refused with it, as a
+ * `TransitionError`), or undefined to go on. Handed the lock and, for retry and resend, the
+ * step's ledger record.
+ */
+export type Guard = (lock: Lock, record?: LedgerRecord) => string | undefined;
+
+/** Refuses the action when `guard` gives a reason. */
+function check(guard: Guard | undefined, key: Key, lock: Lock, record?: LedgerRecord): void {
+  const reason = guard?.(lock, record);
+  if (reason !== undefined) throw new TransitionError(`${keyPath(key)}: ${reason}`);
+}
+
 /** Every option name of {@link ActionOptions}. */
 export const ACTION_OPTION_NAMES: OptionNames<ActionOptions> = { seq: true };
 
@@ -45,11 +59,12 @@ export interface ActionResult {
 }
 
 /** Cancels the chain on `key` at its current step: the step never runs, its tasks are dropped on arrival. */
-export async function cancelChain(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+export async function cancelChain(parts: ActionParts, key: Key, options: ActionOptions = {}, guard?: Guard): Promise<ActionResult> {
   rejectUnknownOptions('locker.cancel()', options, ACTION_OPTION_NAMES);
   const now = new Date(parts.config.clock());
   const seq = await parts.locks.update(key, async (tx, found) => {
     const lock = current(key, found?.lock, options);
+    check(guard, key, lock);
     await cancelInTx(parts, tx, key, found!.props, lock, now);
     // A fan-out child's record is settled `cancelled` with the cancel, not left to the sweep's repair,
     // which reads the entity and would call the child `failed` once the app deleted or reused it.
@@ -87,13 +102,15 @@ export function current(key: Key, lock: Lock | undefined, options: ActionOptions
 }
 
 /** Revives failed step `key` with a fresh retry budget, on a new task (see `Locker.retry`). */
-export async function retryStep(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+export async function retryStep(parts: ActionParts, key: Key, options: ActionOptions = {}, guard?: Guard): Promise<ActionResult> {
   rejectUnknownOptions('locker.retry()', options, ACTION_OPTION_NAMES);
   const now = parts.config.clock();
   const record = await parts.locks.update(key, async (tx, entity) => {
     const lock = current(key, entity?.lock, options);
+    check(guard, key, lock);
     await refuseSettledChild(tx, key, lock);
     const found = await ledgerOf(tx, key, lock);
+    check(guard, key, lock, found);
     // lock_task keeps naming the record (found.id); alerts still unsent stay until someone sends them, the
     // retried step's own failure alert included: an operator retrying from the status page is not the
     // person the alert is for, and the promise is that every claimed alert reaches the alerter.
@@ -110,12 +127,14 @@ export async function retryStep(parts: ActionParts, key: Key, options: ActionOpt
 }
 
 /** Re-delivers the current step of `key` now, on a new task (see `Locker.resend`). */
-export async function resendStep(parts: ActionParts, key: Key, options: ActionOptions = {}): Promise<ActionResult> {
+export async function resendStep(parts: ActionParts, key: Key, options: ActionOptions = {}, guard?: Guard): Promise<ActionResult> {
   rejectUnknownOptions('locker.resend()', options, ACTION_OPTION_NAMES);
   const now = parts.config.clock();
   const record = await parts.locks.update(key, async (tx, entity) => {
     const lock = current(key, entity?.lock, options);
+    check(guard, key, lock);
     const found = await ledgerOf(tx, key, lock);
+    check(guard, key, lock, found);
     resend(lock, { now: new Date(now) }); // refuses a step that is not scheduled; the lock itself is not written
     const claimed = nextSend(found, now, parts.config.stallAfter);
     tx.putLedger(claimed); // the transaction read the entity: a change to it since aborts this commit

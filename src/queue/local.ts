@@ -155,12 +155,12 @@ export class LocalQueue implements Queue {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** What the queue holds and has done so far. */
   /** Tasks waiting and in flight (`Queue.depth`): the status page shows them. */
   async depth(): Promise<QueueDepth> {
     return { waiting: this.waiting.length, inFlight: this.running.size };
   }
 
+  /** What the queue holds and has done so far. */
   stats(): LocalQueueStats {
     return { pending: this.waiting.length, inFlight: this.running.size, ...this.counts };
   }

@@ -35,7 +35,7 @@ const check = (jwt: string | undefined, allow?: Parameters<typeof iapAuthenticat
 
 describe('iapAuthenticator', () => {
   it('accepts a token IAP signed for this audience', async () => {
-    assert.deepEqual(await check(token({})), { ok: true });
+    assert.deepEqual(await check(token({})), { ok: true, principal: 'ann@shop.example' }, 'the email is the principal (the audit line of a bulk action says who)');
   });
 
   it('answers 401 without the header, or for a token that does not verify', async () => {
@@ -54,8 +54,8 @@ describe('iapAuthenticator', () => {
   });
 
   it('answers 403 for an email the allow list leaves out', async () => {
-    assert.deepEqual(await check(token({}), ['@shop.example']), { ok: true });
-    assert.deepEqual(await check(token({ email: 'Ann@Shop.Example' }), ['ann@shop.example']), { ok: true });
+    assert.deepEqual(await check(token({}), ['@shop.example']), { ok: true, principal: 'ann@shop.example' });
+    assert.deepEqual(await check(token({ email: 'Ann@Shop.Example' }), ['ann@shop.example']), { ok: true, principal: 'Ann@Shop.Example' });
     const verdict = await check(token({ email: 'eve@elsewhere.example' }), ['@shop.example']);
     assert.deepEqual(verdict, { ok: false, status: 403, reason: 'eve@elsewhere.example is not allowed' });
     assert.equal((await check(token({}), (email) => email.startsWith('bob'))).ok, false);

@@ -33,10 +33,11 @@ const both = (kind: string): Index[] => [
   { kind, properties: [{ name: 'lock_state' }, { name: 'lock_ts' }] },
   { kind, properties: [{ name: 'lock_state' }, { name: 'lock_ts', direction: 'desc' }] },
   { kind, properties: [{ name: 'lock_run' }, { name: 'lock_state' }, { name: 'lock_ts' }] },
+  { kind, properties: [{ name: 'lock_run' }, { name: 'lock_state' }, { name: 'lock_ts', direction: 'desc' }] },
 ];
 
 describe('indexYaml()', () => {
-  it('lists lock_state then lock_ts, ascending and descending, and lock_run, lock_state, lock_ts, for each kind named, once each', () => {
+  it('lists lock_state then lock_ts, ascending and descending, and the same after lock_run, for each kind named, once each', () => {
     assert.deepEqual(parse(indexYaml(['Order', 'Invoice', 'Order'])), [...both('Order'), ...both('Invoice')]);
   });
   it('quotes kinds that YAML would misread', () => {

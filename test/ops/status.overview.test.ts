@@ -13,6 +13,7 @@ import { MemoryStore } from '../../src/store/memory/store';
 import { LocalQueue } from '../../src/queue/local';
 import { StepState, type Authenticator, type Properties } from '../../src/types';
 import { MemoryLogger } from '../support/task-app';
+import { countingStore } from '../support/counting-store';
 
 const TOKEN = 'Bearer operator-secret';
 const auth: Authenticator = (req) => (req.headers.authorization === TOKEN ? { ok: true } : { ok: false, status: 401, reason: 'no operator token' });
@@ -151,36 +152,19 @@ describe('status overview', () => {
   it('asks the store a bounded number of times, the same at 2,000 chains and at 6,000, all at once', async () => {
     const callsFor = async (chains: number): Promise<{ calls: number; most: number }> => {
       const store = new MemoryStore({ projectId: 'shop' });
-      let calls = 0;
-      let inFlight = 0;
-      let most = 0;
-      const counted = new Proxy(store, {
-        get(target, property) {
-          const value: unknown = Reflect.get(target, property, target);
-          if (typeof value !== 'function') return value;
-          return (...args: unknown[]) => {
-            calls += 1;
-            inFlight += 1;
-            most = Math.max(most, inFlight);
-            const out = (value as (...a: unknown[]) => unknown).apply(target, args);
-            void Promise.resolve(out).finally(() => { inFlight -= 1; });
-            return out;
-          };
-        },
-      });
+      const counted = countingStore(store);
       await store.transaction(async (tx) => {
         for (let i = 0; i < chains; i++) {
           const state = [StepState.failed, StepState.scheduled, StepState.complete][i % 3]!;
           tx.put(new Key({ path: ['Order', `o${i}`] }), { lock_ts: new Date(Date.now() - (i % 7) * MIN), lock_req: '', lock_seq: 1, lock_try: 0, lock_state: state, lock_chain: `c${i}`, lock_task: `t${i}` }, UNINDEXED_LOCK_FIELDS);
         }
       });
-      const locker = new Locker({ store: counted, authenticate: false, logger: new MemoryLogger(), stallAfter: 5 * MIN });
+      const locker = new Locker({ store: counted.store, authenticate: false, logger: new MemoryLogger(), stallAfter: 5 * MIN });
       const app = express();
       app.use('/ops', locker.statusRouter({ authenticate: auth, kinds: ['Order', 'Line'] }));
-      calls = 0;
-      most = 0;
+      counted.reset();
       assert.equal((await get(app, '/')).status, 200);
-      return { calls, most };
+      return { calls: counted.calls, most: counted.most };
     };
     // A list reads at most 4 batches (a query and its page's ledger records each) to fill its page:
     // past a few hundred chains every list is full, and the calls stop growing.

@@ -16,6 +16,7 @@ import type { LockQuery } from '../../store/lock-query';
 import { StepState, type LockCount, type QueueDepth } from '../../types';
 import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
+import { getOperation, listOperations, type OperationView } from '../bulk/view';
 import { searchEntities, type SearchReading, type SearchScope } from './search';
 import { decodeKey } from '../../keys/key-codec';
 import { fanOutRowOf, fanOutRows, fanOutsOfChain, kickoffRowOf, kickoffRows, type EntityRef, type FanOutRow, type KickoffRow, type RowPage, type RowParts } from './runs';
@@ -106,7 +107,9 @@ export const DEFAULT_COUNT_CAP = 10_000;
 
 /** One kind's numbers in one namespace (`inspector.counts()`). */
 export interface KindCounts {
+  /** The kind counted. */
   kind: string;
+  /** The namespace counted (`''`: the default one). */
   namespace: string;
   /** Steps failed for good. */
   failed: LockCount;
@@ -120,6 +123,14 @@ export interface KindCounts {
   cancelled: LockCount;
 }
 
+/** Entities that owe an alert (`inspector.alertsOwed()`). */
+export interface AlertsOwed {
+  /** The entities, one summary each. */
+  steps: StepSummary[];
+  /** True when more records were due than were read: more entities may owe one. */
+  cut: boolean;
+}
+
 /** A kickoff's (or a fan-out's) chains by state (`inspector.kickoff()`). */
 export interface RunProgress {
   /** The kickoff id. */
@@ -130,13 +141,17 @@ export interface RunProgress {
   started: LockCount;
   /** Scheduled or running. */
   live: LockCount;
+  /** Failed for good. */
   failed: LockCount;
+  /** Finished. */
   complete: LockCount;
+  /** Cancelled by an operator. */
   cancelled: LockCount;
 }
 
 /** An entity a search found. */
 export interface SearchHit {
+  /** The entity's step. */
   step: StepSummary;
   /** How the text matched it. */
   by: SearchReading;
@@ -296,7 +311,7 @@ export class Inspector {
    * among the first `limit` ledger records due (one query per namespace the store sweeps, then one
    * lookup of their entities). `cut` says the records due went past `limit`, so more may owe one.
    */
-  async alertsOwed(limit = DEFAULT_LIMIT): Promise<{ steps: StepSummary[]; cut: boolean }> {
+  async alertsOwed(limit = DEFAULT_LIMIT): Promise<AlertsOwed> {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new RangeError('limit must be 1 to 1,000');
     const clock = this.clock();
     const due = await this.parts.reads.listDue(new Date(clock.now), limit);
@@ -384,6 +399,20 @@ export class Inspector {
     return { ...view, failures };
   }
 
+
+  /**
+   * The newest bulk operations (`locker.bulk()`, the status page's bulk actions) of `namespaces`
+   * (an operation lives in its targets' namespace; default: the default one), by their last
+   * progress, at most `limit` (1 to 100, default 20), each with its progress.
+   */
+  operations(options: { limit?: number; namespaces?: readonly string[] } = {}): Promise<OperationView[]> {
+    return listOperations(this.reads(), options.namespaces ?? [''], options.limit ?? 20, this.parts.config.clock());
+  }
+
+  /** One bulk operation with its progress, by id and namespace (its targets'; default: the default one); undefined when there is none. */
+  operation(id: string, namespace?: string): Promise<OperationView | undefined> {
+    return getOperation(this.parts.reads, id, namespace, this.parts.config.clock());
+  }
 
   /** @internal The clock and durations states are computed with (a cursor keeps its page's `now`). */
   clock(now = this.parts.config.clock()): ViewClock {

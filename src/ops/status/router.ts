@@ -19,6 +19,7 @@ import { keyPath } from '../../keys/key-codec';
 import type { Inspector } from '../inspect/inspector';
 import { INSPECT_STATES, InspectState, type StepSummary } from '../inspect/step-view';
 import type { ActionOptions, ActionResult } from '../actions';
+import { bulkRoutes, type BulkBackend } from './bulk-routes';
 import type { Logger } from '../../types';
 import { CSRF_FIELD, csrfRefusal, csrfToken } from './csrf';
 import { parseStatusOptions, type StatusConfig, type StatusRouterOptions } from './options';
@@ -31,13 +32,13 @@ import { kickoffRun } from '../../rules/kickoff-plan';
 import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, type ListView, type SearchView, type Section, type StepRow } from './view-model';
 
 /** What the router needs from the Locker. */
-export interface StatusBackend {
+export interface StatusBackend extends BulkBackend {
   inspect(): Inspector;
   decodeKey(encoded: string): Key;
   retry(key: Key, options?: ActionOptions): Promise<ActionResult>;
   resend(key: Key, options?: ActionOptions): Promise<ActionResult>;
   cancel(key: Key, options?: ActionOptions): Promise<ActionResult>;
-  readonly config: { readonly logger: Logger; readonly clock: () => number };
+  readonly config: { readonly logger: Logger; readonly clock: () => number; readonly stallAfter: number };
 }
 
 const ACTIONS: readonly ActionName[] = ['retry', 'resend', 'cancel'];
@@ -118,6 +119,7 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
     res.set('Cache-Control', 'no-store').json({ now: new Date(backend.config.clock()).toISOString(), ...fanOutJsonRow(row), ...chains });
   }));
   router.post('/step/:action', auth, express.urlencoded({ extended: false, limit: '8kb' }), handler(backend, (req, res) => act(backend, req, res)));
+  bulkRoutes(router, backend, config, { auth, handler: (fn) => handler(backend, fn), pageContext });
   return router;
 }
 
@@ -129,7 +131,10 @@ function authenticate(backend: StatusBackend, config: StatusConfig) {
     } catch (error) {
       verdict = { ok: false as const, status: 401 as const, reason: `the authenticator threw: ${error instanceof Error ? error.message : String(error)}` };
     }
-    if (verdict.ok) return next();
+    if (verdict.ok) {
+      res.locals.principal = typeof verdict.principal === 'string' && verdict.principal !== '' ? verdict.principal : undefined;
+      return next();
+    }
     backend.config.logger.warn('status page request refused', { status: verdict.status, reason: verdict.reason, path: req.originalUrl.split('?')[0] });
     res.status(verdict.status).set('Cache-Control', 'no-store').type('text').send(verdict.status === 401 ? 'authentication required\n' : 'forbidden\n');
   };

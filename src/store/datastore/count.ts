@@ -5,14 +5,13 @@
  * {@link KEYS_CAP}, whichever is lower. Which
  * one a backend takes is found on the first count and kept.
  */
-import { StoreConfigError } from '../../errors/errors';
 import { grpcCode } from './errors';
-import { lockFilter } from './query';
+import { isMissingIndex, lockFilter, missingIndex } from './query';
 import type { DatastoreRpc, RawQuery } from './rpc';
 import { checkLockCount, type LockCount, type LockCountQuery } from '../lock-query';
 
 /** gRPC codes a backend without count aggregation answers it with. */
-const NO_AGGREGATION = new Set([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
+const NO_AGGREGATION: readonly number[] = Object.freeze([3 /* INVALID_ARGUMENT */, 12 /* UNIMPLEMENTED */]);
 /** Keys per page of the keys-only count. */
 const PAGE = 1_000;
 /**
@@ -27,6 +26,16 @@ export type CountMethod = 'aggregation' | 'keys';
 /** Counts locks (see the file's comment); `method` is what the backend was found to take, and is updated. */
 export async function countDatastoreLocks(rpc: DatastoreRpc, query: LockCountQuery, method: { current: CountMethod | undefined }): Promise<LockCount> {
   checkLockCount(query);
+  try {
+    return await count(rpc, query, method);
+  } catch (error) {
+    // A range on lock_ts after equalities needs a composite index; equalities alone need none.
+    if (isMissingIndex(error)) throw missingIndex(query, error);
+    throw error;
+  }
+}
+
+async function count(rpc: DatastoreRpc, query: LockCountQuery, method: { current: CountMethod | undefined }): Promise<LockCount> {
   const raw: RawQuery = { kind: [{ name: query.kind }], filter: lockFilter(query) };
   const namespace = query.namespace ?? '';
   if (method.current !== 'keys') {
@@ -35,8 +44,8 @@ export async function countDatastoreLocks(rpc: DatastoreRpc, query: LockCountQue
       method.current = 'aggregation';
       return n > query.cap ? { count: query.cap, exact: false } : { count: n, exact: true };
     } catch (error) {
-      const code = error instanceof StoreConfigError || error instanceof Error ? grpcCode((error as { cause?: unknown }).cause ?? error) : undefined;
-      if (method.current === 'aggregation' || code === undefined || !NO_AGGREGATION.has(code)) throw error;
+      const code = error instanceof Error ? grpcCode(error.cause ?? error) : undefined;
+      if (method.current === 'aggregation' || code === undefined || !NO_AGGREGATION.includes(code)) throw error;
       method.current = 'keys';
     }
   }

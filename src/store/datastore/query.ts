@@ -1,7 +1,8 @@
 /**
  * `queryLocks` on Datastore: one query on the kind with `lock_state = ?`, an optional range on
  * `lock_ts` and an order on `lock_ts`, served by a composite index on (`lock_state`, `lock_ts`)
- * (one ascending, one descending). A missing index is a configuration error that says which.
+ * (one ascending, one descending), or on (`lock_run`, `lock_state`, `lock_ts`) when it keeps to
+ * one run. A missing index is a configuration error that says which.
  */
 import { StoreConfigError } from '../../errors/errors';
 import { timestamp } from './encode';
@@ -27,7 +28,7 @@ export async function queryDatastoreLocks(rpc: DatastoreRpc, query: LockQuery): 
   try {
     batch = await rpc.runQuery(query.namespace ?? '', raw);
   } catch (error) {
-    if (error instanceof StoreConfigError && grpcCode(error.cause) === FAILED_PRECONDITION) throw missingIndex(query, error);
+    if (isMissingIndex(error)) throw missingIndex(query, error);
     throw error;
   }
   const entities = (batch.entityResults ?? []).flatMap((result) =>
@@ -54,12 +55,18 @@ function tsFilter(op: 'GREATER_THAN_OR_EQUAL' | 'LESS_THAN', at: Date): RawFilte
   return { propertyFilter: { property: { name: 'lock_ts' }, op, value: { timestampValue: timestamp(at.getTime()) } } };
 }
 
-function missingIndex(query: LockQuery, error: StoreConfigError): StoreConfigError {
+/** A query's missing index as a configuration error that names the index and how to add it. */
+export function missingIndex(query: Pick<LockQuery, 'kind' | 'run'> & { order?: LockQuery['order'] }, error: StoreConfigError): StoreConfigError {
   const direction = query.order === 'desc' ? 'lock_ts descending' : 'lock_ts ascending';
-  const index = query.run !== undefined ? `lock_run, lock_state, ${direction}` : `lock_state, ${direction}`;
+  const properties = query.run === undefined ? `lock_state, ${direction}` : `lock_run, lock_state, ${direction}`;
   return new StoreConfigError(
-    `Datastore has no index for the lock query on kind ${query.kind} (${index}): ` +
-      `add the kind's entries to index.yaml (\`npx datastore-locker-indexes ${query.kind}\` prints them) and run \`gcloud datastore indexes create index.yaml\``,
+    `Datastore has no index for the lock query on kind ${query.kind} (${properties}): ` +
+      `add its entries to index.yaml (\`npx datastore-locker-indexes ${query.kind}\` prints them) and run \`gcloud datastore indexes create index.yaml\``,
     { cause: error.cause },
   );
+}
+
+/** Whether `error` is Datastore's answer to a query without its index. */
+export function isMissingIndex(error: unknown): error is StoreConfigError {
+  return error instanceof StoreConfigError && grpcCode(error.cause) === FAILED_PRECONDITION;
 }

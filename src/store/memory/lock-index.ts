@@ -26,6 +26,13 @@ export interface IndexRange {
   before?: number | undefined;
 }
 
+/** A range of one list (a view: do not change it). */
+export interface IndexSpan {
+  list: readonly IndexEntry[];
+  lo: number;
+  hi: number;
+}
+
 /** The index (see the file's comment). */
 export class LockIndex {
   private readonly lists = new Map<string, IndexEntry[]>();
@@ -53,20 +60,18 @@ export class LockIndex {
     this.placed.set(id, { lists, entry });
   }
 
-  /** The entries in `range`, oldest `lock_ts` first (a view: do not change it). */
-  range(range: IndexRange): IndexEntry[] {
+  /** Where `range`'s entries are: positions `lo` (included) to `hi` (excluded) of a list ordered oldest `lock_ts` first (two binary searches, no copy). */
+  span(range: IndexRange): IndexSpan {
     const list = this.lists.get(listName(range.kind, range.namespace, range.state, range.run)) ?? [];
     const lo = range.from === undefined ? 0 : lowerBound(list, { ts: range.from, id: '' });
     const hi = range.before === undefined ? list.length : lowerBound(list, { ts: range.before, id: '' });
-    return lo === 0 && hi === list.length ? list : list.slice(lo, Math.max(lo, hi));
+    return { list, lo, hi: Math.max(lo, hi) };
   }
 
-  /** How many entries `range` holds (two binary searches). */
+  /** How many entries `range` holds. */
   count(range: IndexRange): number {
-    const list = this.lists.get(listName(range.kind, range.namespace, range.state, range.run)) ?? [];
-    const lo = range.from === undefined ? 0 : lowerBound(list, { ts: range.from, id: '' });
-    const hi = range.before === undefined ? list.length : lowerBound(list, { ts: range.before, id: '' });
-    return Math.max(0, hi - lo);
+    const { lo, hi } = this.span(range);
+    return hi - lo;
   }
 }
 
@@ -76,9 +81,9 @@ export function compareEntries(a: IndexEntry, b: IndexEntry): number {
 }
 
 /** The first position whose entry is not before `entry`. */
-export function lowerBound(list: readonly IndexEntry[], entry: IndexEntry): number {
-  let lo = 0;
-  let hi = list.length;
+export function lowerBound(list: readonly IndexEntry[], entry: IndexEntry, from = 0, to = list.length): number {
+  let lo = from;
+  let hi = to;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (compareEntries(list[mid]!, entry) < 0) lo = mid + 1;

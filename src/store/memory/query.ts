@@ -19,15 +19,15 @@ export interface MemoryEntity {
 /** Runs `query` over the index; `entity` finds a stored entity by its id. */
 export function queryMemory(index: LockIndex, entity: (id: string) => MemoryEntity | undefined, query: LockQuery): LockPage {
   checkLockQuery(query);
-  const list = index.range(rangeOf(query));
+  const { list, lo, hi } = index.span(rangeOf(query));
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const picked: IndexEntry[] = [];
   if (query.order === 'asc') {
-    let at = after ? lowerBound(list, after) : 0;
-    if (after && list[at] && compareEntries(list[at]!, after) === 0) at += 1;
-    for (; at < list.length && picked.length <= query.limit; at++) picked.push(list[at]!);
+    let at = after ? lowerBound(list, after, lo, hi) : lo;
+    if (after && at < hi && compareEntries(list[at]!, after) === 0) at += 1;
+    for (; at < hi && picked.length <= query.limit; at++) picked.push(list[at]!);
   } else {
-    for (let at = (after ? lowerBound(list, after) : list.length) - 1; at >= 0 && picked.length <= query.limit; at--) picked.push(list[at]!);
+    for (let at = (after ? lowerBound(list, after, lo, hi) : hi) - 1; at >= lo && picked.length <= query.limit; at--) picked.push(list[at]!);
   }
   const page = picked.slice(0, query.limit);
   const out: LockPage = {
