@@ -64,7 +64,9 @@ export { iapAuthenticator, IAP_HEADER, type IapAuthenticatorOptions, type IapTok
 export { platformLogger, type LogFormat, type LogLevel, type PlatformLoggerOptions } from './log/platform-logger';
 
 // The operator's view: steps by state, one entity's detail.
-export { Inspector, type ListQuery, type StepPage, type StepDetail, type KindCounts, type RunProgress, type SearchHit, type AlertsOwed } from './ops/inspect/inspector';
+export { Inspector, type ListQuery, type StepPage, type StepDetail, type KindCounts, type RunProgress, type SearchHit, type AlertsOwed, type ChildOf } from './ops/inspect/inspector';
+export type { KickoffRow, FanOutRow, RowProgress, RowPage, OldestPending, EntityRef } from './ops/inspect/runs';
+export type { RunKind, KickoffSettled } from './chain/kickoff-run';
 export { InspectState, INSPECT_STATES, type StepSummary, type QueuedTask } from './ops/inspect/step-view';
 export type { SearchScope, SearchReading } from './ops/inspect/search';
 export type { Throughput, ThroughputBucket } from './ops/inspect/throughput';

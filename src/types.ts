@@ -172,6 +172,23 @@ export interface LockPage {
 }
 
 /**
+ * Records of one kind, newest first by one time property (`Store.listRecords`): the operator's
+ * lists of kickoff runs and fan-outs. Served by the property's built-in index (descending).
+ */
+export interface RecordQuery {
+  /** The records' kind. */
+  kind: string;
+  /** Their namespace; `''` or undefined is the default one. */
+  namespace?: string;
+  /** The time property they are ordered by, newest first (it must be indexed; records without it are not listed). */
+  newestBy: string;
+  /** At most this many records (1 to 1,000). */
+  limit: number;
+  /** Where the previous page of the same query ended (its `cursor`). */
+  cursor?: string;
+}
+
+/**
  * A keys-only query on one property of one kind (`Store.findKeys`): an equality on a string, or
  * `<=` a time. Served by Datastore's built-in single-property indexes; eventually consistent on
  * legacy Datastore, so a caller confirms what it finds by key lookups.
@@ -369,6 +386,12 @@ export interface Store {
    * the backend has one, else a bounded keys-only query. Needed by the status page's counts only.
    */
   countLocks?(query: LockCountQuery): Promise<LockCount>;
+  /**
+   * Records of one kind, newest first by a time property, a page at a time (`RecordQuery`): the
+   * operator's lists of kickoff runs and fan-outs. Needed by `locker.inspect().kickoffs()` and
+   * `fanOuts()` only.
+   */
+  listRecords?(query: RecordQuery): Promise<LockPage>;
   /**
    * The keys of entities matching `query`, at most `query.limit`, in no promised order (possibly
    * fewer than match). Needed by fan-out (`ctx.fanOut()`) only: its completion check and its sweep.

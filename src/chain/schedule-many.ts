@@ -2,13 +2,15 @@
  * `locker.scheduleMany()`: many kickoffs at once (docs/design.md, section 5, "Many kickoffs at once").
  *
  * 1. Every item is checked before anything is written: a key given twice throws a `TypeError`;
- *    an invalid item is reported `failed` and skipped.
+ *    an invalid item is reported `failed` and skipped. The kickoff's record (`LockerKickoffRun`,
+ *    `kickoff-run.ts`) is written `running`, with the total and the items' kinds and namespaces;
+ *    when the call returns, it says `finished` and how the items settled.
  * 2. Batches of {@link BATCH} items, {@link PARALLEL_BATCHES} at a time, through the batch kickoff's
  *    rounds (`kickoff-rounds.ts`, which `ctx.fanOut()` runs too): one `readMany` of the entities
  *    and their kickoff records, the `kickoff` transition per entity (`kickoff-plan.ts`), one
  *    `replaceMany` that keeps each entity's compare-and-swap, each kickoff record in its entity's
  *    commit. An entity that changed meanwhile is read and decided again; one the store refuses
- *    fails alone.
+ *    fails alone. Every chain started carries the kickoff's `lock_run` (`kickoffRun`, `rules/kickoff-plan.ts`).
  * 3. The written steps' tasks are created with bounded concurrency.
  *
  * The ledger makes a crash anywhere harmless: a step written without its task is delivered by the
@@ -34,6 +36,7 @@ import {
 } from './schedule-many-types';
 import { keyString } from '../keys/keys';
 import { StepState, type LedgerRecord } from '../types';
+import { begin, end, kickoffRunKey, kickoffRunProperties, kindsOf, KICKOFF_RUN_UNINDEXED, readKickoffRun, type KickoffRun } from './kickoff-run';
 
 /** What a bulk kickoff reads of the configuration: the chain settings, the logger, the key's app id. */
 export const KICKOFF_SETTINGS = [...CHAIN_SETTINGS, 'logger', 'keyAppId'] as const satisfies readonly SettingName[];
@@ -80,6 +83,9 @@ export async function scheduleMany(parts: KickoffParts, items: readonly KickoffI
 
   const run = new Run(parts, items, kickoffId, options.onProgress);
   const pending = check(parts, items, kickoffId, run);
+  await record(parts, (found) => begin(found, {
+    kickoffId, run: run.run, total: items.length, kinds: kindsOf(pending.map((p) => p.item.key)), now: new Date(parts.config.clock()),
+  }), run.run);
   const batches: Pending[][] = [];
   for (let start = 0; start < pending.length; start += BATCH) batches.push(pending.slice(start, start + BATCH));
   const sending = new Limiter(concurrency); // across batches: at most `concurrency` tasks are created at once
@@ -87,7 +93,26 @@ export async function scheduleMany(parts: KickoffParts, items: readonly KickoffI
     const toSend = await write(parts, batch, run);
     await Promise.all(toSend.map((s) => sending.run(() => send(parts, s, run))));
   });
-  return run.result();
+  const result = run.result();
+  await record(parts, (found) => found && end(found, result, new Date(parts.config.clock())), run.run);
+  return result;
+}
+
+/**
+ * Writes the kickoff's record (`kickoff-run.ts`) as `change` makes it from the one stored: one
+ * small transaction when the call begins and one when it ends, never one per item. A store fault
+ * here is logged and the kickoff goes on: its chains matter more than its record.
+ */
+async function record(parts: KickoffParts, change: (found: KickoffRun | undefined) => KickoffRun | undefined, runId: string): Promise<void> {
+  const key = kickoffRunKey(runId);
+  try {
+    await parts.locks.transact(async (tx) => {
+      const next = change(readKickoffRun(await tx.get(key)));
+      if (next) tx.put(key, kickoffRunProperties(next), KICKOFF_RUN_UNINDEXED);
+    });
+  } catch (error) {
+    parts.config.logger.warn('scheduleMany(): the kickoff\'s record was not written; its chains are not affected', { run: runId, error: describeError(error) });
+  }
 }
 
 /** Checks every item; throws on a key given twice, reports the other invalid items failed. */
@@ -212,6 +237,8 @@ class Limiter {
 
 /** The results of one call, and its progress. */
 class Run {
+  /** The `lock_run` of the chains this kickoff starts. */
+  readonly run: string;
   private readonly results: (KickoffResult | undefined)[];
   private readonly counts = { started: 0, busy: 0, failed: 0 };
   private readonly total: number;
@@ -224,6 +251,7 @@ class Run {
     private readonly onProgress: ((progress: KickoffProgress) => void) | undefined,
   ) {
     this.total = items.length;
+    this.run = kickoffRun(kickoffId);
     this.results = new Array<KickoffResult | undefined>(this.total);
   }
 

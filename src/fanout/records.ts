@@ -91,6 +91,9 @@ export interface Header {
   pages: number;
   /** Children added (known once sealed). */
   total: number;
+  /** The children's kinds (known once sealed): the operator's counts of the children by `lock_run` are per kind. */
+  kinds?: string[];
+  /** When the header was first written (indexed: `locker.inspect().fanOuts()` lists the newest first). */
   createdAt: Date;
   sealedAt?: Date;
   /** When the sweep next looks at the fan-out (indexed): while `writing` or `sealed`, and while a cancel is unfinished. */
@@ -163,8 +166,12 @@ export function doneKey(fanout: string, n: number, namespace: string | undefined
   return new Key(namespace ? { namespace, path } : { path });
 }
 
-/** Properties of records that are never queried (only the header's `due` is; `fanout` stays indexed for an operator's console). */
-export const UNINDEXED = ['state', 'parent', 'chain', 'seq', 'joinTask', 'path', 'body', 'policy', 'deadline', 'pages', 'total', 'createdAt',
+/**
+ * Properties of records that are never queried. The header's `due` is (the sweep), and its `chain`
+ * and `createdAt` (the operator's view: a parent chain's fan-outs, the newest fan-outs); `fanout`
+ * stays indexed for an operator's console.
+ */
+export const UNINDEXED = ['state', 'parent', 'seq', 'joinTask', 'path', 'body', 'policy', 'deadline', 'pages', 'total', 'kinds',
   'sealedAt', 'outcome', 'counts', 'joinedAt', 'cancelJoin', 'reason', 'reopened', 'key', 'error', 'result', 'startedAt', 'settledAt', 'ids', 'page', 'started', 'at'] as const;
 
 /** The header's stored properties. */
@@ -173,6 +180,7 @@ export function headerProperties(h: Header, encode: (key: Key) => string): Prope
     state: h.state, parent: encode(h.parent), chain: h.chain, seq: h.seq, joinTask: h.joinTask, path: h.path, body: h.body,
     policy: h.policy, pages: h.pages, total: h.total, createdAt: h.createdAt,
   };
+  if (h.kinds) p.kinds = JSON.stringify(h.kinds);
   if (h.deadline) p.deadline = h.deadline;
   if (h.sealedAt) p.sealedAt = h.sealedAt;
   if (h.due) p.due = h.due;
@@ -193,6 +201,8 @@ export function readHeader(id: string, p: Properties | undefined, decode: (encod
     path: str(p.path), body: str(p.body), policy: str(p.policy) || '{}', pages: num(p.pages), total: num(p.total),
     createdAt: p.createdAt instanceof Date ? p.createdAt : new Date(0),
   };
+  const kinds = typeof p.kinds === 'string' ? parseKinds(p.kinds) : undefined;
+  if (kinds) h.kinds = kinds;
   if (p.deadline instanceof Date) h.deadline = p.deadline;
   if (p.sealedAt instanceof Date) h.sealedAt = p.sealedAt;
   if (p.due instanceof Date) h.due = p.due;
@@ -259,4 +269,13 @@ function num(value: unknown): number {
 
 function str(value: unknown): string {
   return typeof value === 'string' ? value : '';
+}
+
+function parseKinds(text: string): string[] | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) ? value.filter((k): k is string => typeof k === 'string' && k !== '') : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -65,6 +65,7 @@ export async function fanOut(
   }
   const header = await openHeader(parts, a, lease, joinStep, JSON.stringify(policy));
   const seen = new Set<string>();
+  const kinds = new Set<string>();
   const result: FanOutStarted = { id: header.id, total: 0, started: 0, refused: 0, joinSeq: header.seq + 1 };
   let page: Checked[] = [];
   let n = 0;
@@ -86,6 +87,7 @@ export async function fanOut(
   try {
     for await (const child of children as AsyncIterable<FanOutChild>) {
       page.push(checkChild(parts, header, child, seen, result.total));
+      kinds.add(page.at(-1)!.child.key.kind);
       result.total++;
       if (page.length === PAGE_SIZE) await next();
     }
@@ -99,7 +101,7 @@ export async function fanOut(
   if (failed) throw failed.reason;
   // Pages an earlier attempt wrote past this one's last (its source gave more children) are kept.
   n = await pagesFrom(parts, header.id, a.key.namespace, n);
-  await seal({ ...header, pages: n, total: result.total });
+  await seal({ ...header, pages: n, total: result.total, kinds: [...kinds].sort() });
   try {
     await checkJoin(parts, header.id, a.key.namespace); // every child may have settled before the seal
   } catch (error) {

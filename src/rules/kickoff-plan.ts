@@ -64,14 +64,28 @@ export type KickoffPlan =
     previousTask: string | undefined;
   };
 
-/** The `lock_run` of a bulk kickoff's chains: `k:` and its kickoff id. */
+/** The longest kickoff id `lock_run` holds as it is. */
+export const MAX_PLAIN_RUN_ID = 64;
+
+/**
+ * The `lock_run` of a bulk kickoff's chains: `k:` and its kickoff id; for an id longer than
+ * {@link MAX_PLAIN_RUN_ID} characters, `k#` and 22 characters of its SHA-256, so the field stays a
+ * short string on every step's entity whatever the caller named the kickoff (an indexed string
+ * holds at most 1,500 bytes). The prefixes keep a kickoff's and a fan-out's runs apart.
+ */
 export function kickoffRun(kickoffId: string): string {
-  return `k:${kickoffId}`;
+  if (kickoffId.length <= MAX_PLAIN_RUN_ID) return `k:${kickoffId}`;
+  return `k#${createHash('sha256').update(kickoffId).digest('base64url').slice(0, 22)}`;
 }
 
 /** The `lock_run` of a fan-out's children: `f:` and the fan-out's id. */
 export function fanOutRun(fanout: string): string {
   return `f:${fanout}`;
+}
+
+/** The fan-out a `lock_run` names, if it names one. */
+export function fanOutOfRun(run: string | undefined): string | undefined {
+  return run?.startsWith('f:') ? run.slice(2) : undefined;
 }
 
 /** The id of the chain kickoff `kickoffId` starts on the entity whose key identity is `keyId`. */

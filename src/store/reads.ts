@@ -5,7 +5,7 @@
  * writes; nothing above the store holds the `Store` itself.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { DueLedger, KeyQuery, LedgerLookup, LedgerRecord, LockCount, LockCountQuery, LockPage, LockQuery, Properties, Store } from '../types';
+import type { DueLedger, KeyQuery, LedgerLookup, LedgerRecord, LockCount, LockCountQuery, LockPage, LockQuery, Properties, RecordQuery, Store } from '../types';
 
 /** Keys per lookup (Datastore takes 1,000). */
 const LOOKUP = 1000;
@@ -75,6 +75,16 @@ export class StoreReads {
   /** A count of locks (only where `countsLocks`). */
   countLocks(query: LockCountQuery): Promise<LockCount> {
     return this.store.countLocks!(query);
+  }
+
+  /** Whether the store lists records newest first (`listRecords`). */
+  get listsRecords(): boolean {
+    return typeof this.store.listRecords === 'function';
+  }
+
+  /** One page of records, newest first (only where `listsRecords`). */
+  listRecords(query: RecordQuery): Promise<LockPage> {
+    return this.store.listRecords!(query);
   }
 
   /** One page of locks (only where `queriesLocks`). */

@@ -6,7 +6,7 @@
  * answer lost), as a crash at that point would leave it. It also counts writes per entity.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerRecord, LockPage, LockQuery, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../src/types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerRecord, LockCount, LockCountQuery, LockPage, LockQuery, RecordQuery, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../../src/types';
 import { StoreUnavailableError } from '../../src/errors/errors';
 import { keyString } from '../../src/keys/keys';
 
@@ -117,6 +117,8 @@ export class SeamStore implements Store {
   }
   listDue(now: Date, limit: number): Promise<DueLedger> { return this.inner.listDue(now, limit); }
   queryLocks(q: LockQuery): Promise<LockPage> { return this.inner.queryLocks!(q); }
+  countLocks(q: LockCountQuery): Promise<LockCount> { return this.inner.countLocks!(q); }
+  listRecords(q: RecordQuery): Promise<LockPage> { return this.inner.listRecords!(q); }
   readMany(keys: readonly Key[]): Promise<VersionedRead[]> { return this.inner.readMany!(keys); }
   async findKeys(q: KeyQuery): Promise<Key[]> {
     this.hit(['findKeys'], false);

@@ -10,7 +10,7 @@ import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../../parts';
 import type { Config } from '../../config/options';
 import { ConfigError } from '../../errors/errors';
-import { keyIdentity } from '../../keys/key-path';
+import { keyIdentity, keyPath } from '../../keys/key-path';
 import { readLock, userProperties } from '../../rules/lock-fields';
 import { HISTORY_STEPS, readHistory, storedHistory, type HistoryEntry } from '../../rules/step-history';
 import { bucketsOf, endedSteps, minuteOf, MINUTE_MS, overall, type EndedStep, type Throughput } from './throughput';
@@ -22,6 +22,9 @@ import { viewLedger, type LedgerView } from './ledger-view';
 import { getOperation, listOperations, type OperationView } from '../bulk/view';
 import { searchEntities, type SearchReading, type SearchScope } from './search';
 import { decodeKey } from '../../keys/key-codec';
+import { fanOutRowOf, fanOutRows, fanOutsOfChain, kickoffRowOf, kickoffRows, type EntityRef, type FanOutRow, type KickoffRow, type RowPage, type RowParts } from './runs';
+import { fanOutOfRun } from '../../rules/kickoff-plan';
+import { getHeader } from '../../fanout/read-children';
 import { kickoffRun } from '../../rules/kickoff-plan';
 import { InspectState, INSPECT_STATES, inList, splitError, viewStep, withLedger, type StepSummary, type ViewClock } from './step-view';
 
@@ -42,7 +45,10 @@ export interface ListQuery {
   limit?: number;
   /** Where the previous page ended (its `cursor`). */
   cursor?: string;
-  /** Only the chains of one kickoff or fan-out: its `lock_run` (`k:<kickoffId>`, `f:<fan-out id>`). */
+  /**
+   * Only the chains of one kickoff or fan-out: its `run` (`k:<kickoff id>`, `f:<fan-out id>`, as
+   * `kickoffs()`/`fanOuts()` give it), e.g. a fan-out's failed children.
+   */
   run?: string;
 }
 
@@ -93,6 +99,16 @@ export interface StepDetail extends StepSummary {
    * takeover. Empty for an entity written before the field existed or by the Go library.
    */
   history: HistoryEntry[];
+  /** Every fan-out of the current chain (at most 20, newest first), joined ones included, as rows with their progress. */
+  fanOuts: FanOutRow[];
+  /** For a fan-out's child: the fan-out (its `lock_run` names it) and its parent, read from its header. */
+  parent?: ChildOf;
+}
+
+/** A fan-out child's fan-out and parent (`StepDetail.parent`). */
+export interface ChildOf extends EntityRef {
+  /** The fan-out's id. */
+  fanOut: string;
 }
 
 /** The largest count the overview asks for, by default: past it a count reads "10,000+". */
@@ -274,6 +290,34 @@ export class Inspector {
   }
 
   /**
+   * Bulk kickoffs (`scheduleMany()`), newest first, a page at a time: each its record (total,
+   * kinds, when, how its calls settled) and its progress now (chains pending, complete, failed,
+   * cancelled, from counts by `lock_run`), its age and its oldest pending chain (`runs.ts`).
+   */
+  kickoffs(page: { limit?: number; cursor?: string } = {}): Promise<RowPage<KickoffRow>> {
+    return kickoffRows(this.rowParts(), page);
+  }
+
+  /** The kickoff `kickoffId` as a row (its record, progress, age, oldest pending chain); undefined when it left no record. */
+  kickoffRow(kickoffId: string): Promise<KickoffRow | undefined> {
+    return kickoffRowOf(this.rowParts(), kickoffId);
+  }
+
+  /** Fan-outs of one namespace (the default one unless named), newest first, a page at a time, joined ones included. */
+  fanOuts(page: { limit?: number; cursor?: string; namespace?: string } = {}): Promise<RowPage<FanOutRow>> {
+    return fanOutRows(this.rowParts(), page);
+  }
+
+  /** The fan-out `id` (in its parent's namespace) as a row; undefined when there is none. */
+  fanOut(id: string, namespace?: string): Promise<FanOutRow | undefined> {
+    return fanOutRowOf(this.rowParts(), id, namespace);
+  }
+
+  private rowParts(): RowParts {
+    return { reads: this.parts.reads, encode: (k) => this.parts.dispatcher.encodeKey(k), now: this.parts.config.clock() };
+  }
+
+  /**
    * A bulk kickoff's progress (`scheduleMany({ kickoffId })`): its chains by state, counted through
    * `lock_run` (equalities only: Datastore's built-in indexes serve them, no composite index), four
    * counts per kind and namespace of `scope`, all at once. `started` is their sum: the chains the
@@ -359,13 +403,19 @@ export class Inspector {
     const lock = readLock(read.props);
     const secrets = secretsOf(userProperties(read.props), this.parts.config.redact);
     const view = withLedger(viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key), secrets), read.record, clock);
+    const rows = this.rowParts();
+    const [fanOuts, parent] = await Promise.all([
+      lock.chain === undefined ? [] : fanOutsOfChain(rows, key, lock.chain),
+      parentOf(rows, key, lock.run),
+    ]);
     const detail: StepDetail = {
       ...redactView(view, this.parts.config.redact),
       alerts: lock.alerts, maxRetries: this.parts.config.maxRetries,
-      leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter,
+      leaseDurationMs: clock.leaseDuration, stallAfterMs: clock.stallAfter, fanOuts,
       // The history holds no payload and no error text; a route that holds a redacted value is scrubbed of it.
       history: readHistory(lock.hist ?? '').map((entry) => (secrets.length > 0 ? { ...entry, route: scrub(entry.route, secrets) } : entry)),
     };
+    if (parent) detail.parent = parent;
     if (lock.err) detail.error = splitError(scrub(lock.err, secrets));
     // The fan-out the step before started (the step is its join), else the one this step started:
     // still being added, or left behind when the step failed or was cancelled before its seal.
@@ -469,6 +519,7 @@ function checkList(query: ListQuery): void {
   if (query.order !== undefined && query.order !== 'oldest' && query.order !== 'newest') throw new RangeError('order must be "oldest" or "newest"');
   const limit = query.limit ?? DEFAULT_LIMIT;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be 1 to ${MAX_LIMIT}`);
+  if (query.run !== undefined && (typeof query.run !== 'string' || query.run === '' || query.run.length > 200)) throw new RangeError('run must be a kickoff\'s or a fan-out\'s run (k:…, f:…)');
 }
 
 interface Position {
@@ -495,4 +546,13 @@ function decodeCursor(cursor: string): Position {
 function redactView<V extends StepSummary>(view: V, redaction: Redaction | undefined): V {
   if (!redaction) return view;
   return { ...view, properties: redactProperties(view.properties, redaction).properties };
+}
+
+/** A fan-out child's fan-out and parent, from the header its `lock_run` names (one lookup). */
+async function parentOf(parts: RowParts, key: Key, run: string | undefined): Promise<StepDetail['parent']> {
+  const id = fanOutOfRun(run);
+  if (id === undefined) return undefined;
+  const header = await getHeader(parts, id, key.namespace);
+  if (!header) return undefined;
+  return { fanOut: id, key: header.parent, encodedKey: parts.encode(header.parent), keyPath: keyPath(header.parent) };
 }

@@ -57,6 +57,11 @@ export interface StepSummary {
   seq: number;
   /** The chain the current step belongs to; undefined when none is stored (entities the Go library wrote). */
   chain?: string;
+  /**
+   * The tracked work that started the chain (`lock_run`): `k:<kickoff id>` for a bulk kickoff,
+   * `f:<fan-out id>` for a fan-out's child; undefined for a chain `schedule()` started.
+   */
+  run?: string;
   /** Failed attempts of the current step. */
   tries: number;
   /** The attempt holding the lease, if any. */
@@ -120,6 +125,7 @@ export function viewStep(key: Key, props: Properties, clock: ViewClock, encodedK
   };
   if (key.namespace) view.namespace = key.namespace;
   if (lock.chain) view.chain = lock.chain;
+  if (lock.run) view.run = lock.run;
   if (lock.req) view.holder = lock.req;
   if (lock.req && ageMs !== undefined) view.leaseAgeMs = ageMs;
   if (lock.ts) view.lastProgressAt = lock.ts;

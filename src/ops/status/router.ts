@@ -9,6 +9,8 @@
  *   GET  /kickoff?id=  a bulk kickoff's chains by state, with a progress bar; `/kickoff.json?id=`
  *   GET  /search?q=    a key as the page shows it, an encoded key or a chain id (one match: 303 to it); `/search.json?q=`
  *   GET  /throughput.json   steps finished per minute, p50 and p95 duration, from the chains' histories (`?minutes=`, 60 by default)
+ *   GET  /kickoffs.json, /fanouts.json   bulk kickoffs and fan-outs, newest first, with progress (`?limit=&cursor=`; fan-outs `&namespace=`)
+ *   GET  /kickoff-run.json?id=, /fanout.json?id=   one of them as a row (record, progress, oldest pending); with `&state=` its chains (a fan-out's children) in that state
  *   POST /step/retry | /step/resend | /step/cancel   form fields key, seq, csrf; answers 303 to the step
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -25,6 +27,7 @@ import { parseStatusOptions, type StatusConfig, type StatusRouterOptions } from 
 import { statusPageHeaders } from './headers';
 import { renderDetail, renderList, renderMessage, type PageContext } from './page';
 import { renderSearch } from './search-page';
+import { fanOutJsonRow, kickoffJson } from './run-json';
 import { renderKickoff } from './run-page';
 import { kickoffRun } from '../../rules/kickoff-plan';
 import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, type ListView, type SearchView, type Section, type StepRow } from './view-model';
@@ -99,6 +102,30 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
       kinds: config.kinds, namespaces: config.namespaces, since: new Date(inspector.clock().now - minutes * 60_000),
     });
     res.set('Cache-Control', 'no-store').json(t);
+  }));
+  router.get('/kickoffs.json', auth, handler(backend, async (req, res) => {
+    const page = await backend.inspect().kickoffs(readPage(req, config));
+    res.set('Cache-Control', 'no-store').json({ now: new Date(backend.config.clock()).toISOString(), kickoffs: page.rows.map(kickoffJson), ...(page.cursor && { cursor: page.cursor }) });
+  }));
+  router.get('/kickoff-run.json', auth, handler(backend, async (req, res) => {
+    const id = readText(req.query.id, 'id', 'the kickoff id');
+    const row = await backend.inspect().kickoffRow(id);
+    if (!row) throw new BadRequestError(`no kickoff ${JSON.stringify(id)} left a record`);
+    const chains = await runChains(backend, config, req, row.run, row.kinds);
+    res.set('Cache-Control', 'no-store').json({ now: new Date(backend.config.clock()).toISOString(), ...kickoffJson(row), ...chains });
+  }));
+  router.get('/fanouts.json', auth, handler(backend, async (req, res) => {
+    const namespace = readNamespace(config, req);
+    const page = await backend.inspect().fanOuts({ ...readPage(req, config), namespace });
+    res.set('Cache-Control', 'no-store').json({ now: new Date(backend.config.clock()).toISOString(), fanOuts: page.rows.map(fanOutJsonRow), ...(page.cursor && { cursor: page.cursor }) });
+  }));
+  router.get('/fanout.json', auth, handler(backend, async (req, res) => {
+    const id = readText(req.query.id, 'id', 'the fan-out id');
+    const namespace = readNamespace(config, req);
+    const row = await backend.inspect().fanOut(id, namespace);
+    if (!row) throw new BadRequestError(`no fan-out ${JSON.stringify(id)}`);
+    const chains = await runChains(backend, config, req, row.run, row.kinds.map((kind) => ({ kind, namespace })));
+    res.set('Cache-Control', 'no-store').json({ now: new Date(backend.config.clock()).toISOString(), ...fanOutJsonRow(row), ...chains });
   }));
   router.post('/step/:action', auth, express.urlencoded({ extended: false, limit: '8kb' }), handler(backend, (req, res) => act(backend, req, res)));
   bulkRoutes(router, backend, config, { auth, handler: (fn) => handler(backend, fn), pageContext });
@@ -259,6 +286,49 @@ function readMinutes(value: unknown): number {
   if (value === undefined || value === '') return 60;
   if (typeof value !== 'string' || !/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1_440) throw new BadRequestError('minutes must be 1 to 1440');
   return Number(value);
+}
+
+/** `?limit=&cursor=` of a page of rows. */
+function readPage(req: Request, config: StatusConfig): { limit: number; cursor?: string } {
+  const limit = typeof req.query.limit === 'string' && /^\d{1,3}$/.test(req.query.limit) ? Number(req.query.limit) : Math.min(config.pageSize, 100);
+  const cursor = typeof req.query.cursor === 'string' && req.query.cursor !== '' ? req.query.cursor : undefined;
+  if (cursor !== undefined && cursor.length > 2_000) throw new BadRequestError('the cursor is too long to be one a page handed out');
+  return cursor === undefined ? { limit } : { limit, cursor };
+}
+
+/** `?namespace=` of a fan-out (its parent's): one this page lists; the default one when left out. */
+function readNamespace(config: StatusConfig, req: Request): string {
+  const namespace = typeof req.query.namespace === 'string' ? req.query.namespace : '';
+  if (!config.namespaces.includes(namespace)) throw new BadRequestError('that namespace is not one this page lists');
+  return namespace;
+}
+
+function readText(value: unknown, name: string, what: string): string {
+  if (typeof value !== 'string' || value === '' || value.length > 500) throw new BadRequestError(`${name} is missing: pass ${what}`);
+  return value;
+}
+
+/**
+ * With `?state=`: a run's chains in that state, one page per kind and namespace of the run that
+ * this page lists (`?cursor=` goes with one `kind`), as `/steps.json` shows steps.
+ */
+async function runChains(
+  backend: StatusBackend, config: StatusConfig, req: Request, run: string, kinds: readonly { kind: string; namespace: string }[],
+): Promise<Record<string, unknown>> {
+  const state = typeof req.query.state === 'string' ? req.query.state : undefined;
+  if (state === undefined) return {};
+  if (!(INSPECT_STATES as readonly string[]).includes(state)) throw new BadRequestError(`state must be one of ${INSPECT_STATES.join(', ')}`);
+  const kind = typeof req.query.kind === 'string' && req.query.kind !== '' ? req.query.kind : undefined;
+  const cursor = typeof req.query.cursor === 'string' && req.query.cursor !== '' ? req.query.cursor : undefined;
+  if (cursor !== undefined && kind === undefined) throw new BadRequestError('a cursor goes with one kind');
+  const shown = kinds.filter((k) => config.kinds.includes(k.kind) && config.namespaces.includes(k.namespace) && (kind === undefined || k.kind === kind));
+  const inspector = backend.inspect();
+  const sections = await Promise.all(shown.map(async ({ kind: k, namespace }) => {
+    const page = await inspector.list({ state: state as InspectState, kind: k, namespace, run, limit: config.pageSize, ...(cursor !== undefined && { cursor }) });
+    const rows = await Promise.all(page.steps.map((s) => row(config, s)));
+    return { kind: k, namespace, state, ...(page.cursor && { cursor: page.cursor }), steps: rows.map((r) => stepJson(r.step, r.extra, r.actions)) };
+  }));
+  return { chains: sections };
 }
 
 function kickoffParam(req: Request): string {

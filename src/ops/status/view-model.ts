@@ -2,6 +2,7 @@
  * What the status router shows, as plain data: sections of steps (one per kind, namespace and
  * state) and one step's detail. The HTML page and the JSON answers are both made from these.
  */
+import { fanOutJsonRow } from './run-json';
 import { fanOutJson } from '../../fanout/view';
 import type { KindCounts, SearchHit, StepDetail } from '../inspect/inspector';
 import type { QueueDepth } from '../../types';
@@ -90,6 +91,10 @@ export function stepJson(step: StepSummary | StepDetail, extra: Record<string, s
   return {
     ...rest,
     ...('fanOut' in step && step.fanOut ? { fanOut: fanOutJson(step.fanOut) } : {}),
+    ...('fanOuts' in step ? { fanOuts: step.fanOuts.map(fanOutJsonRow) } : {}),
+    ...('parent' in step && step.parent
+      ? { parent: { fanOut: step.parent.fanOut, keyPath: step.parent.keyPath, encodedKey: step.parent.encodedKey, namespace: step.parent.key.namespace ?? '' } }
+      : {}),
     namespace: step.namespace ?? '',
     lastProgressAt: lastProgressAt?.toISOString(),
     ...('startedAt' in step ? { startedAt: step.startedAt?.toISOString() } : {}),

@@ -49,6 +49,8 @@
  * falls back to the namespaces it has written records to itself, plus the default one. Set
  * `namespaces` to list the namespaces to sweep explicitly, which also saves the metadata query.
  */
+import { listDatastoreRecords } from './record-query';
+import type { RecordQuery } from '../record-query';
 import { Datastore, DatastoreClient, type Key } from '@google-cloud/datastore';
 import { ConfigError } from '../../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
@@ -290,6 +292,11 @@ export class DatastoreStore implements Store {
   /** How many locks match, up to the cap: a count aggregation, or a keys-only count where the backend has none (`count.ts`). */
   countLocks(query: LockCountQuery): Promise<LockCount> {
     return countDatastoreLocks(this.rpc, query, this.countMethod);
+  }
+
+  /** Records of one kind, newest first by a time property (`record-query.ts`). */
+  listRecords(query: RecordQuery): Promise<LockPage> {
+    return listDatastoreRecords(this.rpc, query);
   }
 
   /** Keys of the entities one property matches, keys-only, one batch (see `datastore-key-query.ts`). */

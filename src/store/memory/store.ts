@@ -28,6 +28,7 @@ import type { LockCount, LockCountQuery, LockPage, LockQuery } from '../lock-que
 import { countMemory, queryMemory } from './query';
 import { LockIndex } from './lock-index';
 import { findMemoryKeys, type KeyQuery } from '../key-query';
+import { listMemoryRecords, type RecordQuery } from '../record-query';
 
 /** The operations a fault can be injected into. */
 export type MemoryStoreOperation =
@@ -43,6 +44,7 @@ export type MemoryStoreOperation =
   | 'retireLedgerMany'
   | 'queryLocks'
   | 'countLocks'
+  | 'listRecords'
   | 'findKeys';
 
 /** Options of {@link MemoryStore}. */
@@ -253,6 +255,12 @@ export class MemoryStore implements Store {
   async countLocks(query: LockCountQuery): Promise<LockCount> {
     this.check('countLocks');
     return countMemory(this.locks, query);
+  }
+
+  /** Records of one kind, newest first by a time property (`record-query.ts`), at once consistent. */
+  async listRecords(query: RecordQuery): Promise<LockPage> {
+    this.check('listRecords');
+    return listMemoryRecords(this.entities.values(), query, (p) => readOut(p)!);
   }
 
   /** Keys of the entities one property matches (`key-query.ts`), at once consistent. */
