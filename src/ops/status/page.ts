@@ -15,6 +15,7 @@ import { countsTableHtml } from './counts-table';
 import { bulkLink, operationsTable } from './operation-page';
 import { historyHtml } from './history-table';
 import { throughputFigure } from './throughput-svg';
+import { fanOutRowHtml, kickoffRowHtml } from './run-rows';
 import { keyPath } from '../../keys/key-codec';
 import { STYLE } from './style';
 
@@ -57,6 +58,8 @@ export function renderList(view: ListView, ctx: PageContext): string {
     view.owed ? owedHtml(view.owed, ctx) : '',
     view.counts ? countsTableHtml(view.counts, ctx.base, ctx.namespaces.length > 1) : '',
     view.throughput ? throughputFigure(view.throughput) : '',
+    view.kickoffs && view.kickoffs.length > 0 ? runTable('Kickoffs', 'kickoffs', view.kickoffs.map((r) => kickoffRowHtml(r, ctx.base))) : '',
+    view.fanOuts && view.fanOuts.length > 0 ? runTable('Fan-outs', 'fanouts', view.fanOuts.map((r) => fanOutRowHtml(r, ctx.base))) : '',
     view.operations && view.operations.length > 0 ? `<section class="operations"><h2>Bulk operations <small>newest first; <a href="${escapeHtml(ctx.base)}/operations">all →</a></small></h2>\n${operationsTable(view.operations, ctx.base)}</section>` : '',
     ...rest.map((s) => sectionHtml(s, view, ctx)),
   ];
@@ -218,6 +221,14 @@ function bulkActionFor(section: Section, view: ListView, ctx: PageContext): stri
   if (section.state === 'failed') return `<p class="bulk-action">${bulkLink(ctx.base, 'retry', filter, `Retry every failed ${section.kind}${whose}…`)}</p>`;
   if (section.state === 'stalled' && view.filters.kickoff === undefined) return `<p class="bulk-action">${bulkLink(ctx.base, 'resend', filter, `Resend every stalled ${section.kind}…`)}</p>`;
   return '';
+}
+
+/** The latest kickoffs or fan-outs, a row each with its progress bar. */
+function runTable(title: string, name: string, rows: string[]): string {
+  return `<section class="runs" data-runs="${name}"><h2>${escapeHtml(title)} <small>newest first, kept after they finished</small></h2>
+<table class="runs"><tbody>
+${rows.join('\n')}
+</tbody></table></section>`;
 }
 
 /** The states that need a person: shown first on the overview, across kinds. */

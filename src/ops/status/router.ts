@@ -180,19 +180,23 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
   // Every section's reads run at once: the overview's store calls do not queue behind each other.
   const wanted = states.flatMap((state) => kinds.flatMap((kind) => namespaces.map((namespace) => ({ state, kind, namespace }))));
   const overview = !filters.state && filters.kickoff === undefined;
-  const [sections, owed, queue, counts, operations, throughput] = await Promise.all([
+  const [sections, owed, queue, counts, operations, throughput, kickoffs, fanOuts] = await Promise.all([
     Promise.all(wanted.map((w) => section(inspector, config, filters, w))),
     overview && !filters.kind ? inspector.alertsOwed(config.pageSize) : Promise.resolve(undefined),
     inspector.queueDepth(),
     overview && inspector.canCount ? inspector.counts({ kinds, namespaces }) : Promise.resolve(undefined),
     overview && !filters.kind ? inspector.operations({ limit: 5, namespaces }) : Promise.resolve(undefined),
     overview ? inspector.throughput({ kinds, namespaces }) : Promise.resolve(undefined),
+    overview && !filters.kind ? inspector.kickoffs({ limit: 5 }) : Promise.resolve(undefined),
+    overview && !filters.kind ? Promise.all(namespaces.map((namespace) => inspector.fanOuts({ limit: 5, namespace }))) : Promise.resolve(undefined),
   ]);
   const view: ListView = { now, filters, sections };
   if (queue) view.queue = queue;
   if (counts) view.counts = counts;
   if (operations) view.operations = operations;
   if (throughput) view.throughput = throughput;
+  if (kickoffs) view.kickoffs = kickoffs.rows;
+  if (fanOuts) view.fanOuts = fanOuts.flatMap((p) => p.rows).sort((a, b) => a.ageMs - b.ageMs).slice(0, 5);
   if (owed) view.owed = { rows: await Promise.all(owed.steps.map((s) => row(config, s))), cut: owed.cut };
   return view;
 }

@@ -8,6 +8,7 @@ import type { KindCounts, SearchHit, StepDetail } from '../inspect/inspector';
 import type { QueueDepth } from '../../types';
 import type { OperationView } from '../bulk/view';
 import type { Throughput } from '../inspect/throughput';
+import type { FanOutRow, KickoffRow } from '../inspect/runs';
 import type { InspectState, StepSummary } from '../inspect/step-view';
 
 /** The actions a step in this state allows, in the order the page shows them. */
@@ -52,6 +53,10 @@ export interface ListView {
   counts?: KindCounts[];
   /** On the overview: steps finished per minute over the last hour, from the chains' histories. */
   throughput?: Throughput;
+  /** On the overview: the latest bulk kickoffs, with their progress. */
+  kickoffs?: KickoffRow[];
+  /** On the overview: the latest fan-outs (joined ones included), with their progress. */
+  fanOuts?: FanOutRow[];
   /** On the overview: the latest bulk operations, with their progress. */
   operations?: OperationView[];
   /** What the queue holds now, when it can tell. */
