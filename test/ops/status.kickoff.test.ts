@@ -87,6 +87,14 @@ describe('a bulk kickoff on the status page', () => {
     assert.equal(now.failed!.count, 2);
   });
 
+  it('finds the kickoff by its id in the search box', async () => {
+    const found = await get('/search?q=orders-nov');
+    assert.equal(found.status, 303);
+    assert.equal(found.headers.location, '/ops/kickoff?id=orders-nov');
+    assert.equal(((await get('/search.json?q=orders-nov')).body as { kickoff?: string }).kickoff, 'orders-nov');
+    assert.equal(((await get('/search.json?q=orders-dec')).body as { kickoff?: string }).kickoff, undefined);
+  });
+
   it('answers a missing id with 400, and an unknown kickoff with nothing started', async () => {
     assert.equal((await get('/kickoff')).status, 400);
     assert.equal((await progress('never-ran')).started!.count, 0);

@@ -82,7 +82,11 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
   }));
   router.get('/search', auth, handler(backend, async (req, res) => {
     const view = await searchView(backend, config, req);
-    if (view.hits.length === 1 && req.query.list === undefined) {
+    if (view.kickoff !== undefined && view.hits.length === 0 && req.query.list === undefined) {
+      res.redirect(303, `${req.baseUrl}/kickoff?id=${encodeURIComponent(view.kickoff)}`);
+      return;
+    }
+    if (view.hits.length === 1 && view.kickoff === undefined && req.query.list === undefined) {
       res.redirect(303, `${req.baseUrl}/step?key=${encodeURIComponent(view.hits[0]!.step.encodedKey)}`);
       return;
     }
@@ -91,7 +95,7 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
   router.get('/search.json', auth, handler(backend, async (req, res) => {
     const view = await searchView(backend, config, req);
     res.set('Cache-Control', 'no-store').json({
-      now: new Date(view.now).toISOString(), query: view.text,
+      now: new Date(view.now).toISOString(), query: view.text, ...(view.kickoff !== undefined ? { kickoff: view.kickoff } : {}),
       found: view.hits.map((h) => ({ by: h.by, ...stepJson(h.step, {}, actionsFor(h.step)) })),
     });
   }));
@@ -221,8 +225,13 @@ async function searchView(backend: StatusBackend, config: StatusConfig, req: Req
   const text = typeof req.query.q === 'string' ? req.query.q : '';
   if (text.trim() === '') throw new BadRequestError('search for a key as the page shows it (Counter:"counters-12"), an encoded key or a chain id');
   const inspector = backend.inspect();
-  const hits = await inspector.search(text, { kinds: config.kinds, namespaces: config.namespaces });
-  return { now: inspector.clock().now, text, hits };
+  const wanted = text.trim();
+  const [hits, kickoff] = await Promise.all([
+    inspector.search(text, { kinds: config.kinds, namespaces: config.namespaces }),
+    // A kickoff id, read by key: its record, when scheduleMany() left one.
+    wanted.length <= 400 && !/[\s/]/.test(wanted) ? inspector.kickoffRow(wanted) : Promise.resolve(undefined),
+  ]);
+  return { now: inspector.clock().now, text, hits, ...(kickoff ? { kickoff: kickoff.kickoffId } : {}) };
 }
 
 async function detailView(backend: StatusBackend, config: StatusConfig, req: Request): Promise<DetailView> {

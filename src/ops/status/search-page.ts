@@ -19,8 +19,10 @@ export function renderSearch(view: SearchView, ctx: PageContext): string {
 ${rows.join('\n')}
 </tbody>
 </table>`;
+  const kickoff = view.kickoff === undefined ? '' : `<p class="kickoff-found">A kickoff: <a href="${escapeHtml(`${ctx.base}/kickoff?id=${encodeURIComponent(view.kickoff)}`)}">${escapeHtml(view.kickoff)} →</a></p>`;
   const body = `<p><a href="${escapeHtml(ctx.base)}/">← all steps</a></p>
 <h2>Search: <code>${escapeHtml(view.text)}</code> <small><span data-count="found">${view.hits.length}</span> found</small></h2>
-${found}`;
+${kickoff}
+${view.hits.length === 0 && kickoff !== '' ? '' : found}`;
   return layout(`Search · ${ctx.title}`, ctx, body, `${ctx.base}/search.json?q=${encodeURIComponent(view.text)}`);
 }

@@ -81,6 +81,8 @@ export interface SearchView {
   /** The text searched, as typed. */
   text: string;
   hits: SearchHit[];
+  /** The kickoff the text names, when it is one (`scheduleMany()` left its record). */
+  kickoff?: string;
 }
 
 /** Retry for a failed step; re-send and cancel while scheduled (running, stale or stalled included). */
