@@ -227,7 +227,7 @@ const EXAMPLES: Example[] = [
     },
   },
   {
-    page: 'docs/guides/operating.md', index: 3, shows: 'locker.startSweeping(5_000)',
+    page: 'docs/guides/operating.md', index: 5, shows: 'locker.startSweeping(5_000)',
     async check({ start }) {
       await loads(await start());
     },
