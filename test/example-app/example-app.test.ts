@@ -205,7 +205,7 @@ describe('example app with EXAMPLE_AUTOSTART=0', () => {
   it('starts no chain', async () => {
     const app = await startExample({ EXAMPLE_AUTOSTART: '0' });
     try {
-      assert.deepEqual(await fetchStatus(app.url), { chains: [], unfinishedAtStart: [], answers: { total: 0, byReason: {}, byStatus: {} } });
+      assert.deepEqual(await fetchStatus(app.url), { chains: [], cut: [], unfinishedAtStart: [], answers: { total: 0, byReason: {}, byStatus: {} } });
       const html = await (await fetch(`${app.url}/`)).text();
       assert.match(html, /<p class="empty">No steps to show.<\/p>/);
     } finally {
