@@ -53,6 +53,8 @@ async function main(): Promise<void> {
   baseUrl = ownUrl(config.host, (server.address() as AddressInfo).port);
   say(`running on ${parts.description}`);
   unfinished = await reportUnfinished(parts.locker, records, config);
+  parts.startSweeping(); // after the listing: no chain an earlier run left moves while it is read
+
   say(`datastore-locker example listening on ${baseUrl}/`);
 
   process.once('SIGTERM', () => void stop(server, parts, 'SIGTERM'));

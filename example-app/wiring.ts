@@ -25,6 +25,8 @@ export interface Parts {
   sweepAuthenticate: Authenticator | undefined;
   /** Says in one line what the app runs on, e.g. `in-memory store, local dispatcher`. */
   description: string;
+  /** Starts the in-process sweep of a local run (the deployed app is swept by Cloud Scheduler or cron). */
+  startSweeping(): void;
   /**
    * Stops the Locker first (it lets running steps finish and store their outcome; their next
    * tasks still need the queue), then the queue, the alerter and the store's clients.
@@ -46,10 +48,12 @@ export function buildParts(config: ExampleConfig, baseUrl: () => string): Parts 
   const locker = new Locker({
     store, queue, alerter, authenticate, maxRetries: config.maxRetries, leaseDuration: config.leaseDurationMs, stallAfter: config.stallAfterMs,
   });
-  if (config.queue.type === 'local') locker.startSweeping(config.queue.sweepIntervalMs);
   return {
     store, queue, locker, keys, namespace, sweepAuthenticate,
     description: `${storeName}, ${queueName}${alerter ? ', email alerts' : ''}`,
+    startSweeping() {
+      if (config.queue.type === 'local') locker.startSweeping(config.queue.sweepIntervalMs);
+    },
     async shutdown() {
       await locker.shutdown();
       await queue.shutdown?.();
