@@ -129,7 +129,7 @@ describe('the packed package, installed in a fresh project', { timeout: 240_000 
 
   it('installs the datastore-locker-indexes command', async () => {
     const { stdout } = await run(join(consumer, 'node_modules', '.bin', 'datastore-locker-indexes'), ['Order'], consumer);
-    assert.equal(stdout.match(/^- kind: "Order"$/gm)?.length, 3, stdout);
+    assert.equal(stdout.match(/^- kind: "Order"$/gm)?.length, 4, stdout);
     assert.match(stdout, /^ {4}direction: desc$/m);
   });
 
