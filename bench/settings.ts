@@ -58,6 +58,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     kickoffChains: count(env, 'BENCH_KICKOFF_CHAINS', base.kickoffChains),
     kickoffRounds: count(env, 'BENCH_KICKOFF_ROUNDS', base.kickoffRounds),
     fanOutChildren: count(env, 'BENCH_FANOUT_CHILDREN', base.fanOutChildren),
+    consoleSizes: sizes(env, 'BENCH_CONSOLE_SIZES', base.consoleSizes),
     only: only(env.BENCH_ONLY),
   };
 }
@@ -66,6 +67,15 @@ function only(raw: string | undefined): 'kickoff' | 'fanout' | 'console' | undef
   if (raw === undefined || raw === '') return undefined;
   if (raw === 'kickoff' || raw === 'fanout' || raw === 'console') return raw;
   throw new Error(`BENCH_ONLY must be kickoff, fanout or console (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
+}
+
+/** A comma-separated list of chain counts (each at least 400: the part reads 300 keys of one state). */
+function sizes(env: NodeJS.ProcessEnv, name: string, fallback: readonly number[]): readonly number[] {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const values = raw.split(',').map(Number);
+  if (values.some((v) => !Number.isSafeInteger(v) || v < 400)) throw new Error(`${name} must list whole numbers of at least 400, comma-separated; got ${JSON.stringify(raw)}`);
+  return values;
 }
 
 function count(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {

@@ -25,6 +25,7 @@ const TINY = {
   BENCH_KICKOFF_CHAINS: '50',
   BENCH_KICKOFF_ROUNDS: '1',
   BENCH_FANOUT_CHILDREN: '30',
+  BENCH_CONSOLE_SIZES: '400,800',
 };
 
 function runBench(): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -112,6 +113,12 @@ describe('npm run bench', () => {
     // kickoff records; the records looked up again), and the call's own kickoff record, read and
     // written when it begins and again when it ends (a lookup and a commit each): 8 RPCs for 50.
     assert.equal(result.kickoffBulkRpcsPer1000, 160, 'a batch of 50: 4 RPCs, and 4 for the call\'s kickoff record');
+
+    // The status page's overview at two sizes, in memory and on the emulator: store calls and render time.
+    assert.ok(table.includes('The status page\'s overview (GET /)'), 'the table shows the console part');
+    const rows = result.console as Array<{ store: string; chains: number; calls: number; renderMs: number; keysOnlyMs: number; ratio: number }>;
+    assert.deepEqual(rows.map((r) => [r.store, r.chains]), [['in-memory store', 400], ['legacy Datastore emulator', 400], ['in-memory store', 800], ['legacy Datastore emulator', 800]]);
+    for (const r of rows) assert.ok(r.calls > 0 && r.renderMs > 0 && r.keysOnlyMs > 0 && r.ratio > 0, JSON.stringify(r));
 
     // A fan-out against scheduleMany() of as many chains, run to its join, with RPCs and writes counted.
     assert.ok(table.includes('Fan-out of 30 children'), 'the table shows the fan-out part');
