@@ -15,6 +15,7 @@ import { DatastoreStore, Locker, MemoryStore } from './library';
 import type { Properties, Store } from '../src/types';
 import { UNINDEXED_LOCK_FIELDS } from '../src/rules/lock-fields';
 import { percentile } from './stats';
+import { countingStore } from '../test/support/counting-store';
 
 const KIND = 'BenchOrder';
 const MIN = 60_000;
@@ -82,17 +83,8 @@ async function seedDatastore(datastore: Datastore, namespace: string, chains: nu
 }
 
 async function measure(name: string, inner: Store, namespace: string, chains: number): Promise<ConsoleRow> {
-  let calls = 0;
-  const store = new Proxy(inner, {
-    get(target, property) {
-      const value: unknown = Reflect.get(target, property, target);
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        calls += 1;
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
+  const counted = countingStore(inner);
+  const store = counted.store;
   const locker = new Locker({ store, authenticate: false, logger: { info() {}, warn() {}, error() {} }, stallAfter: 5 * MIN });
   const app = express();
   app.use(locker.statusRouter({ authenticate: () => ({ ok: true }), kinds: [KIND], namespaces: [namespace] }));
@@ -101,9 +93,9 @@ async function measure(name: string, inner: Store, namespace: string, chains: nu
   const port = (server.address() as AddressInfo).port;
   try {
     await overview(port); // warm-up
-    calls = 0;
+    counted.reset();
     await overview(port);
-    const overviewCalls = calls;
+    const overviewCalls = counted.calls;
     const render: number[] = [];
     const keysOnly: number[] = [];
     for (let r = 0; r < RUNS; r++) {

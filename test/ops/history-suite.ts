@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import type { Key } from '@google-cloud/datastore';
 import { Counter, keys, taskApp, type TaskApp } from '../support/task-app';
 import { KeptTasks, deliver } from '../support/kept-tasks';
-import { countingCalls } from '../support/counting-calls';
+import { countingStore } from '../support/counting-store';
 import { PermanentError } from '../../src/errors/errors';
 import { readLock, writeLock } from '../../src/rules/lock-fields';
 import { take } from '../../src/rules/transitions';
@@ -147,8 +147,8 @@ export function historySuite(name: string, open: () => Promise<HistoryStore>): v
     });
 
     it('store calls per step do not change as the history fills: a step with a full history costs what the first step costs', async () => {
-      const store = countingCalls(s.store);
-      const { t, kept } = chainApp(store, 12);
+      const store = countingStore(s.store);
+      const { t, kept } = chainApp(store.store, 12);
       const key = newKey();
       await t.locker.schedule(key, new Counter({}), '/task');
       const perStep: string[] = [];
@@ -159,7 +159,7 @@ export function historySuite(name: string, open: () => Promise<HistoryStore>): v
       }
       // Steps 1 to 11 schedule the next (a transaction); step 12 finishes the chain (a compare-and-swap).
       assert.ok(perStep.slice(1, 11).every((calls) => calls === perStep[0]), `every scheduling step: ${perStep.join(' | ')}`);
-      const single = chainApp(store, 1);
+      const single = chainApp(store.store, 1);
       const fresh = newKey();
       await single.t.locker.schedule(fresh, new Counter({}), '/task');
       store.reset();

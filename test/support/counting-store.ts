@@ -14,6 +14,8 @@ export interface CountingStore {
   readonly byMethod: ReadonlyMap<string, number>;
   /** The most calls that were in flight at once since the last `reset()`. */
   readonly most: number;
+  /** The calls per method as text, by name: `read ×1, replaceIfUnchanged ×2`. */
+  summary(): string;
   reset(): void;
 }
 
@@ -50,6 +52,7 @@ export function countingStore(inner: Store): CountingStore {
     get calls() { return calls; },
     get byMethod() { return byMethod; },
     get most() { return most; },
+    summary: () => [...byMethod].sort(([a], [b]) => a.localeCompare(b)).map(([name, n]) => `${name} ×${n}`).join(', '),
     reset() { calls = 0; most = 0; byMethod.clear(); },
   };
 }

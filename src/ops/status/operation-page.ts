@@ -8,7 +8,7 @@
  */
 import { escapeHtml } from '../../http/html';
 import { formatAge } from './age';
-import { STYLE } from './style';
+import { documentHtml } from './document';
 import type { BulkAction, BulkFilter } from '../bulk/filter';
 import type { OperationView } from '../bulk/view';
 import { NOBODY } from '../bulk/step';
@@ -137,23 +137,6 @@ function field(name: string, value: string): string {
 }
 
 function shell(title: string, ctx: BulkPageContext, body: string, refreshSeconds: number | undefined, json?: string): string {
-  const refresh = refreshSeconds !== undefined && refreshSeconds > 0 ? `<meta http-equiv="refresh" content="${refreshSeconds}">\n` : '';
   const footer = json ? `<footer>As JSON: <a href="${escapeHtml(json)}">${escapeHtml(json)}</a></footer>` : '';
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-${refresh}<title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<header><h1><a href="${escapeHtml(ctx.base)}/">${escapeHtml(ctx.title)}</a></h1></header>
-<main>
-${body}
-</main>
-${footer}
-</body>
-</html>
-`;
+  return documentHtml({ title, siteTitle: ctx.title, base: ctx.base, refreshSeconds, body, footer });
 }

@@ -18,6 +18,7 @@ import { throughputFigure } from './throughput-svg';
 import { fanOutRowHtml, kickoffRowHtml } from './run-rows';
 import { keyPath } from '../../keys/key-codec';
 import { STYLE } from './style';
+import { documentHtml } from './document';
 
 /** What every page needs besides its view. */
 export interface PageContext {
@@ -172,25 +173,12 @@ const DONE: Record<ActionName, string> = {
 };
 
 export function layout(title: string, ctx: PageContext, body: string, json: string): string {
-  const refresh = ctx.refreshSeconds > 0 ? `<meta http-equiv="refresh" content="${ctx.refreshSeconds}">\n` : '';
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-${refresh}<title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<header><h1><a href="${escapeHtml(ctx.base)}/">${escapeHtml(ctx.title)}</a></h1>
-<form class="search" method="get" action="${escapeHtml(ctx.base)}/search" role="search"><label>Find <input type="search" name="q" size="40" maxlength="1500" placeholder='Counter:"counters-12", an encoded key or a chain id'></label> <button type="submit">Search</button></form></header>
-<main>
-${body}
-</main>
-<footer>As JSON: <a href="${escapeHtml(json)}">${escapeHtml(json)}</a>${ctx.refreshSeconds > 0 ? ` · reloads every ${ctx.refreshSeconds} s` : ''}</footer>
-</body>
-</html>
-`;
+  return documentHtml({
+    title, siteTitle: ctx.title, base: ctx.base, refreshSeconds: ctx.refreshSeconds, body,
+    header: `
+<form class="search" method="get" action="${escapeHtml(ctx.base)}/search" role="search"><label>Find <input type="search" name="q" size="40" maxlength="1500" placeholder='Counter:"counters-12", an encoded key or a chain id'></label> <button type="submit">Search</button></form>`,
+    footer: `<footer>As JSON: <a href="${escapeHtml(json)}">${escapeHtml(json)}</a>${ctx.refreshSeconds > 0 ? ` · reloads every ${ctx.refreshSeconds} s` : ''}</footer>`,
+  });
 }
 
 function filtersForm(view: ListView, ctx: PageContext): string {

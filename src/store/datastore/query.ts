@@ -8,7 +8,7 @@ import { StoreConfigError } from '../../errors/errors';
 import { timestamp } from './encode';
 import { grpcCode } from './errors';
 import { decodeEntityProperties, keyFromProto } from './protos';
-import type { DatastoreRpc, RawFilter, RawQuery } from './rpc';
+import type { DatastoreRpc, QueryBatch, RawFilter, RawQuery } from './rpc';
 import { checkLockQuery, type LockPage, type LockQuery } from '../lock-query';
 
 /** gRPC FAILED_PRECONDITION: what Datastore answers a query that has no index. */
@@ -31,12 +31,17 @@ export async function queryDatastoreLocks(rpc: DatastoreRpc, query: LockQuery): 
     if (isMissingIndex(error)) throw missingIndex(query, error);
     throw error;
   }
+  return pageOf(batch, query.limit);
+}
+
+/** A batch of entities as a page: its entities, and a cursor when a full batch may have more behind it. */
+export function pageOf(batch: QueryBatch, limit: number): LockPage {
   const entities = (batch.entityResults ?? []).flatMap((result) =>
     result.entity ? [{ key: keyFromProto(result.entity.key ?? {}), properties: decodeEntityProperties(result.entity) }] : [],
   );
   const page: LockPage = { entities };
   const cursor = batch.endCursor;
-  if (batch.moreResults !== 'NO_MORE_RESULTS' && cursor && cursor.length > 0 && entities.length === query.limit) {
+  if (batch.moreResults !== 'NO_MORE_RESULTS' && cursor && cursor.length > 0 && entities.length === limit) {
     page.cursor = Buffer.from(cursor).toString('base64');
   }
   return page;
