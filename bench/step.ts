@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     // it does not have, thousands of 404s retried while the fan-out runs.
     const fanOutDatastore = new Datastore({ ...datastore.options, projectId: `${String(datastore.options.projectId)}-fanout` });
     const fanOut = await measureFanOut(fanOutDatastore, new KeySource(fanOutDatastore, `${keys.namespace}-fan`), settings.fanOutChildren);
-    const consoleReport = await measureConsole(datastore, settings.consoleSizes, progress);
+    const consoleReport = await measureConsole(consoleEmulators(datastore), settings.consoleSizes, progress);
     results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry, kickoffs, fanOut, console: consoleReport };
   } finally {
     await server.close();
@@ -105,11 +105,16 @@ async function kickoffsAlone(settings: ReturnType<typeof readSettings>): Promise
   console.log(JSON.stringify({ bench: 'datastore-locker kickoff', ...kickoffJson(report) }));
 }
 
+/** The emulators the console part measures: the Firestore emulator first (count aggregation), then the legacy one. */
+function consoleEmulators(legacy: Datastore): Array<{ name: string; datastore: Datastore }> {
+  return [{ name: 'Firestore emulator (Datastore mode)', datastore: firestoreDatastore() }, { name: 'legacy Datastore emulator', datastore: legacy }];
+}
+
 /** `BENCH_ONLY=console` (`npm run bench:console`): the status page's overview alone, its lines, then its JSON line. */
 async function consoleAlone(settings: ReturnType<typeof readSettings>): Promise<void> {
   const progress = (text: string): void => void process.stderr.write(`bench: ${text}\n`);
-  const report = await measureConsole(legacyDatastore(), settings.consoleSizes, progress);
-  console.log(`datastore-locker status page benchmark, in memory and on the legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})\n`);
+  const report = await measureConsole(consoleEmulators(legacyDatastore()), settings.consoleSizes, progress);
+  console.log(`datastore-locker status page benchmark, in memory, on the Firestore emulator in Datastore mode (${process.env.LOCKER_FIRESTORE_EMULATOR_HOST}) and on the legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})\n`);
   console.log(consoleLines(report).join('\n'));
   console.log(JSON.stringify({ bench: 'datastore-locker console', ...consoleJson(report) }));
 }
