@@ -68,9 +68,9 @@ export async function measureConsole(emulators: ReadonlyArray<{ name: string; da
   return { rows };
 }
 
-/** The lock fields of chain `i` (its state by the mix above; `lock_ts` in the order written). */
 // Waiting chains are written 30 min or 2 min ago: none stands inside the lease's minute, where the
 // Running list would read its pages to find no attempt holding them (a cost of the data's ages, not its size).
+/** The lock fields of chain `i` (its state by the mix above; `lock_ts` in the order written). */
 function lockOf(i: number, now: number): Properties {
   const base = { lock_req: '', lock_seq: 2, lock_try: 0, lock_chain: `c${i}`, lock_task: `t${i}`, total: i };
   if (i % 50 === 0) return { ...base, lock_state: 'failed', lock_try: 3, lock_err: 'Error: declined', lock_ts: new Date(now - 3 * 60 * MIN + i) };
