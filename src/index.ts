@@ -22,6 +22,10 @@ export type { FailedChild, FanOutView, PendingChild } from './fanout/view';
 export type { FanOutState } from './fanout/records';
 export type { CancelFanOutOptions, FanOutActionResult, RetryFanOutOptions, SkippedChild } from './fanout/operator';
 
+// Recurring work: locker.recurring(name, options) declares a schedule; what a tick answers and what the operator sees.
+export { RECURRING_DEFAULTS, type RecurringOptions, type RecurringTick, type OverlapPolicy, type MisfirePolicy, type TickResult, type LastRun, type ScheduleView } from './recurring/recurring-types';
+export type { RunNowResult, SchedulePage } from './recurring/operator';
+
 // Events, for logs and counters.
 export type { LockerEvents, StepEvent } from './events/events';
 export { DropReason } from './rules/decision';

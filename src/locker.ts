@@ -37,6 +37,13 @@ import { operationStep, type StepParts } from './ops/bulk/step';
 import { OPERATION_KIND, OperationEntity, readOperation } from './ops/bulk/operation';
 import { countTargets, type TargetCount } from './ops/bulk/targets';
 import { checkBulk } from './ops/bulk/filter';
+import { declare, type Declaration } from './recurring/declaration';
+import { tick, type TickParts } from './recurring/tick';
+import type { RecurringOptions, TickResult } from './recurring/recurring-types';
+import { pauseSchedule, resumeSchedule, runScheduleNow, type RunNowResult, type ScheduleOperatorParts } from './recurring/operator';
+
+/** How long one tick may go on starting runs before it leaves the rest to the next (`locker.tick()`). */
+export const TICK_BUDGET_MS = 60_000;
 
 /** What the facade hands each of its operations: the parts, with that operation's settings and no other. */
 interface Ports {
@@ -85,6 +92,8 @@ export class Locker extends EventEmitter<LockerEvents> {
   private stopping: Promise<void> | undefined;
   /** One sweep at a time in this process; the route's minimum interval. */
   private readonly sweepGate: SweepGate;
+  /** The schedules this code declares (`recurring()`), by name. */
+  private readonly declarations = new Map<string, Declaration>();
 
   /** Throws `ConfigError` with a sentence saying what is wrong when an option is invalid. */
   constructor(options: LockerOptions) {
@@ -157,7 +166,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * `step(key)` shows one entity's detail.
    */
   inspect(): Inspector {
-    return new Inspector(this.ports.inspect);
+    return new Inspector(this.ports.inspect, () => this.declaredSchedules);
   }
 
   /**
@@ -234,7 +243,7 @@ export class Locker extends EventEmitter<LockerEvents> {
     return statusRouter({
       config: settingsOf(this.config, ['logger', 'clock', 'stallAfter']),
       decodeKey,
-      inspect: () => new Inspector(inspect),
+      inspect: () => new Inspector(inspect, () => this.declaredSchedules),
       retry: (key, o) => retryStep(actions, key, o),
       resend: (key, o) => resendStep(actions, key, o),
       cancel: (key, o) => cancelChain(actions, key, o),
@@ -269,11 +278,82 @@ export class Locker extends EventEmitter<LockerEvents> {
    */
   sweep(limit = 500): Promise<SweepResult> {
     if (!this.parts.dispatcher.hasQueue) return Promise.reject(new ConfigError('sweep() needs a queue: pass `queue` to the Locker.'));
-    const running = sweep(this.ports.sweep, limit);
+    const running = this.declarations.size === 0 ? sweep(this.ports.sweep, limit) : this.tickThenSweep(limit);
     const tracked = running.then(() => undefined, () => undefined);
     this.sweeps.add(tracked);
     void tracked.finally(() => this.sweeps.delete(tracked));
     return running;
+  }
+
+  /** With schedules declared, a sweep ticks first: its result carries the tick's (or why it failed, logged). */
+  private async tickThenSweep(limit: number): Promise<SweepResult> {
+    let recurring: TickResult | { error: string };
+    try {
+      recurring = await this.runTick();
+    } catch (error) {
+      this.config.logger.error('the tick of recurring work failed: the next sweep ticks again', { error: String(error) });
+      recurring = { error: String(error) };
+    }
+    return { ...(await sweep(this.ports.sweep, limit)), recurring };
+  }
+
+  /**
+   * Declares recurring work: schedule `name` starts a chain at `options.path` on each tick of
+   * `options.cron` (in `options.timeZone`), exactly once per tick, from the ticks that `sweep()`
+   * (the heartbeat route, or `startSweeping()` locally) and `tick()` run. Declaring the same set on
+   * every instance's start is idempotent; a schedule in the store that the ticking code no longer
+   * declares stops and is reported. Throws `ConfigError`, `RangeError` or `TypeError` naming what
+   * is wrong. See docs/guides/recurring.md.
+   */
+  recurring(name: string, options: RecurringOptions): void {
+    const d = declare(name, options);
+    for (const other of this.declarations.values()) {
+      if (other.name !== name && d.spec.fixedKey !== undefined && other.spec.fixedKey === d.spec.fixedKey && other.spec.fixedNamespace === d.spec.fixedNamespace) {
+        throw new ConfigError(`locker.recurring(${JSON.stringify(name)}): schedule ${JSON.stringify(other.name)} already runs on ${d.spec.fixedKey}; give each schedule its own entity`);
+      }
+    }
+    this.declarations.set(name, d);
+  }
+
+  /**
+   * One tick of recurring work now: writes the declarations, starts the chains of every schedule
+   * due (exactly once per schedule and tick, whoever else ticks), and answers what it did. `sweep()`
+   * calls it when schedules are declared; call it yourself from a route of your own if you like.
+   */
+  tick(): Promise<TickResult> {
+    if (!this.parts.dispatcher.hasQueue) return Promise.reject(new ConfigError('tick() needs a queue: pass `queue` to the Locker.'));
+    return this.runTick();
+  }
+
+  private runTick(): Promise<TickResult> {
+    return tick(this.recurringParts(), this.declarations, TICK_BUDGET_MS);
+  }
+
+  /** Pauses schedule `name` (no tick starts it until `resumeSchedule`); answers false when it was paused already. */
+  pauseSchedule(name: string): Promise<boolean> {
+    return pauseSchedule(this.recurringParts(), name);
+  }
+
+  /** Resumes schedule `name` from its next tick after now (the ticks while paused are not made up); false when it was not paused. */
+  resumeSchedule(name: string): Promise<boolean> {
+    return resumeSchedule(this.recurringParts(), name);
+  }
+
+  /** Starts a run of schedule `name` now, exactly once per `id` (a random one by default). */
+  runScheduleNow(name: string, id?: string): Promise<RunNowResult> {
+    return runScheduleNow(this.recurringParts(), this.declarations.get(name), name, id);
+  }
+
+  /** The names of the schedules this code declares. */
+  get declaredSchedules(): ReadonlySet<string> {
+    return new Set(this.declarations.keys());
+  }
+
+  private recurringParts(): TickParts & ScheduleOperatorParts {
+    return {
+      locks: this.parts.locks, reads: this.parts.reads, clock: this.config.clock, logger: this.config.logger,
+      kickoff: (items, options) => this.scheduleMany(items, options),
+    };
   }
 
   /**

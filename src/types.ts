@@ -215,6 +215,12 @@ export interface KeyQuery {
 export interface StoreTransaction {
   /** Reads an entity; undefined when it does not exist. */
   get(key: Key): Promise<Properties | undefined>;
+  /**
+   * Reads several entities (at most 1,000) in one round trip where the store can (Datastore: one
+   * lookup); one result per key, in order. Optional: callers fall back to `get` per key
+   * (`getAll`, `store/transaction-reads.ts`).
+   */
+  getMany?(keys: readonly Key[]): Promise<(Properties | undefined)[]>;
   /** Writes (replaces) an entity; the named properties are excluded from indexes. */
   put(key: Key, properties: Properties, excludeFromIndexes: readonly string[]): void;
   /** Deletes an entity. */

@@ -15,6 +15,7 @@ import { readLock, type Lock } from '../rules/lock-fields';
 import { failureInterval, resendInterval, stallVerdict } from '../rules/stall';
 import type { LedgerRecord } from '../types';
 import { sweepFanOuts } from '../fanout/sweep';
+import type { TickResult } from '../recurring/recurring-types';
 
 /** What a sweep reads of the configuration: the fan-out settings (the clock, the logger, `stallAfter`, the alert rules) and the lease's duration. */
 export const SWEEP_SETTINGS = [...FANOUT_SETTINGS, 'leaseDuration'] as const satisfies readonly SettingName[];
@@ -43,6 +44,8 @@ export interface SweepResult {
   alerted: number;
   /** Fan-outs whose join this sweep committed (their own check was lost or their deadline passed; see `ctx.fanOut()`). */
   joined?: number;
+  /** With schedules declared (`locker.recurring()`): what the sweep's tick did, or why it failed. */
+  recurring?: TickResult | { error: string };
 }
 
 /** Malformed ledger records logged one by one in a sweep; the rest are counted in one line. */

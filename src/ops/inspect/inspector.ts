@@ -26,6 +26,7 @@ import { fanOutRowOf, fanOutRows, fanOutsOfChain, kickoffRowOf, kickoffRows, typ
 import { fanOutOfRun } from '../../rules/kickoff-plan';
 import { getHeader } from '../../fanout/read-children';
 import { kickoffRun } from '../../rules/kickoff-plan';
+import { listSchedules, type SchedulePage } from '../../recurring/operator';
 import { InspectState, INSPECT_STATES, inList, splitError, viewStep, withLedger, type StepSummary, type ViewClock } from './step-view';
 
 /** The states whose steps wait for a task: their ledger records tell queued from stalled. */
@@ -178,7 +179,16 @@ export type InspectSettings = Settings<typeof INSPECT_SETTINGS>;
 /** Lists and shows steps; made by `locker.inspect()`. */
 export class Inspector {
   /** @internal */
-  constructor(private readonly parts: Pick<Parts, 'locks' | 'reads' | 'dispatcher'> & { readonly config: InspectSettings }) {}
+  constructor(
+    private readonly parts: Pick<Parts, 'locks' | 'reads' | 'dispatcher'> & { readonly config: InspectSettings },
+    /** The schedules the code declares (`locker.recurring()`): a schedule the store has and this code does not shows so. */
+    private readonly declared: () => ReadonlySet<string> = () => new Set(),
+  ) {}
+
+  /** One page of schedules (`locker.recurring()`), newest declared first: next tick, last run, state. */
+  schedules(page: { limit?: number; cursor?: string } = {}): Promise<SchedulePage> {
+    return listSchedules(this.parts, this.declared(), page);
+  }
 
   /** One page of the steps in `query.state`, by last progress. */
   async list(query: ListQuery): Promise<StepPage> {

@@ -11,7 +11,7 @@ import type { LedgerRecord, Properties, StoreTransaction } from '../../types';
 import { rollBack } from './commit';
 import { entityProto } from './encode';
 import { unavailable } from './errors';
-import { BEGIN_TRANSACTION, lookup, type LookupResult } from './lookup';
+import { BEGIN_TRANSACTION, lookup, lookupMany, type LookupResult } from './lookup';
 import { decodeEntity, keyToProto, type Shape } from './protos';
 import type { DatastoreRpc, Mutation } from './rpc';
 import { writeArgs } from './values';
@@ -56,6 +56,25 @@ export class DatastoreTransaction implements StoreTransaction {
     const read = this.lookup(key, id);
     this.firstRead ??= read;
     return read;
+  }
+
+  async getMany(keys: readonly Key[]): Promise<(Properties | undefined)[]> {
+    this.checkOpen();
+    if (keys.length === 0) return [];
+    if (this.firstRead) await this.firstRead.catch(() => undefined);
+    // A batched lookup cannot begin the transaction (`lookupMany`): begin it first when no read did.
+    if (!this.id) {
+      const begun = this.begin();
+      this.firstRead ??= begun;
+      await begun;
+    }
+    const found = await lookupMany(this.rpc, keys, { transaction: this.id! });
+    return found.map(({ entity }, i) => {
+      if (!entity) return undefined;
+      const { properties, ...shape } = decodeEntity(entity);
+      this.reads.set(keyString(keys[i]!), shape);
+      return properties;
+    });
   }
 
   put(key: Key, properties: Properties, excludeFromIndexes: readonly string[]): void {

@@ -323,6 +323,16 @@ class MemoryTransaction implements StoreTransaction {
     return readOut(this.store.stored(id));
   }
 
+  async getMany(keys: readonly Key[]): Promise<(Properties | undefined)[]> {
+    this.checkOpen();
+    this.store.check('lookup');
+    return keys.map((key) => {
+      const id = keyString(key);
+      if (!this.reads.has(id)) this.reads.set(id, { key: copyKey(key), version: this.store.versionOf(id) });
+      return readOut(this.store.stored(id));
+    });
+  }
+
   put(key: Key, properties: Properties, _excludeFromIndexes: readonly string[]): void {
     this.checkOpen();
     this.writes.set(keyString(key), { key: copyKey(key), properties: copyProperties(properties) });

@@ -1,0 +1,134 @@
+/**
+ * What `locker.recurring()` takes, what a tick answers, and what the operator sees of a schedule.
+ */
+import type { Key } from '@google-cloud/datastore';
+import type { OptionNames } from '../config/option-names';
+import type { Json } from '../types';
+
+/** One run of a schedule: its name and the time the expression named (before any jitter). */
+export interface RecurringTick {
+  /** The schedule's name. */
+  name: string;
+  /** The scheduled time this run is for. */
+  at: Date;
+}
+
+/** What to do with a tick that falls while the schedule's previous run is still going. */
+export type OverlapPolicy = 'skip' | 'allow' | 'queue';
+/** What to do with ticks missed while nothing ticked (an outage, a paused heartbeat). */
+export type MisfirePolicy = 'coalesce' | 'each' | 'skip';
+
+/** A schedule as declared in code: `locker.recurring(name, options)`. */
+export interface RecurringOptions {
+  /** Five-field cron expression (minute hour day-of-month month day-of-week) or a nickname such as `@daily`. */
+  cron: string;
+  /** IANA time zone the expression is read in. Defaults to `UTC`. */
+  timeZone?: string;
+  /** The handler path of each run's first step, e.g. `/payouts`. */
+  path: string;
+  /**
+   * The entity each run's chain starts on. A `Key`: one entity for every run (a run due while the
+   * previous one still runs on it is an overlap). A function: a key per tick, which must give the
+   * same key for the same tick (a tick resumed after a crash asks again). Defaults to one entity
+   * per schedule, kind `LockerRecurringRun` named by the schedule.
+   */
+  key?: Key | ((tick: RecurringTick) => Key);
+  /**
+   * The entity written with a run's first step, as `schedule()` writes its entity. Defaults to
+   * `{ schedule: name, scheduledAt: at }`.
+   */
+  entity?: (tick: RecurringTick) => unknown;
+  /** The first step's payload, or a function of the tick. Defaults to `{ schedule: name, scheduledAt: at (ISO) }`. */
+  payload?: Json | ((tick: RecurringTick) => Json);
+  /**
+   * A tick while the previous run's chain is still live: `skip` it (the default), `allow` another
+   * run beside it (needs a key per tick), or `queue` one run, started once the previous ends
+   * (later ticks while one waits are skipped).
+   */
+  overlap?: OverlapPolicy;
+  /**
+   * Ticks missed (nothing ticked in time): `coalesce` them into one run, for the latest (the
+   * default); run `each` missed tick no older than `graceMs`; or `skip` them all, running only a
+   * tick no older than `graceMs`.
+   */
+  misfire?: MisfirePolicy;
+  /** How late a tick may start and still count (`misfire: 'each'` and `'skip'`). Defaults to 5 minutes. */
+  graceMs?: number;
+  /** Up to this much random delay for each run's first step (the same for a tick however often it is retried). Defaults to 0. */
+  jitterMs?: number;
+}
+
+/** Every option name of {@link RecurringOptions}. */
+export const RECURRING_OPTION_NAMES: OptionNames<RecurringOptions> = {
+  cron: true, timeZone: true, path: true, key: true, entity: true, payload: true, overlap: true, misfire: true, graceMs: true, jitterMs: true,
+};
+
+/** The defaults of {@link RecurringOptions}. */
+export const RECURRING_DEFAULTS = Object.freeze({
+  timeZone: 'UTC',
+  overlap: 'skip' as OverlapPolicy,
+  misfire: 'coalesce' as MisfirePolicy,
+  graceMs: 5 * 60_000,
+  jitterMs: 0,
+});
+
+/** What one tick did. */
+export interface TickResult {
+  /** Schedules read as due. */
+  due: number;
+  /** Runs whose chain started (or was found started by an earlier try of the same tick). */
+  started: number;
+  /** Ticks skipped: by the overlap policy, or missed beyond the misfire policy. */
+  skipped: number;
+  /** Runs queued behind a live run (`overlap: 'queue'`). */
+  queued: number;
+  /** Runs not started now (the store failed, or the item was refused): kept, and tried on the next tick when the store failed. */
+  failed: number;
+  /** Due schedules this code does not declare: marked removed, no longer run (see the guide). */
+  removed: string[];
+  /** Declared schedules written (new, changed, or declared again after removal). */
+  declared: number;
+  /** True when the tick stopped at its time budget with schedules still due: the next tick goes on. */
+  partial: boolean;
+}
+
+/** The last run of a schedule, as kept on its record. */
+export interface LastRun {
+  /** The tick it was for. */
+  at: Date;
+  /** What became of it. */
+  outcome: 'started' | 'busy' | 'failed' | 'skipped';
+  /** The run's entity, as the status page writes keys (`Kind:"name"`), and its namespace. */
+  key?: string;
+  namespace?: string;
+  /** Its chain's id (when started). */
+  chain?: string;
+  /** Why it failed. */
+  error?: string;
+  /** When it was settled. */
+  settledAt: Date;
+}
+
+/** A schedule as the operator sees it: `locker.inspect().schedules()`. */
+export interface ScheduleView {
+  name: string;
+  cron: string;
+  timeZone: string;
+  path: string;
+  overlap: OverlapPolicy;
+  misfire: MisfirePolicy;
+  /** `active`, `paused` by an operator, or `removed` (no longer declared by the code that ticked). */
+  state: 'active' | 'paused' | 'removed';
+  /** The next tick (undefined while paused or removed). */
+  next?: Date;
+  /** The last run. */
+  last?: LastRun;
+  /** A run waiting for the previous one to end (`overlap: 'queue'`). */
+  queued?: Date;
+  /** Runs started since the schedule was first declared. */
+  started: number;
+  /** Ticks skipped since. */
+  skipped: number;
+  /** When code last declared it. */
+  declaredAt: Date;
+}
