@@ -166,7 +166,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * `step(key)` shows one entity's detail.
    */
   inspect(): Inspector {
-    return new Inspector(this.ports.inspect, () => this.declaredSchedules);
+    return new Inspector(this.ports.inspect, () => this.declaredSchedules, this.config.scheduleNamespace);
   }
 
   /**
@@ -243,7 +243,7 @@ export class Locker extends EventEmitter<LockerEvents> {
     return statusRouter({
       config: settingsOf(this.config, ['logger', 'clock', 'stallAfter']),
       decodeKey,
-      inspect: () => new Inspector(inspect, () => this.declaredSchedules),
+      inspect: () => new Inspector(inspect, () => this.declaredSchedules, this.config.scheduleNamespace),
       retry: (key, o) => retryStep(actions, key, o),
       resend: (key, o) => resendStep(actions, key, o),
       cancel: (key, o) => cancelChain(actions, key, o),
@@ -306,7 +306,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * is wrong. See docs/guides/recurring.md.
    */
   recurring(name: string, options: RecurringOptions): void {
-    const d = declare(name, options);
+    const d = declare(name, options, this.config.scheduleNamespace);
     for (const other of this.declarations.values()) {
       if (other.name !== name && d.spec.fixedKey !== undefined && other.spec.fixedKey === d.spec.fixedKey && other.spec.fixedNamespace === d.spec.fixedNamespace) {
         throw new ConfigError(`locker.recurring(${JSON.stringify(name)}): schedule ${JSON.stringify(other.name)} already runs on ${d.spec.fixedKey}; give each schedule its own entity`);
@@ -351,7 +351,7 @@ export class Locker extends EventEmitter<LockerEvents> {
 
   private recurringParts(): TickParts & ScheduleOperatorParts {
     return {
-      locks: this.parts.locks, reads: this.parts.reads, clock: this.config.clock, logger: this.config.logger,
+      locks: this.parts.locks, reads: this.parts.reads, clock: this.config.clock, logger: this.config.logger, namespace: this.config.scheduleNamespace,
       kickoff: (items, options) => this.scheduleMany(items, options),
     };
   }

@@ -150,6 +150,12 @@ export interface LockerOptions {
    * turns the hooks off.
    */
   telemetry?: boolean;
+  /**
+   * The Datastore namespace the records of schedules (`locker.recurring()`) live in. A tick stops
+   * every schedule of its namespace that its code does not declare, so apps that share a database
+   * each need their own. Defaults to `''`, the default namespace.
+   */
+  scheduleNamespace?: string;
 }
 
 /** The complete configuration the rest of the library sees. */
@@ -185,6 +191,7 @@ export interface Config {
   readonly service: string | undefined;
   readonly duplicateCache: { readonly size: number; readonly ttlMs: number };
   readonly telemetry: boolean;
+  readonly scheduleNamespace: string;
 }
 
 /** Every option name of {@link LockerOptions}: any other key is a misspelling. */
@@ -192,7 +199,7 @@ const LOCKER_OPTION_NAMES: OptionNames<LockerOptions> = {
   store: true, queue: true, alerter: true, alertOnOverwrite: true, alertOnFailure: true, alertTimeout: true,
   leaseDuration: true, leaseTimeout: true, requestTimeout: true, goLeaseTimeout: true, maxRetries: true, lockFailedStatus: true, authenticate: true, logger: true,
   logFormat: true, clock: true, contention: true, keyAppId: true, excludeFromIndexes: true, redact: true, stallAfter: true,
-  statusUrl: true, project: true, service: true, duplicateCache: true, telemetry: true,
+  statusUrl: true, project: true, service: true, duplicateCache: true, telemetry: true, scheduleNamespace: true,
 };
 const CONTENTION_OPTION_NAMES: OptionNames<NonNullable<LockerOptions['contention']>> = { attempts: true, baseDelayMs: true, maxDelayMs: true };
 const DUPLICATE_CACHE_OPTION_NAMES: OptionNames<Exclude<LockerOptions['duplicateCache'], false | undefined>> = { size: true, ttlMs: true };
@@ -228,6 +235,8 @@ export const DEFAULTS = Object.freeze({
   }),
   /** {@link LockerOptions.telemetry}. */
   telemetry: true,
+  /** {@link LockerOptions.scheduleNamespace}: the default namespace. */
+  scheduleNamespace: '',
 });
 
 /** A logger writing one readable line per message to the console. */
@@ -323,6 +332,7 @@ export function parseOptions(options: LockerOptions): Config {
     service: optionalName('service', o.service) ?? serviceFromEnv(),
     duplicateCache: parseDuplicateCache(o.duplicateCache),
     telemetry: o.telemetry ?? DEFAULTS.telemetry,
+    scheduleNamespace: parseNamespace('scheduleNamespace', o.scheduleNamespace ?? DEFAULTS.scheduleNamespace),
   });
 }
 
@@ -356,6 +366,13 @@ function parseStatusUrl(given: unknown): string | undefined {
     throw new ConfigError(`statusUrl must be an absolute http(s) URL where the status router is mounted; got ${JSON.stringify(given)}.`);
   }
   return url.href.replace(/\/+$/, '');
+}
+
+function parseNamespace(name: string, given: unknown): string {
+  if (typeof given !== 'string' || given.length > 100 || given.startsWith('__') || /[\u0000-\u001f]/.test(given)) {
+    throw new ConfigError(`${name} must be a Datastore namespace: a string of at most 100 characters, not starting with "__"; got ${JSON.stringify(given)}.`);
+  }
+  return given;
 }
 
 function optionalName(name: string, given: unknown): string | undefined {

@@ -52,8 +52,8 @@ export interface Declaration {
   payloadOf(tick: RecurringTick): Json;
 }
 
-/** Checks `options` for schedule `name`. */
-export function declare(name: string, options: RecurringOptions): Declaration {
+/** Checks `options` for schedule `name` (its default run entity in `namespace`, the Locker's `scheduleNamespace`). */
+export function declare(name: string, options: RecurringOptions, namespace = ''): Declaration {
   if (typeof name !== 'string' || name === '' || name.length > MAX_NAME_LENGTH || name.startsWith('__') || /[\u0000-\u001f]/.test(name)) {
     throw new TypeError(`a schedule's name must be 1 to ${MAX_NAME_LENGTH} characters, with no control characters, not starting with "__"; got ${JSON.stringify(name)}`);
   }
@@ -70,7 +70,7 @@ export function declare(name: string, options: RecurringOptions): Declaration {
   }
   const given = o.key;
   if (given !== undefined && typeof given !== 'function' && !(given instanceof Key)) throw new TypeError(`${owner}: key must be a Key or a function of the tick that returns one`);
-  const fixed = given === undefined ? new Key({ path: [RUN_ENTITY_KIND, name] }) : given instanceof Key ? given : undefined;
+  const fixed = given === undefined ? new Key({ ...(namespace !== '' && { namespace }), path: [RUN_ENTITY_KIND, name] }) : given instanceof Key ? given : undefined;
   if (fixed && o.overlap === 'allow') throw new ConfigError(`${owner}: overlap "allow" runs beside a live run, which needs a key per tick: pass key as a function of the tick`);
   if (o.entity !== undefined && typeof o.entity !== 'function') throw new TypeError(`${owner}: entity must be a function of the tick`);
   const spec: ScheduleSpec = {

@@ -22,6 +22,8 @@ export interface ScheduleOperatorParts {
   readonly reads: Pick<StoreReads, 'listRecords' | 'listsRecords'>;
   readonly kickoff: (items: readonly KickoffItem[], options: ScheduleManyOptions) => Promise<ScheduleManyResult>;
   readonly clock: () => number;
+  /** Where the schedules' records live. */
+  readonly namespace: string;
 }
 
 /** What "run now" did. */
@@ -63,10 +65,10 @@ export async function runScheduleNow(parts: ScheduleOperatorParts, d: Declaratio
   if (typeof id !== 'string' || id === '' || id.length > 100) throw new RangeError('a run-now id must be 1 to 100 characters');
   const now = new Date(parts.clock());
   const at = await parts.locks.transact(async (tx) => {
-    const record = readSchedule(await tx.get(scheduleKey(name)));
+    const record = readSchedule(await tx.get(scheduleKey(name, parts.namespace)));
     if (!record) throw new RangeError(`no schedule named ${JSON.stringify(name)} is in the store yet (it is written by the first tick after it is declared)`);
     const decided = runNow(record, id, now);
-    if (decided.record) tx.put(scheduleKey(name), scheduleProperties(decided.record), SCHEDULE_UNINDEXED);
+    if (decided.record) tx.put(scheduleKey(name, parts.namespace), scheduleProperties(decided.record), SCHEDULE_UNINDEXED);
     return decided.at;
   });
   const tick = { name, at };
@@ -86,9 +88,9 @@ export async function runScheduleNow(parts: ScheduleOperatorParts, d: Declaratio
 }
 
 /** One page of schedules, newest declared first. */
-export async function listSchedules(parts: Pick<ScheduleOperatorParts, 'reads'>, declared: ReadonlySet<string>, options: { limit?: number; cursor?: string } = {}): Promise<SchedulePage> {
+export async function listSchedules(parts: Pick<ScheduleOperatorParts, 'reads' | 'namespace'>, declared: ReadonlySet<string>, options: { limit?: number; cursor?: string } = {}): Promise<SchedulePage> {
   if (!parts.reads.listsRecords) throw new ConfigError('the schedules list needs a store with listRecords (DatastoreStore and MemoryStore have it)');
-  const page = await parts.reads.listRecords({ kind: SCHEDULE_KIND, namespace: '', newestBy: 'createdAt', limit: options.limit ?? 100, ...(options.cursor !== undefined && { cursor: options.cursor }) });
+  const page = await parts.reads.listRecords({ kind: SCHEDULE_KIND, namespace: parts.namespace, newestBy: 'createdAt', limit: options.limit ?? 100, ...(options.cursor !== undefined && { cursor: options.cursor }) });
   const schedules = page.entities.flatMap(({ properties }) => {
     const r = readSchedule(properties);
     return r ? [viewOf(r, declared.has(r.name))] : [];
@@ -109,13 +111,13 @@ export function viewOf(r: ScheduleRecord, declaredHere: boolean): ScheduleView &
 }
 
 /** Changes one record in a transaction; answers whether it wrote. */
-async function change(parts: Pick<ScheduleOperatorParts, 'locks'>, name: string, decide: (r: ScheduleRecord) => ScheduleRecord | undefined): Promise<boolean> {
+async function change(parts: Pick<ScheduleOperatorParts, 'locks' | 'namespace'>, name: string, decide: (r: ScheduleRecord) => ScheduleRecord | undefined): Promise<boolean> {
   return parts.locks.transact(async (tx) => {
-    const record = readSchedule(await tx.get(scheduleKey(name)));
+    const record = readSchedule(await tx.get(scheduleKey(name, parts.namespace)));
     if (!record) throw new RangeError(`no schedule named ${JSON.stringify(name)} is in the store`);
     const next = decide(record);
     if (!next || next === record) return false;
-    tx.put(scheduleKey(name), scheduleProperties(next), SCHEDULE_UNINDEXED);
+    tx.put(scheduleKey(name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
     return true;
   });
 }

@@ -30,7 +30,7 @@ export interface RecurringOptions {
    * The entity each run's chain starts on. A `Key`: one entity for every run (a run due while the
    * previous one still runs on it is an overlap). A function: a key per tick, which must give the
    * same key for the same tick (a tick resumed after a crash asks again). Defaults to one entity
-   * per schedule, kind `LockerRecurringRun` named by the schedule.
+   * per schedule, kind `LockerRecurringRun` named by the schedule, in the Locker's `scheduleNamespace`.
    */
   key?: Key | ((tick: RecurringTick) => Key);
   /**

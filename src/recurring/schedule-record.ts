@@ -1,5 +1,5 @@
 /**
- * A schedule's record (`LockerSchedule`, one per schedule name, in the default namespace), as pure
+ * A schedule's record (`LockerSchedule`, one per schedule name, in the Locker's `scheduleNamespace`), as pure
  * functions: its key, the properties it is stored with, and how it is read back. It holds the
  * declaration's spec (for the operator), the schedule's state, its next tick, the runs planned but
  * not yet confirmed started (`pending`: a tick that crashed after planning them starts them on the
@@ -49,9 +49,9 @@ export interface ScheduleRecord {
   declaredAt: Date;
 }
 
-/** The record's key. */
-export function scheduleKey(name: string): Key {
-  return new Key({ path: [SCHEDULE_KIND, name] });
+/** The record's key, in the Locker's `scheduleNamespace`. */
+export function scheduleKey(name: string, namespace: string): Key {
+  return new Key({ ...(namespace !== '' && { namespace }), path: [SCHEDULE_KIND, name] });
 }
 
 /** Properties never queried. */

@@ -40,6 +40,8 @@ export interface TickParts {
   readonly kickoff: (items: readonly KickoffItem[], options: ScheduleManyOptions) => Promise<ScheduleManyResult>;
   readonly clock: () => number;
   readonly logger: Logger;
+  /** Where the schedules' records live. */
+  readonly namespace: string;
 }
 
 /** The kickoff id of the runs of every schedule due at `at`. */
@@ -60,7 +62,7 @@ export async function tick(parts: TickParts, declarations: ReadonlyMap<string, D
       result.partial = true;
       break;
     }
-    const keys = (await parts.reads.findKeys({ kind: SCHEDULE_KIND, namespace: '', property: 'due', atOrBefore: now, limit: DUE_PAGE }))
+    const keys = (await parts.reads.findKeys({ kind: SCHEDULE_KIND, namespace: parts.namespace, property: 'due', atOrBefore: now, limit: DUE_PAGE }))
       .filter((key) => typeof key.name === 'string' && !seen.has(key.name));
     if (keys.length === 0) break;
     for (const key of keys) seen.add(key.name as string);
@@ -82,12 +84,12 @@ async function writeDeclarations(parts: TickParts, declarations: ReadonlyMap<str
   for (let i = 0; i < all.length; i += TICK_BATCH) {
     const batch = all.slice(i, i + TICK_BATCH);
     written += await parts.locks.transact(async (tx) => {
-      const found = await getAll(tx, batch.map((d) => scheduleKey(d.name)));
+      const found = await getAll(tx, batch.map((d) => scheduleKey(d.name, parts.namespace)));
       let n = 0;
       batch.forEach((d, j) => {
         const next = declared(readSchedule(found[j]), d, now);
         if (!next) return;
-        tx.put(scheduleKey(d.name), scheduleProperties(next), SCHEDULE_UNINDEXED);
+        tx.put(scheduleKey(d.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
         n += 1;
       });
       return n;
@@ -170,12 +172,12 @@ async function tickBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
   }
   await parts.locks.transact(async (tx) => {
     const names = [...outcomes.keys()];
-    const found = await getAll(tx, names.map(scheduleKey));
+    const found = await getAll(tx, names.map((name) => scheduleKey(name, parts.namespace)));
     found.forEach((props, i) => {
       const record = readSchedule(props);
       if (!record) return;
       const next = settled(record, outcomes.get(names[i]!)!, now);
-      if (next !== record) tx.put(scheduleKey(record.name), scheduleProperties(next), SCHEDULE_UNINDEXED);
+      if (next !== record) tx.put(scheduleKey(record.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
     });
   });
 }

@@ -183,11 +183,13 @@ export class Inspector {
     private readonly parts: Pick<Parts, 'locks' | 'reads' | 'dispatcher'> & { readonly config: InspectSettings },
     /** The schedules the code declares (`locker.recurring()`): a schedule the store has and this code does not shows so. */
     private readonly declared: () => ReadonlySet<string> = () => new Set(),
+    /** Where the schedules' records live (the Locker's `scheduleNamespace`). */
+    private readonly scheduleNamespace = '',
   ) {}
 
   /** One page of schedules (`locker.recurring()`), newest declared first: next tick, last run, state. */
   schedules(page: { limit?: number; cursor?: string } = {}): Promise<SchedulePage> {
-    return listSchedules(this.parts, this.declared(), page);
+    return listSchedules({ reads: this.parts.reads, namespace: this.scheduleNamespace }, this.declared(), page);
   }
 
   /** One page of the steps in `query.state`, by last progress. */
