@@ -139,7 +139,10 @@ export interface RunOutcome {
 
 /** The record once a tick's runs settled: the settled ones leave `pending`, the last becomes `last`. */
 export function settled(record: ScheduleRecord, outcomes: readonly RunOutcome[], now: Date): ScheduleRecord {
-  const done = outcomes.filter((o) => !o.retry);
+  // A run no longer pending was settled by another tick that started it too (the same kickoff id
+  // found it started): counted once, by whichever settled it first.
+  const pending = new Set(record.pending.map(runId));
+  const done = outcomes.filter((o) => !o.retry && pending.has(runId(o.run)));
   if (done.length === 0) return record;
   const ids = new Set(done.map((o) => runId(o.run)));
   let { started, skipped, queued } = record;
