@@ -3,7 +3,7 @@
  * declarations, reads the schedules due (`due <= now`, a keys-only query), plans each in a
  * transaction (`planTick`: the runs to start go into the record's `pending` and its next tick
  * advances, in one commit), starts every planned run through the bulk kickoff, and settles the
- * records (`settled`). Every store round is batched: a lookup and a commit per 100 schedules.
+ * records (`settled`). Every store round is batched: a lookup and a commit per 25 schedules.
  *
  * Exactly once per (schedule, tick): a run's kickoff id is its scheduled time
  * (`recurring@<ISO time>`), so its chain id is derived from that time and its entity's key, and
@@ -27,8 +27,12 @@ import type { TickResult } from './recurring-types';
 import { readSchedule, SCHEDULE_KIND, SCHEDULE_UNINDEXED, scheduleKey, scheduleProperties, type PlannedRun } from './schedule-record';
 import { declared, failedBeforeStart, planTick, removed, settled, type RunOutcome } from './transitions';
 
-/** Schedules read, planned and settled per transaction. */
-export const TICK_BATCH = 100;
+/**
+ * Schedules read, planned and settled per transaction: 25, the most entity groups a transaction
+ * may touch on legacy Datastore and its emulator ("operating on too many entity groups in a
+ * single transaction" past it; Firestore in Datastore mode takes 500).
+ */
+export const TICK_BATCH = 25;
 /** Keys the due query asks for at once. */
 const DUE_PAGE = 500;
 
@@ -66,13 +70,20 @@ export async function tick(parts: TickParts, declarations: ReadonlyMap<string, D
       .filter((key) => typeof key.name === 'string' && !seen.has(key.name));
     if (keys.length === 0) break;
     for (const key of keys) seen.add(key.name as string);
-    for (let i = 0; i < keys.length; i += TICK_BATCH) {
-      await tickBatch(parts, declarations, keys.slice(i, i + TICK_BATCH), now, result);
-      if (parts.clock() - began >= budgetMs && i + TICK_BATCH < keys.length) {
+    // Plan a page in batches (a transaction each), start all its runs in one bulk kickoff per
+    // tick time, then settle the batches. Past the budget, the rest of the page stays due.
+    const starts: Start[] = [];
+    let planned = 0;
+    while (planned < keys.length) {
+      starts.push(...await planBatch(parts, declarations, keys.slice(planned, planned + TICK_BATCH), now, result));
+      planned += TICK_BATCH;
+      if (parts.clock() - began >= budgetMs && planned < keys.length) {
         result.partial = true;
-        return result;
+        break;
       }
     }
+    await startAndSettle(parts, starts, now, result);
+    if (result.partial) return result;
   }
   return result;
 }
@@ -105,8 +116,8 @@ interface Start {
   d: Declaration;
 }
 
-/** Plans, starts and settles one batch of due schedules. */
-async function tickBatch(parts: TickParts, declarations: ReadonlyMap<string, Declaration>, keys: readonly Key[], now: Date, result: TickResult): Promise<void> {
+/** Plans one batch of due schedules in a transaction; answers the runs to start. */
+async function planBatch(parts: TickParts, declarations: ReadonlyMap<string, Declaration>, keys: readonly Key[], now: Date, result: TickResult): Promise<Start[]> {
   // Whether each schedule's last run still runs: read outside the transaction, so a busy chain's
   // writes never abort it (a run seen live that ends meanwhile is judged live: skipped or queued).
   const before = (await parts.reads.getMany(keys)).map(readSchedule);
@@ -160,8 +171,12 @@ async function tickBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
   result.failed += plans.failed;
   result.removed.push(...plans.removed);
   for (const name of plans.removed) parts.logger.warn('a schedule in the store is not declared by this code: it no longer runs (declare it again to resume it)', { schedule: name });
-  if (starts.length === 0) return;
+  return starts;
+}
 
+/** Starts the runs planned, then settles their records in batches. */
+async function startAndSettle(parts: TickParts, starts: readonly Start[], now: Date, result: TickResult): Promise<void> {
+  if (starts.length === 0) return;
   const outcomes = await startRuns(parts, starts);
   for (const o of outcomes.values()) {
     for (const run of o) {
@@ -170,16 +185,19 @@ async function tickBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
       else result.skipped += 1;
     }
   }
-  await parts.locks.transact(async (tx) => {
-    const names = [...outcomes.keys()];
-    const found = await getAll(tx, names.map((name) => scheduleKey(name, parts.namespace)));
-    found.forEach((props, i) => {
-      const record = readSchedule(props);
-      if (!record) return;
-      const next = settled(record, outcomes.get(names[i]!)!, now);
-      if (next !== record) tx.put(scheduleKey(record.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
+  const all = [...outcomes.keys()];
+  for (let i = 0; i < all.length; i += TICK_BATCH) {
+    const names = all.slice(i, i + TICK_BATCH);
+    await parts.locks.transact(async (tx) => {
+      const found = await getAll(tx, names.map((name) => scheduleKey(name, parts.namespace)));
+      found.forEach((props, j) => {
+        const record = readSchedule(props);
+        if (!record) return;
+        const next = settled(record, outcomes.get(names[j]!)!, now);
+        if (next !== record) tx.put(scheduleKey(record.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
+      });
     });
-  });
+  }
 }
 
 /** Starts the runs, one bulk kickoff per scheduled time; answers each schedule's outcomes. */

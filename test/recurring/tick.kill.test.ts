@@ -1,0 +1,62 @@
+/**
+ * SIGKILL in the middle of a tick that starts 300 schedules' runs, then a process that ticks again:
+ * every run started exactly once and ran once. A child process (`support/tick-crash-app.ts`)
+ * ticks on the legacy Datastore emulator and kills itself just before the Nth lookup, commit or
+ * task of the tick (N random, printed), at the seams: the store's generated client and the queue.
+ */
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { DatastoreStore } from '../../src/store/datastore/store';
+import { runCrashApp, stopCrashApp, untilCrashApp } from '../support/crash-app-run';
+import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { readAll } from '../chain/schedule-many-suite';
+import { readSchedule, scheduleKey } from '../../src/recurring/schedule-record';
+import { StepState } from '../../src/types';
+
+const SCHEDULES = 300;
+const START = Date.UTC(2026, 0, 5, 9, 59, 0);
+const TICK = Date.UTC(2026, 0, 5, 10, 0, 5);
+const datastore = legacyDatastore();
+const store = new DatastoreStore(datastore);
+after(() => store.shutdown());
+
+/** Kill points: the tick's lookups (due records read, plans, settles), its commits (plans, the kickoff's, settles) and its tasks. */
+const POINTS = [
+  { at: 'lookup', range: [1, 44] },
+  { at: 'commit', range: [1, 32] },
+  { at: 'enqueue', range: [1, SCHEDULES] },
+] as const;
+
+describe('SIGKILL during a tick of 300 due schedules, then another tick (Datastore emulator)', () => {
+  for (const point of POINTS) {
+    const n = point.range[0] + Math.floor(Math.random() * (point.range[1] - point.range[0] + 1));
+    it(`killed before ${point.at} #${n}: every schedule's 10:00 run started once and ran once`, { timeout: 300_000 }, async () => {
+      const namespace = uniqueNamespace(`tick-kill-${point.at}`);
+      const env = { NAMESPACE: namespace, SCHEDULES: String(SCHEDULES), START: String(START), TICK: String(TICK) };
+      const first = runCrashApp('test/support/tick-crash-app.ts', { ...env, KILL_AT: point.at, KILL_AFTER: String(n) });
+      const ended = await Promise.race([first.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 120_000))]);
+      if (!ended) await stopCrashApp(first);
+      assert.equal(ended?.signal, 'SIGKILL', `the app died at ${point.at} #${n}\n${first.out.join('').slice(-3000)}`);
+
+      // The next process ticks a few seconds later: the runs the killed tick planned are pending, and start once.
+      const second = runCrashApp('test/support/tick-crash-app.ts', { ...env, START: String(TICK + 2_000), TICK: String(TICK + 5_000) });
+      try {
+        const keys = Array.from({ length: SCHEDULES }, (_, i) => datastore.key({ namespace, path: ['Report', `report-${i}@2026-01-05T10:00:00.000Z`] }));
+        const props = await untilCrashApp('every run complete', async () => {
+          const all = await readAll(store, keys);
+          return all.every((p) => p?.lock_state === StepState.complete) ? all : undefined;
+        }, second, 240_000, 500);
+        const runs = props.map((p) => p?.runs);
+        assert.deepEqual(runs.filter((r) => r !== 1), [], 'every run ran exactly once');
+        const records = (await readAll(store, Array.from({ length: SCHEDULES }, (_, i) => scheduleKey(`report-${i}`, namespace)))).map(readSchedule);
+        for (const [i, r] of records.entries()) {
+          assert.equal(r?.next?.toISOString(), '2026-01-05T11:00:00.000Z', `report-${i}: its next tick advanced`);
+          assert.deepEqual(r?.pending, [], `report-${i}: no run left pending`);
+          assert.equal(r?.started, 1, `report-${i}: one run counted`);
+        }
+      } finally {
+        await stopCrashApp(second);
+      }
+    });
+  }
+});

@@ -1,0 +1,95 @@
+/**
+ * A child-process app for the tick kill test: a Locker on the legacy Datastore emulator with the
+ * local dispatcher, declaring `SCHEDULES` hourly schedules whose runs (a key per tick) count
+ * themselves on their entity. Its clock starts at `START` (epoch ms) and runs on from there. At
+ * start it ticks once before the first tick time (the declarations are written), then at `TICK`
+ * (epoch ms; the clock jumps there), prints `tick-crash-app result {json}`, and serves the runs
+ * until killed.
+ *
+ * The fault is injected at the seams, never in the library: the store's generated client (a
+ * recorded client, `datastore-spy.ts`) and the queue SIGKILL the process just before the
+ * `KILL_AFTER`-th lookup, commit or task (`KILL_AT`) of the second tick; unset: no kill.
+ *
+ * Env: `NAMESPACE`, `SCHEDULES`, `START`, `TICK`, `KILL_AT`, `KILL_AFTER`.
+ */
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { Datastore } from '@google-cloud/datastore';
+import { DatastoreStore, LocalQueue, Locker, type Queue, type TaskRequest } from '../../src/index';
+import { spyClient } from './datastore-spy';
+
+const env = process.env;
+const namespace = env.NAMESPACE!;
+const schedules = Number(env.SCHEDULES ?? '300');
+const killAt = env.KILL_AT ?? '';
+const killAfter = Number(env.KILL_AFTER ?? '0');
+const datastore = new Datastore({ projectId: env.DATASTORE_PROJECT_ID ?? 'locker-test', apiEndpoint: env.DATASTORE_EMULATOR_HOST });
+
+function die(point: string): never {
+  console.log(`tick-crash-app killed at ${point}`);
+  process.kill(process.pid, 'SIGKILL');
+  throw new Error('unreachable');
+}
+
+const seen = { lookup: 0, commit: 0, enqueue: 0 };
+let armed = false;
+function maybeDie(kind: keyof typeof seen): void {
+  if (!armed || kind !== killAt) return;
+  seen[kind] += 1;
+  if (seen[kind] === killAfter) die(`${kind} #${killAfter}`);
+}
+
+const spy = spyClient(datastore, {
+  keepRequests: false,
+  rewrite: (method, request) => {
+    if (method === 'lookup' || method === 'commit') maybeDie(method);
+    return request;
+  },
+});
+const store = new DatastoreStore(datastore, { client: spy.client, namespaces: [namespace], conditionalWrites: true, beginWithFirstRead: true });
+let baseUrl = '';
+const local = new LocalQueue({ baseUrl: () => baseUrl, logger: quiet(), minBackoffMs: 20, maxBackoffMs: 500 });
+const queue: Queue = {
+  authenticator: () => local.authenticator(),
+  async enqueue(task: TaskRequest) {
+    maybeDie('enqueue');
+    return local.enqueue(task);
+  },
+};
+const began = Date.now();
+let origin = Number(env.START);
+const locker = new Locker({ store, queue, logger: quiet(), clock: () => origin + (Date.now() - began), scheduleNamespace: namespace, leaseDuration: 3_000, stallAfter: 3_000 });
+for (let i = 0; i < schedules; i++) {
+  locker.recurring(`report-${i}`, {
+    cron: '0 * * * *', path: '/report', overlap: 'allow',
+    key: (tick) => datastore.key({ namespace, path: ['Report', `report-${i}@${tick.at.toISOString()}`] }),
+    entity: (tick) => ({ schedule: `report-${i}`, at: tick.at, runs: 0 }),
+  });
+}
+
+const app = express();
+app.post('/report', locker.handle<{ runs: number }>((ctx) => {
+  ctx.entity.runs += 1;
+}, (props) => ({ ...props, runs: typeof props.runs === 'number' ? props.runs : 0 })));
+
+function quiet(): { info(): void; warn(): void; error(m: string, f?: unknown): void } {
+  return { info: () => undefined, warn: () => undefined, error: (m, f) => console.error(m, JSON.stringify(f)) };
+}
+
+async function main(): Promise<void> {
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await locker.tick();
+  origin = Number(env.TICK) - (Date.now() - began);
+  armed = true;
+  const result = await locker.tick();
+  armed = false;
+  console.log(`tick-crash-app result ${JSON.stringify(result)}`);
+  locker.startSweeping(300);
+}
+
+main().catch((error: unknown) => {
+  console.error(`tick-crash-app failed: ${error instanceof Error ? error.stack : String(error)}`);
+  process.exit(1);
+});
