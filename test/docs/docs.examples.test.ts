@@ -168,6 +168,33 @@ const EXAMPLES: Example[] = [
       await waitFor('a progress line', async () => (/\r\d+\/10000 settled: [1-9]\d* started/.test(run.stdout()) ? true : undefined), 120_000);
     },
   },
+  {
+    page: 'docs/guides/recurring.md', index: 0, shows: "locker.recurring('nightly-payouts'",
+    async check({ tasks, start }) {
+      // A first tick writes the two schedules (nothing is due yet: each is due from its next tick
+      // after now); a second process runs one now, once for its id, through the Cloud Tasks queue.
+      // K_SERVICE: the block runs as on Cloud Run, where its authenticators trust the front.
+      const cloudRun = { K_SERVICE: 'payouts' };
+      const first = await start(cloudRun, { tick: 'locker' });
+      await loads(first, { locker: 'Locker' });
+      assert.equal(await serving(first, '/feed/poll'), 404, 'the step routes take POSTs only');
+      const ticked = await first.probed;
+      assert.equal(ticked.ok, true, ticked.error);
+      const result = ticked.value as { declared: number; started: number; removed: string[] };
+      assert.deepEqual([result.declared, result.started, result.removed], [2, 0, []]);
+      first.kill('SIGTERM');
+      await first.exited;
+      const from = tasks.calls.length;
+      const second = await start(cloudRun, { runNow: 'locker', name: 'poll-feed', id: 'docs-run-1' });
+      await loads(second);
+      const ran = await second.probed;
+      assert.equal(ran.ok, true, ran.error);
+      assert.equal((ran.value as { outcome: string }).outcome, 'started');
+      const call = await created(tasks, from, '/feed/poll');
+      assert.equal(call.task?.httpRequest?.url, 'https://payouts-abc123-ew.a.run.app/feed/poll');
+      second.kill('SIGTERM');
+    },
+  },
   { page: 'docs/guides/deploy-app-engine.md', index: 0, shows: 'appEngineCronAuthenticator()', runBy: 'test/docs/guide.app-engine.test.ts' },
   {
     page: 'docs/guides/deploy-app-engine.md', index: 1, shows: 'async function kickoff()',

@@ -180,6 +180,28 @@ export function recurringSuite(name: string, open: () => Promise<StoreUnderTest>
       assertEachStepOnce(rig);
     });
 
+    const dstDays = [
+      { zone: 'Europe/Berlin', cron: '30 2 * * *', from: '2026-03-28T22:00:00Z', runs: ['2026-03-29T01:00:00.000Z'], what: 'spring forward: 02:30 does not exist; it runs once, at 03:00' },
+      { zone: 'Europe/Berlin', cron: '30 2 * * *', from: '2026-10-24T22:00:00Z', runs: ['2026-10-25T00:30:00.000Z'], what: 'fall back: 02:30 happens twice; it runs once' },
+      { zone: 'America/New_York', cron: '30 2 * * *', from: '2026-03-08T04:00:00Z', runs: ['2026-03-08T07:00:00.000Z'], what: 'spring forward: it runs once, at 03:00' },
+      { zone: 'America/New_York', cron: '30 1 * * *', from: '2026-11-01T03:00:00Z', runs: ['2026-11-01T05:30:00.000Z'], what: 'fall back: 01:30 happens twice; it runs once' },
+    ];
+    for (const day of dstDays) {
+      it(`DST in ${day.zone}, ${day.what} (ticks every 20 min for 6 hours on a fake clock)`, async () => {
+        const rig = recurringRig(s.store, space(), new Date(day.from).getTime());
+        const locker = rig.instance();
+        const ns = rig.namespace;
+        locker.recurring('nightly', { cron: day.cron, timeZone: day.zone, path: '/run', overlap: 'allow', key: (t) => tickKey(keys, ns, 'nightly', t.at) });
+        for (let t = 0; t <= 6 * 60; t += 20) {
+          rig.now = new Date(day.from).getTime() + t * MIN + 5_000;
+          await locker.tick();
+          await rig.deliverAll();
+        }
+        assert.deepEqual(runsOf(rig, 'nightly'), day.runs);
+        assertEachStepOnce(rig);
+      });
+    }
+
     it('the sweep route is the heartbeat: a sweep ticks and answers what the tick did', async () => {
       const rig = recurringRig(s.store, space(), Date.UTC(2026, 0, 5, 9, 59, 30));
       const locker = rig.instance();

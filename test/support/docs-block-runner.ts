@@ -13,7 +13,9 @@
  * each is (`Locker` for a Locker), or the error loading it threw (then exit code 3). With
  * DOCS_PROBE it then does what the example offers to a caller and prints `DOCS-PROBE {json}`:
  * `{"schedule":"locker","path":"/probe"}` starts a chain on the exported Locker `locker`;
- * `{"call":"kickoff","args":["x"]}` calls the exported function and prints what it resolved to.
+ * `{"call":"kickoff","args":["x"]}` calls the exported function and prints what it resolved to;
+ * `{"tick":"locker"}` runs a tick of the exported Locker's recurring work;
+ * `{"runNow":"locker","name":"poll-feed","id":"x"}` runs its schedule now, once per id.
  */
 import net from 'node:net';
 import { Datastore } from '@google-cloud/datastore';
@@ -42,6 +44,10 @@ function describeExport(value: unknown): string {
 interface Probe {
   schedule?: string;
   path?: string;
+  tick?: string;
+  runNow?: string;
+  name?: string;
+  id?: string;
   call?: string;
   args?: unknown[];
 }
@@ -52,6 +58,11 @@ async function probe(exports: Record<string, unknown>, plan: Probe): Promise<unk
     if (!(locker instanceof Locker)) throw new Error(`the example exports no Locker named ${plan.schedule}`);
     const key = new Datastore().key(['DocsProbe', `probe-${process.pid}-${Date.now()}`]);
     return locker.schedule(key, { probe: true }, plan.path ?? '/probe');
+  }
+  if (plan.tick !== undefined || plan.runNow !== undefined) {
+    const locker = exports[(plan.tick ?? plan.runNow)!];
+    if (!(locker instanceof Locker)) throw new Error(`the example exports no Locker named ${String(plan.tick ?? plan.runNow)}`);
+    return plan.tick !== undefined ? locker.tick() : locker.runScheduleNow(plan.name ?? '', plan.id);
   }
   if (plan.call !== undefined) {
     const fn = exports[plan.call];
