@@ -38,9 +38,12 @@ export interface RunNowResult {
   error?: string;
 }
 
-/** One page of schedules. */
+/** One page of schedules, each saying whether this code declares it. */
 export interface SchedulePage {
-  schedules: ScheduleView[];
+  schedules: Array<ScheduleView & {
+    /** Whether the code reading the page declares it (`locker.recurring()`): only such code can run it now, and a tick by other code marks it removed. */
+    declaredHere: boolean;
+  }>;
   cursor?: string;
 }
 
