@@ -123,6 +123,7 @@ describe('statusRouter schedules', () => {
     assert.equal(every5.last.keyPath, 'LockerRecurringRun:"every-5"');
     assert.equal(typeof every5.last.encodedKey, 'string');
     assert.equal(every5.declaredHere, true);
+    assert.deepEqual(every5.actions, ['pause', 'run-now'], 'the buttons the page offers');
     assert.equal((await request(app).get(`${BASE}/schedules.json?limit=0`).set('authorization', OPERATOR.token)).status, 400);
     const html = await request(app).get(`${BASE}/schedules?limit=1`).set('authorization', OPERATOR.token);
     assert.match(html.text, /More schedules →/, 'the page links its next page');
@@ -152,6 +153,7 @@ describe('statusRouter schedules', () => {
     const view = await jsonOf(app, 'every-5');
     assert.equal(view.state, 'paused');
     assert.equal(view.next, undefined, 'no next run while paused');
+    assert.deepEqual(view.actions, ['resume', 'run-now']);
     assert.equal((await post(agent, '/schedules/pause', { name: 'every-5', csrf: token })).headers.location, `${BASE}/schedules?done=already-paused&name=every-5`);
 
     clock.now = Date.UTC(2026, 0, 5, 10, 31, 0);
@@ -200,6 +202,7 @@ describe('statusRouter schedules', () => {
     assert.match(row, /data-declared="false"/);
     assert.match(row, /not declared by this code/);
     assert.doesNotMatch(row, /run-now|>Run now/);
+    assert.deepEqual((await jsonOf(app, 'every-5')).actions, ['pause'], 'the JSON offers no run now either');
     assert.equal((await agent.get(`${BASE}/schedules/run-now?name=every-5`).set('authorization', OPERATOR.token)).status, 409);
     const refused = await post(agent, '/schedules/run-now', { name: 'every-5', id: 'now-abcdefghijklmnop', csrf: token });
     assert.equal(refused.status, 409);

@@ -10,7 +10,7 @@
 import { escapeHtml } from '../../http/html';
 import type { LastRun, ScheduleView } from '../../recurring/recurring-types';
 import { formatAge } from './age';
-import type { SchedulesView, ScheduleRow } from './schedule-view';
+import { scheduleActions, type SchedulesView, type ScheduleRow } from './schedule-view';
 
 /** What the rows need of the page they are on (page.ts's context has it). */
 export interface ScheduleRowsContext {
@@ -100,13 +100,11 @@ function lastCell(row: ScheduleRow, ctx: ScheduleRowsContext): string {
 }
 
 function actions(v: ScheduleView & { declaredHere: boolean }, ctx: ScheduleRowsContext): string {
-  const forms: string[] = [];
-  if (v.state === 'active') forms.push(post(ctx, 'pause', v.name, 'Pause', 'No tick starts it until it is resumed'));
-  if (v.state === 'paused') forms.push(post(ctx, 'resume', v.name, 'Resume', 'Runs again from its next tick after now'));
-  if (v.declaredHere) {
-    forms.push(`<a class="run-now" href="${escapeHtml(`${ctx.base}/schedules/run-now?name=${encodeURIComponent(v.name)}`)}">Run now…</a>`);
-  }
-  return forms.join(' ');
+  return scheduleActions(v).map((action) => {
+    if (action === 'pause') return post(ctx, 'pause', v.name, 'Pause', 'No tick starts it until it is resumed');
+    if (action === 'resume') return post(ctx, 'resume', v.name, 'Resume', 'Runs again from its next tick after now');
+    return `<a class="run-now" href="${escapeHtml(`${ctx.base}/schedules/run-now?name=${encodeURIComponent(v.name)}`)}">Run now…</a>`;
+  }).join(' ');
 }
 
 function post(ctx: ScheduleRowsContext, action: 'pause' | 'resume', name: string, label: string, help: string): string {

@@ -56,6 +56,18 @@ function encodedKeyOf(last: LastRun, encode: (key: Key) => string): string | und
   }
 }
 
+/** What the operator can do to a schedule, as the page offers it: pause an active one, resume a paused one, run one this code declares. */
+export type ScheduleAction = 'pause' | 'resume' | 'run-now';
+
+/** The actions `view` allows, in the order the page shows them. */
+export function scheduleActions(view: ScheduleView & { declaredHere: boolean }): ScheduleAction[] {
+  const actions: ScheduleAction[] = [];
+  if (view.state === 'active') actions.push('pause');
+  if (view.state === 'paused') actions.push('resume');
+  if (view.declaredHere) actions.push('run-now');
+  return actions;
+}
+
 /** A schedule's row as JSON. */
 export function scheduleJson(row: ScheduleRow): Record<string, unknown> {
   const v = row.view;
@@ -74,7 +86,7 @@ export function scheduleJson(row: ScheduleRow): Record<string, unknown> {
       },
     }),
     ...(v.queued && { queued: v.queued.toISOString() }),
-    started: v.started, skipped: v.skipped, declaredAt: v.declaredAt.toISOString(),
+    started: v.started, skipped: v.skipped, declaredAt: v.declaredAt.toISOString(), actions: scheduleActions(v),
   };
 }
 
