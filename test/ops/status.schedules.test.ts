@@ -77,6 +77,7 @@ describe('statusRouter schedules', () => {
     const encoded = locker.encodeKey(new Key({ path: ['LockerRecurringRun', 'every-5'] }));
     assert.ok(row.includes(`href="${BASE}/step?key=${encodeURIComponent(encoded)}"`), row);
     assert.match(row, /LockerRecurringRun:&quot;every-5&quot;<\/a>/);
+    assert.match(row, /chain <code>[\w-]+<\/code>/, 'the last run\'s chain id');
     assert.match(row, /<button type="submit" class="pause"/);
     assert.match(row, /href="\/ops\/locker\/schedules\/run-now\?name=every-5">Run now…/);
     const nightly = /<tr data-schedule="nightly"[^]*?<\/tr>/.exec(res.text)?.[0] ?? '';

@@ -95,8 +95,9 @@ function lastCell(row: ScheduleRow, ctx: ScheduleRowsContext): string {
     : row.lastEncodedKey !== undefined
       ? `<div><a href="${escapeHtml(`${ctx.base}/step?key=${encodeURIComponent(row.lastEncodedKey)}`)}">${escapeHtml(last.key)}</a>${last.namespace ? ` <span class="help">in ${escapeHtml(last.namespace)}</span>` : ''}</div>`
       : `<div><code>${escapeHtml(last.key)}</code></div>`;
+  const chain = last.chain !== undefined ? `<div class="help">chain <code>${escapeHtml(last.chain)}</code></div>` : '';
   const error = last.error !== undefined ? `<div class="error-message">${escapeHtml(last.error)}</div>` : '';
-  return `${outcome} ${when}${entity}${error}`;
+  return `${outcome} ${when}${entity}${chain}${error}`;
 }
 
 function actions(v: ScheduleView & { declaredHere: boolean }, ctx: ScheduleRowsContext): string {
