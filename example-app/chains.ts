@@ -10,7 +10,9 @@
  *   for good instead, to show the Failed list and Retry (one by one, or all at once): retried,
  *   their charge goes through;
  * - an order with line items (`line-order.ts`): a fan-out of one child chain per line item, joined
- *   into one invoice as the order's next step.
+ *   into one invoice as the order's next step;
+ * - recurring work (`report.ts`): the `heartbeat-report` schedule starts a one-step chain every
+ *   minute, from the sweep's ticks.
  *
  * Each step records its side effect in the store (`records.ts`), so the status page can show that
  * every step ran once.
@@ -22,6 +24,7 @@ import { Headers, keyPath, PermanentError, type Properties, type TaskContext } f
 import type { ChainDeps } from './chain-deps';
 import type { ChainRef } from './records';
 import { mountLineOrder, startLineOrder } from './line-order';
+import { mountReport } from './report';
 
 /** Steps of a counter chain. */
 export const COUNTER_STEPS = 10;
@@ -110,6 +113,7 @@ export function createChains(deps: ChainDeps): Chains {
   router.all(PATHS.email, locker.handle<Order>((ctx) => emailStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
   router.all(PATHS.archive, locker.handle<Order>((ctx) => archiveStep(deps, ctx), (p) => new Order(p), { kinds: ['Order'] }));
   mountLineOrder(router, deps);
+  mountReport(router, deps); // the recurring heartbeat report: one run a minute, from the sweep's ticks
 
   locker.on('completed', (e) => {
     if (e.key.kind === 'Counter' && e.seq === FORGED_STEP) void forgeDuplicate(deps, e.key, e.seq);

@@ -16,7 +16,8 @@ effect ran. On purpose, a counter's step 6 is delivered a second time (the dupli
 order's first charge fails (the step is retried). The orders of the "declined" button fail for good: they wait
 under Failed until you retry them, one by one or all at once, and then their charge goes through. An order with line items fans out: each line item is a chain
 of its own, and once every one has settled the order's next step joins them into one invoice (open the order to
-see the fan-out's counts and the invoice).</p>
+see the fan-out's counts and the invoice). A schedule, <code>heartbeat-report</code>, starts a one-step chain every
+minute from the sweep's ticks: the Schedules section shows its next and last run, and pauses, resumes or runs it now.</p>
 <div class="start">
   <form method="post" action="/start/counter"><button type="submit">Start a counter chain</button></form>
   <form method="post" action="/start/order"><button type="submit">Start an order chain</button></form>

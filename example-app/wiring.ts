@@ -47,6 +47,8 @@ export function buildParts(config: ExampleConfig, baseUrl: () => string): Parts 
   }
   const locker = new Locker({
     store, queue, alerter, authenticate, maxRetries: config.maxRetries, leaseDuration: config.leaseDurationMs, stallAfter: config.stallAfterMs,
+    // The schedules' records beside the app's entities: another app on the database keeps its own.
+    ...(namespace !== undefined && { scheduleNamespace: namespace }),
   });
   return {
     store, queue, locker, keys, namespace, sweepAuthenticate,

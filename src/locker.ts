@@ -233,7 +233,8 @@ export class Locker extends EventEmitter<LockerEvents> {
 
   /**
    * A mountable Express router with the status page (HTML), its JSON, the retry, resend and
-   * cancel actions, and bulk actions with their operations' pages:
+   * cancel actions, bulk actions with their operations' pages, and the schedules of recurring work
+   * (`recurring()`) with pause, resume and run now:
    * `app.use('/ops/locker', locker.statusRouter({ authenticate, kinds: ['Order'] }))`.
    * Authentication is required; POSTs are CSRF-safe. Its route `POST /operations/step` is a task
    * route (authenticated as `handle()`'s are), which runs the pages of bulk operations.
@@ -253,6 +254,11 @@ export class Locker extends EventEmitter<LockerEvents> {
         return countTargets(bulk, checked.action, checked.filter, new Date(this.config.clock()), this.config.stallAfter);
       },
       operationStep: this.operationRoute(),
+      encodeKey: (key) => this.encodeKey(key),
+      pauseSchedule: (name) => this.pauseSchedule(name),
+      resumeSchedule: (name) => this.resumeSchedule(name),
+      runScheduleNow: (name, id) => this.runScheduleNow(name, id),
+      declaredSchedules: () => this.declaredSchedules,
     }, options);
   }
 

@@ -14,7 +14,7 @@ import { cronTimes } from './cron-times';
 import type { Declaration } from './declaration';
 import type { ScheduleView } from './recurring-types';
 import { readSchedule, SCHEDULE_KIND, SCHEDULE_UNINDEXED, scheduleKey, scheduleProperties, type ScheduleRecord } from './schedule-record';
-import { paused, resumed, runNow, settled } from './transitions';
+import { paused, resumed, runNow, settledNow } from './transitions';
 
 /** What the operator's actions use. */
 export interface ScheduleOperatorParts {
@@ -38,9 +38,12 @@ export interface RunNowResult {
   error?: string;
 }
 
-/** One page of schedules. */
+/** One page of schedules, each saying whether this code declares it. */
 export interface SchedulePage {
-  schedules: ScheduleView[];
+  schedules: Array<ScheduleView & {
+    /** Whether the code reading the page declares it (`locker.recurring()`): only such code can run it now, and a tick by other code marks it removed. */
+    declaredHere: boolean;
+  }>;
   cursor?: string;
 }
 
@@ -79,11 +82,12 @@ export async function runScheduleNow(parts: ScheduleOperatorParts, d: Declaratio
   const outcome = r.status;
   const error = r.status === 'failed' ? r.error.message : undefined;
   const run = { at, key: keyPath(key), namespace: key.namespace ?? '' };
-  await change(parts, name, (record) => settled({ ...record, pending: [...record.pending, run] }, [{
+  // Counted once per id: a second call with it (the confirm page submitted twice) finds it counted.
+  await change(parts, name, (record) => settledNow(record, id, {
     run, outcome, retry: false,
     ...(outcome === 'started' && { chain: kickoffChainId(kickoffId, keyIdentity(key)) }),
     ...(error !== undefined && { error: error.slice(0, 500) }),
-  }], new Date(parts.clock())));
+  }, new Date(parts.clock())));
   return { id, at, outcome, ...(error !== undefined && { error }) };
 }
 

@@ -27,6 +27,13 @@ export interface PlannedRun {
   namespace: string;
 }
 
+/** An operator's "run now": its id, the time it is for, and whether its outcome was counted (`settled`). */
+export interface NowRun {
+  id: string;
+  at: Date;
+  settled?: true;
+}
+
 /** A schedule's record, as read. */
 export interface ScheduleRecord {
   name: string;
@@ -38,8 +45,8 @@ export interface ScheduleRecord {
   /** The last tick planned: the floor of the next tick's missed times. */
   lastTick?: Date;
   pending: PlannedRun[];
-  /** The last operator's "run now" ids, with the time each run is for. */
-  nowRuns: { id: string; at: Date }[];
+  /** The last operator's "run now" ids, with the time each run is for, and whether its outcome was counted. */
+  nowRuns: NowRun[];
   /** A run waiting for the previous one to end. */
   queued?: Date;
   last?: LastRun;
@@ -69,7 +76,7 @@ export function scheduleProperties(r: ScheduleRecord): Properties {
   const p: Properties = {
     name: r.name, spec: JSON.stringify(r.spec), specHash: r.specHash, state: r.state,
     pending: JSON.stringify(r.pending.map((run) => ({ at: run.at.toISOString(), key: run.key, namespace: run.namespace }))),
-    nowRuns: JSON.stringify(r.nowRuns.map((n) => ({ id: n.id, at: n.at.toISOString() }))),
+    nowRuns: JSON.stringify(r.nowRuns.map((n) => ({ id: n.id, at: n.at.toISOString(), ...(n.settled && { settled: true }) }))),
     started: r.started, skipped: r.skipped, createdAt: r.createdAt, declaredAt: r.declaredAt,
   };
   if (r.next) p.next = r.next;
@@ -111,14 +118,15 @@ function readPending(value: unknown): PlannedRun[] {
   });
 }
 
-function readNowRuns(value: unknown): { id: string; at: Date }[] {
+function readNowRuns(value: unknown): NowRun[] {
   const parsed = parse(value);
   if (!Array.isArray(parsed)) return [];
-  return parsed.flatMap((run: unknown): { id: string; at: Date }[] => {
+  return parsed.flatMap((run: unknown): NowRun[] => {
     if (typeof run !== 'object' || run === null) return [];
-    const { id, at } = run as Record<string, unknown>;
+    const { id, at, settled } = run as Record<string, unknown>;
     const when = typeof at === 'string' ? new Date(at) : undefined;
-    return typeof id === 'string' && when && !Number.isNaN(when.getTime()) ? [{ id, at: when }] : [];
+    if (typeof id !== 'string' || !when || Number.isNaN(when.getTime())) return [];
+    return [settled === true ? { id, at: when, settled: true } : { id, at: when }];
   });
 }
 

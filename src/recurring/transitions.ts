@@ -195,6 +195,18 @@ export function runNow(record: ScheduleRecord, id: string, now: Date): { at: Dat
   return { at: now, record: { ...record, nowRuns: [...record.nowRuns, { id, at: now }].slice(-NOW_RUNS_KEPT) } };
 }
 
+/**
+ * The record once run-now `id` started (or not) as `outcome` says: counted and made the last run,
+ * once per id. A second call with the id (a confirm page submitted twice, a retry) finds it counted
+ * and answers undefined (nothing to write); so does an id no longer remembered.
+ */
+export function settledNow(record: ScheduleRecord, id: string, outcome: RunOutcome, now: Date): ScheduleRecord | undefined {
+  const mine = record.nowRuns.find((r) => r.id === id);
+  if (!mine || mine.settled) return undefined;
+  const counted = settled({ ...record, pending: [...record.pending, outcome.run] }, [outcome], now);
+  return { ...counted, nowRuns: record.nowRuns.map((r) => (r === mine ? { ...r, settled: true as const } : r)) };
+}
+
 /** The identity of a planned run (its tick and entity). */
 export function runId(run: PlannedRun): string {
   return `${run.at.toISOString()}\n${run.namespace}\n${run.key}`;

@@ -65,7 +65,7 @@ describe('example app: SIGKILL, then a restart on the Datastore emulator', { ski
     // a sweep by hand, as the README documents it
     const swept = await fetch(`${second.url}/local/sweep`, { method: 'POST' });
     assert.equal(swept.status, 200);
-    assert.deepEqual(Object.keys(await swept.json() as object).sort(), ['alerted', 'cleared', 'failed', 'malformed', 'resent', 'waiting']);
+    assert.deepEqual(Object.keys(await swept.json() as object).sort(), ['alerted', 'cleared', 'failed', 'malformed', 'recurring', 'resent', 'waiting']);
     assert.equal(await second.stop(), 0);
   });
 });

@@ -188,7 +188,7 @@ describe('example app on App Engine (GAE_APPLICATION set): the cron sweep', () =
     try {
       const swept = await fetch(`${app.url}${url}`, { headers: { 'x-appengine-cron': 'true' } });
       assert.equal(swept.status, 200);
-      assert.deepEqual(Object.keys((await swept.json()) as object).sort(), ['alerted', 'cleared', 'failed', 'malformed', 'resent', 'waiting']);
+      assert.deepEqual(Object.keys((await swept.json()) as object).sort(), ['alerted', 'cleared', 'failed', 'malformed', 'recurring', 'resent', 'waiting']);
       const forged = await fetch(`${app.url}${url}`);
       assert.equal(forged.status, 401, 'a GET without the cron header is refused');
       const task = await fetch(`${app.url}${url}`, { headers: { 'x-appengine-queuename': 'locker' } });

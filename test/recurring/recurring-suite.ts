@@ -176,6 +176,9 @@ export function recurringSuite(name: string, open: () => Promise<StoreUnderTest>
       assert.equal(again.at.getTime(), one.at.getTime(), 'a call made later with the same id finds the first run');
       await rig.deliverAll();
       assert.deepEqual(runsOf(rig, 'hourly'), ['2026-01-05T13:00:00.000Z', '2026-01-05T13:20:00.000Z']);
+      const [view] = (await locker.inspect().schedules()).schedules;
+      assert.equal(view?.started, 2, 'the 13:00 tick and the run now, each counted once (three calls with the id)');
+      assert.equal(view?.last?.at.toISOString(), '2026-01-05T13:20:00.000Z');
       await assert.rejects(locker.runScheduleNow('nope', 'x'), /no schedule named "nope"/);
       assertEachStepOnce(rig);
     });

@@ -26,7 +26,9 @@ import { fanOutRowOf, fanOutRows, fanOutsOfChain, kickoffRowOf, kickoffRows, typ
 import { fanOutOfRun } from '../../rules/kickoff-plan';
 import { getHeader } from '../../fanout/read-children';
 import { kickoffRun } from '../../rules/kickoff-plan';
-import { listSchedules, type SchedulePage } from '../../recurring/operator';
+import { listSchedules, viewOf, type SchedulePage } from '../../recurring/operator';
+import { readSchedule, scheduleKey } from '../../recurring/schedule-record';
+import type { ScheduleView } from '../../recurring/recurring-types';
 import { InspectState, INSPECT_STATES, inList, splitError, viewStep, withLedger, type StepSummary, type ViewClock } from './step-view';
 
 /** The states whose steps wait for a task: their ledger records tell queued from stalled. */
@@ -190,6 +192,15 @@ export class Inspector {
   /** One page of schedules (`locker.recurring()`), newest declared first: next tick, last run, state. */
   schedules(page: { limit?: number; cursor?: string } = {}): Promise<SchedulePage> {
     return listSchedules({ reads: this.parts.reads, namespace: this.scheduleNamespace }, this.declared(), page);
+  }
+
+  /** Schedule `name` as `schedules()` shows it (one lookup); undefined until a tick wrote it. */
+  async schedule(name: string): Promise<(ScheduleView & {
+    /** Whether this code declares it (`locker.recurring()`). */
+    declaredHere: boolean;
+  }) | undefined> {
+    const record = readSchedule(await this.parts.reads.get(scheduleKey(name, this.scheduleNamespace)));
+    return record ? viewOf(record, this.declared().has(record.name)) : undefined;
   }
 
   /** One page of the steps in `query.state`, by last progress. */

@@ -19,6 +19,7 @@ import { fanOutRowHtml, kickoffRowHtml } from './run-rows';
 import { keyPath } from '../../keys/key-codec';
 import { STYLE } from './style';
 import { documentHtml } from './document';
+import { schedulesSection } from './schedule-rows';
 
 /** What every page needs besides its view. */
 export interface PageContext {
@@ -57,6 +58,7 @@ export function renderList(view: ListView, ctx: PageContext): string {
     ctx.intro, filtersForm(view, ctx), view.queue ? queueLine(view.queue) : '',
     ...urgent.map((s) => sectionHtml(s, view, ctx)),
     view.owed ? owedHtml(view.owed, ctx) : '',
+    view.schedules ? schedulesSection(view.schedules, ctx) : '',
     view.counts ? countsTableHtml(view.counts, ctx.base, ctx.namespaces.length > 1) : '',
     view.throughput ? throughputFigure(view.throughput) : '',
     view.kickoffs && view.kickoffs.length > 0 ? runTable('Kickoffs', 'kickoffs', view.kickoffs.map((r) => kickoffRowHtml(r, ctx.base))) : '',

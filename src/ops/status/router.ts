@@ -12,6 +12,7 @@
  *   GET  /kickoffs.json, /fanouts.json   bulk kickoffs and fan-outs, newest first, with progress (`?limit=&cursor=`; fan-outs `&namespace=`)
  *   GET  /kickoff-run.json?id=, /fanout.json?id=   one of them as a row (record, progress, oldest pending); with `&state=` its chains (a fan-out's children) in that state
  *   POST /step/retry | /step/resend | /step/cancel   form fields key, seq, csrf; answers 303 to the step
+ *   GET  /schedules, /schedules.json, POST /schedules/pause | resume | run-now   recurring work (schedule-routes.ts)
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Key } from '@google-cloud/datastore';
@@ -21,6 +22,8 @@ import type { Inspector } from '../inspect/inspector';
 import { INSPECT_STATES, InspectState, type StepSummary } from '../inspect/step-view';
 import type { ActionOptions, ActionResult } from '../actions';
 import { bulkRoutes, type BulkBackend } from './bulk-routes';
+import { readSchedules, scheduleRoutes, type ScheduleBackend } from './schedule-routes';
+import { schedulesJson } from './schedule-view';
 import type { Logger } from '../../types';
 import { CSRF_FIELD, csrfRefusal, csrfToken } from './csrf';
 import { parseStatusOptions, type StatusConfig, type StatusRouterOptions } from './options';
@@ -33,7 +36,7 @@ import { kickoffRun } from '../../rules/kickoff-plan';
 import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, type ListView, type SearchView, type Section, type StepRow } from './view-model';
 
 /** What the router needs from the Locker. */
-export interface StatusBackend extends BulkBackend {
+export interface StatusBackend extends BulkBackend, ScheduleBackend {
   inspect(): Inspector;
   decodeKey(encoded: string): Key;
   retry(key: Key, options?: ActionOptions): Promise<ActionResult>;
@@ -62,6 +65,7 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
       ...(view.counts ? { counts: view.counts } : {}),
       ...(view.queue ? { queue: view.queue } : {}),
       ...(view.owed ? { alertsOwed: { cut: view.owed.cut, steps: view.owed.rows.map((r) => stepJson(r.step, r.extra, r.actions)) } } : {}),
+      ...(view.schedules ? { schedules: schedulesJson(view.schedules) } : {}),
     });
   }));
   router.get('/step', auth, handler(backend, async (req, res) => {
@@ -133,6 +137,7 @@ export function statusRouter(backend: StatusBackend, options: StatusRouterOption
   }));
   router.post('/step/:action', auth, express.urlencoded({ extended: false, limit: '8kb' }), handler(backend, (req, res) => act(backend, req, res)));
   bulkRoutes(router, backend, config, { auth, handler: (fn) => handler(backend, fn), pageContext });
+  scheduleRoutes(router, backend, config, { auth, handler: (fn) => handler(backend, fn), pageContext });
   return router;
 }
 
@@ -184,7 +189,7 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
   // Every section's reads run at once: the overview's store calls do not queue behind each other.
   const wanted = states.flatMap((state) => kinds.flatMap((kind) => namespaces.map((namespace) => ({ state, kind, namespace }))));
   const overview = !filters.state && filters.kickoff === undefined;
-  const [sections, owed, queue, counts, operations, throughput, kickoffs, fanOuts] = await Promise.all([
+  const [sections, owed, queue, counts, operations, throughput, kickoffs, fanOuts, schedules] = await Promise.all([
     Promise.all(wanted.map((w) => section(inspector, config, filters, w))),
     overview && !filters.kind ? inspector.alertsOwed(config.pageSize) : Promise.resolve(undefined),
     inspector.queueDepth(),
@@ -193,6 +198,7 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
     overview ? inspector.throughput({ kinds, namespaces }) : Promise.resolve(undefined),
     overview && !filters.kind ? inspector.kickoffs({ limit: 5 }) : Promise.resolve(undefined),
     overview && !filters.kind ? Promise.all(namespaces.map((namespace) => inspector.fanOuts({ limit: 5, namespace }))) : Promise.resolve(undefined),
+    overview && !filters.kind ? readSchedules(backend, { limit: config.pageSize }) : Promise.resolve(undefined),
   ]);
   const view: ListView = { now, filters, sections };
   if (queue) view.queue = queue;
@@ -200,6 +206,7 @@ async function listView(backend: StatusBackend, config: StatusConfig, req: Reque
   if (operations) view.operations = operations;
   if (throughput) view.throughput = throughput;
   if (kickoffs) view.kickoffs = kickoffs.rows;
+  if (schedules) view.schedules = schedules;
   if (fanOuts) view.fanOuts = fanOuts.flatMap((p) => p.rows).sort((a, b) => a.ageMs - b.ageMs).slice(0, 5);
   if (owed) view.owed = { rows: await Promise.all(owed.steps.map((s) => row(config, s))), cut: owed.cut };
   return view;

@@ -12,10 +12,11 @@ th, td { text-align: left; padding: 0.3rem 0.4rem; border-bottom: 1px solid #ddd
 table.detail th { width: 10rem; }
 .state { font-weight: 600; } .state.failed { color: #b00020; } .state.stalled, .state.stale { color: #a15c00; }
 .state.running { color: #0b6e2e; } .state.complete, .state.cancelled { color: #555; }
+.state.schedule-active { color: #0b6e2e; } .state.schedule-paused { color: #a15c00; } .state.schedule-removed { color: #555; }
 .mark { display: inline-block; font-size: 0.75rem; padding: 0 0.35rem; border-radius: 0.6rem; color: #fff; }
 .mark.stale { background: #c77700; } .mark.stalled { background: #b00020; }
 .mark.queued { background: #456; } .mark.owed { background: #6a1b9a; }
-section.counts, section.runs, section.operations, figure.throughput { overflow-x: auto; max-width: 100%; } figure.throughput { margin: 0.8rem 0; } figure.throughput svg { max-width: 100%; height: auto; } table.counts { width: auto; } table.counts td, table.counts th { text-align: right; } table.counts tbody th { text-align: left; }
+section.counts, section.runs, section.operations, section.schedules, figure.throughput { overflow-x: auto; max-width: 100%; } figure.throughput { margin: 0.8rem 0; } figure.throughput svg { max-width: 100%; height: auto; } table.counts { width: auto; } table.counts td, table.counts th { text-align: right; } table.counts tbody th { text-align: left; }
 a.count { font-variant-numeric: tabular-nums; } a.count.attention { color: #b00020; font-weight: 600; }
 .error-message { color: #b00020; overflow-wrap: anywhere; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: 0.5rem; font-size: 0.8rem; }

@@ -10,6 +10,7 @@ import type { OperationView } from '../bulk/view';
 import type { Throughput } from '../inspect/throughput';
 import type { FanOutRow, KickoffRow } from '../inspect/runs';
 import type { InspectState, StepSummary } from '../inspect/step-view';
+import type { SchedulesView } from './schedule-view';
 
 /** The actions a step in this state allows, in the order the page shows them. */
 export type ActionName = 'retry' | 'resend' | 'cancel';
@@ -63,6 +64,8 @@ export interface ListView {
   queue?: QueueDepth;
   /** On the overview: entities that owe an alert, found among the ledger records due (`cut`: more were due than read). */
   owed?: { rows: StepRow[]; cut: boolean };
+  /** On the overview: the first page of schedules (`locker.recurring()`), with their next and last runs. */
+  schedules?: SchedulesView;
 }
 
 /** A detail page. */
