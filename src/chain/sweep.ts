@@ -45,7 +45,10 @@ export interface SweepResult {
   /** Fan-outs whose join this sweep committed (their own check was lost or their deadline passed; see `ctx.fanOut()`). */
   joined?: number;
   /** With schedules declared (`locker.recurring()`): what the sweep's tick did, or why it failed. */
-  recurring?: TickResult | { error: string };
+  recurring?: TickResult | {
+    /** Why the tick failed (logged; the next sweep ticks again). */
+    error: string;
+  };
 }
 
 /** Malformed ledger records logged one by one in a sweep; the rest are counted in one line. */

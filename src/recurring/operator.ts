@@ -40,10 +40,12 @@ export interface RunNowResult {
 
 /** One page of schedules, each saying whether this code declares it. */
 export interface SchedulePage {
+  /** The page's schedules, newest declared first. */
   schedules: Array<ScheduleView & {
     /** Whether the code reading the page declares it (`locker.recurring()`): only such code can run it now, and a tick by other code marks it removed. */
     declaredHere: boolean;
   }>;
+  /** Where the next page starts (hand it back as `cursor`); absent on the last page. */
   cursor?: string;
 }
 

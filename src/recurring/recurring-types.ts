@@ -65,10 +65,15 @@ export const RECURRING_OPTION_NAMES: OptionNames<RecurringOptions> = {
 
 /** The defaults of {@link RecurringOptions}. */
 export const RECURRING_DEFAULTS = Object.freeze({
+  /** {@link RecurringOptions.timeZone}. */
   timeZone: 'UTC',
+  /** {@link RecurringOptions.overlap}. */
   overlap: 'skip' as OverlapPolicy,
+  /** {@link RecurringOptions.misfire}. */
   misfire: 'coalesce' as MisfirePolicy,
+  /** {@link RecurringOptions.graceMs}, ms (5 min). */
   graceMs: 5 * 60_000,
+  /** {@link RecurringOptions.jitterMs}, ms. */
   jitterMs: 0,
 });
 
@@ -98,8 +103,9 @@ export interface LastRun {
   at: Date;
   /** What became of it. */
   outcome: 'started' | 'busy' | 'failed' | 'skipped';
-  /** The run's entity, as the status page writes keys (`Kind:"name"`), and its namespace. */
+  /** The run's entity, as the status page writes keys (`Kind:"name"`). */
   key?: string;
+  /** The namespace of the run's entity (`''`: the default one). */
   namespace?: string;
   /** Its chain's id (when started). */
   chain?: string;
@@ -111,11 +117,17 @@ export interface LastRun {
 
 /** A schedule as the operator sees it: `locker.inspect().schedules()`. */
 export interface ScheduleView {
+  /** The schedule's name. */
   name: string;
+  /** Its cron expression. */
   cron: string;
+  /** The IANA zone the expression is read in. */
   timeZone: string;
+  /** The handler path of each run's first step. */
   path: string;
+  /** Its overlap policy. */
   overlap: OverlapPolicy;
+  /** Its misfire policy. */
   misfire: MisfirePolicy;
   /** `active`, `paused` by an operator, or `removed` (no longer declared by the code that ticked). */
   state: 'active' | 'paused' | 'removed';
