@@ -61,14 +61,15 @@ export async function tick(parts: TickParts, declarations: ReadonlyMap<string, D
   if (!parts.reads.findsKeys) throw new StoreUnavailableError('recurring work needs a store that finds keys by a property (findKeys): DatastoreStore and MemoryStore have it');
   result.declared = await writeDeclarations(parts, declarations, now);
   const seen = new Set<string>();
-  for (;;) {
-    if (parts.clock() - began >= budgetMs) {
-      result.partial = true;
-      break;
-    }
+  // A tick always plans one batch at least, whatever its budget: every tick makes progress.
+  for (let first = true; ; first = false) {
     const keys = (await parts.reads.findKeys({ kind: SCHEDULE_KIND, namespace: parts.namespace, property: 'due', atOrBefore: now, limit: DUE_PAGE }))
       .filter((key) => typeof key.name === 'string' && !seen.has(key.name));
     if (keys.length === 0) break;
+    if (!first && parts.clock() - began >= budgetMs) {
+      result.partial = true;
+      break;
+    }
     for (const key of keys) seen.add(key.name as string);
     // Plan a page in batches (a transaction each), start all its runs in one bulk kickoff per
     // tick time, then settle the batches. Past the budget, the rest of the page stays due.
