@@ -19,7 +19,7 @@ import { kickoffChainId } from '../rules/kickoff-plan';
 import { readLock } from '../rules/lock-fields';
 import { keyIdentity, keyPath } from '../keys/key-path';
 import { parseKeyPath } from '../keys/key-path-parse';
-import { ContentionError, StoreUnavailableError } from '../errors/errors';
+import { ConfigError, ContentionError, StoreUnavailableError } from '../errors/errors';
 import type { KickoffItem, ScheduleManyOptions, ScheduleManyResult } from '../chain/schedule-many-types';
 import type { Logger } from '../types';
 import type { Declaration } from './declaration';
@@ -58,7 +58,7 @@ export async function tick(parts: TickParts, declarations: ReadonlyMap<string, D
   const began = parts.clock();
   const now = new Date(began);
   const result: TickResult = { due: 0, started: 0, skipped: 0, queued: 0, failed: 0, removed: [], declared: 0, partial: false };
-  if (!parts.reads.findsKeys) throw new StoreUnavailableError('recurring work needs a store that finds keys by a property (findKeys): DatastoreStore and MemoryStore have it');
+  if (!parts.reads.findsKeys) throw new ConfigError('recurring work needs a store that finds keys by a property (findKeys): DatastoreStore and MemoryStore have it');
   result.declared = await writeDeclarations(parts, declarations, now);
   const seen = new Set<string>();
   // A tick always plans one batch at least, whatever its budget: every tick makes progress.
@@ -185,10 +185,13 @@ async function planBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
 async function startAndSettle(parts: TickParts, starts: readonly Start[], now: Date, result: TickResult): Promise<void> {
   if (starts.length === 0) return;
   const outcomes = await startRuns(parts, starts);
-  for (const o of outcomes.values()) {
+  const overlapOf = new Map(starts.map((s) => [s.name, s.d.spec.overlap]));
+  for (const [name, o] of outcomes) {
     for (const run of o) {
       if (run.outcome === 'started') result.started += 1;
       else if (run.outcome === 'failed') result.failed += 1;
+      // Busy: the entity runs another chain; queued under `queue` (see `settled`), else skipped.
+      else if (overlapOf.get(name) === 'queue') result.queued += 1;
       else result.skipped += 1;
     }
   }
