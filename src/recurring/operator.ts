@@ -14,7 +14,7 @@ import { cronTimes } from './cron-times';
 import type { Declaration } from './declaration';
 import type { ScheduleView } from './recurring-types';
 import { readSchedule, SCHEDULE_KIND, SCHEDULE_UNINDEXED, scheduleKey, scheduleProperties, type ScheduleRecord } from './schedule-record';
-import { paused, resumed, runNow, settled } from './transitions';
+import { paused, resumed, runNow, settledNow } from './transitions';
 
 /** What the operator's actions use. */
 export interface ScheduleOperatorParts {
@@ -79,11 +79,11 @@ export async function runScheduleNow(parts: ScheduleOperatorParts, d: Declaratio
   const outcome = r.status;
   const error = r.status === 'failed' ? r.error.message : undefined;
   const run = { at, key: keyPath(key), namespace: key.namespace ?? '' };
-  await change(parts, name, (record) => settled({ ...record, pending: [...record.pending, run] }, [{
+  await change(parts, name, (record) => settledNow(record, id, run, {
     run, outcome, retry: false,
     ...(outcome === 'started' && { chain: kickoffChainId(kickoffId, keyIdentity(key)) }),
     ...(error !== undefined && { error: error.slice(0, 500) }),
-  }], new Date(parts.clock())));
+  }, new Date(parts.clock())));
   return { id, at, outcome, ...(error !== undefined && { error }) };
 }
 

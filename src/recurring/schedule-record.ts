@@ -38,8 +38,8 @@ export interface ScheduleRecord {
   /** The last tick planned: the floor of the next tick's missed times. */
   lastTick?: Date;
   pending: PlannedRun[];
-  /** The last operator's "run now" ids, with the time each run is for. */
-  nowRuns: { id: string; at: Date }[];
+  /** The last operator's "run now" ids, with the time each run is for, and whether its start was counted (`started`, `last`). */
+  nowRuns: { id: string; at: Date; counted?: boolean }[];
   /** A run waiting for the previous one to end. */
   queued?: Date;
   last?: LastRun;
@@ -69,7 +69,7 @@ export function scheduleProperties(r: ScheduleRecord): Properties {
   const p: Properties = {
     name: r.name, spec: JSON.stringify(r.spec), specHash: r.specHash, state: r.state,
     pending: JSON.stringify(r.pending.map((run) => ({ at: run.at.toISOString(), key: run.key, namespace: run.namespace }))),
-    nowRuns: JSON.stringify(r.nowRuns.map((n) => ({ id: n.id, at: n.at.toISOString() }))),
+    nowRuns: JSON.stringify(r.nowRuns.map((n) => ({ id: n.id, at: n.at.toISOString(), ...(n.counted && { counted: true }) }))),
     started: r.started, skipped: r.skipped, createdAt: r.createdAt, declaredAt: r.declaredAt,
   };
   if (r.next) p.next = r.next;
@@ -111,14 +111,14 @@ function readPending(value: unknown): PlannedRun[] {
   });
 }
 
-function readNowRuns(value: unknown): { id: string; at: Date }[] {
+function readNowRuns(value: unknown): ScheduleRecord['nowRuns'] {
   const parsed = parse(value);
   if (!Array.isArray(parsed)) return [];
-  return parsed.flatMap((run: unknown): { id: string; at: Date }[] => {
+  return parsed.flatMap((run: unknown): ScheduleRecord['nowRuns'] => {
     if (typeof run !== 'object' || run === null) return [];
-    const { id, at } = run as Record<string, unknown>;
+    const { id, at, counted } = run as Record<string, unknown>;
     const when = typeof at === 'string' ? new Date(at) : undefined;
-    return typeof id === 'string' && when && !Number.isNaN(when.getTime()) ? [{ id, at: when }] : [];
+    return typeof id === 'string' && when && !Number.isNaN(when.getTime()) ? [{ id, at: when, ...(counted === true && { counted: true }) }] : [];
   });
 }
 

@@ -195,6 +195,20 @@ export function runNow(record: ScheduleRecord, id: string, now: Date): { at: Dat
   return { at: now, record: { ...record, nowRuns: [...record.nowRuns, { id, at: now }].slice(-NOW_RUNS_KEPT) } };
 }
 
+/**
+ * The record once a run-now call under `id` had its answer: its run settled as a tick's is (`started`
+ * counted, `last` set), and the id marked counted when it started. A call made again with the id
+ * finds the run its first call started (the kickoff id is the same): that start is counted once,
+ * whichever call settled it first; undefined then (nothing to write).
+ */
+export function settledNow(record: ScheduleRecord, id: string, run: PlannedRun, outcome: RunOutcome, now: Date): ScheduleRecord | undefined {
+  const entry = record.nowRuns.find((r) => r.id === id);
+  if (entry?.counted && outcome.outcome === 'started') return undefined;
+  const next = settled({ ...record, pending: [...record.pending, run] }, [outcome], now);
+  if (outcome.outcome !== 'started') return next;
+  return { ...next, nowRuns: next.nowRuns.map((r) => (r.id === id ? { ...r, counted: true } : r)) };
+}
+
 /** The identity of a planned run (its tick and entity). */
 export function runId(run: PlannedRun): string {
   return `${run.at.toISOString()}\n${run.namespace}\n${run.key}`;

@@ -176,6 +176,13 @@ export function recurringSuite(name: string, open: () => Promise<StoreUnderTest>
       assert.equal(again.at.getTime(), one.at.getTime(), 'a call made later with the same id finds the first run');
       await rig.deliverAll();
       assert.deepEqual(runsOf(rig, 'hourly'), ['2026-01-05T13:00:00.000Z', '2026-01-05T13:20:00.000Z']);
+      // Confirmed again after its run ended (found by the model, issue 39): still one run, counted once.
+      rig.now = Date.UTC(2026, 0, 5, 13, 30, 0);
+      const late = await locker.runScheduleNow('hourly', 'confirm-1');
+      assert.equal(late.at.getTime(), one.at.getTime());
+      await rig.deliverAll();
+      assert.deepEqual(runsOf(rig, 'hourly'), ['2026-01-05T13:00:00.000Z', '2026-01-05T13:20:00.000Z'], 'no second run');
+      assert.equal((await locker.inspect().schedules()).schedules.find((v) => v.name === 'hourly')?.started, 2, 'the 13:00 tick and the run now, each counted once');
       await assert.rejects(locker.runScheduleNow('nope', 'x'), /no schedule named "nope"/);
       assertEachStepOnce(rig);
     });
