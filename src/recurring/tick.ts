@@ -10,6 +10,10 @@
  * the bulk kickoff's record of each chain it started keeps a tick delivered twice, two instances
  * ticking at once, or a tick resumed after a crash (its runs still `pending`) from starting the
  * run again. A tick that runs out of its budget leaves the rest due: the next tick goes on.
+ *
+ * Each schedule's record is an entity group of its own, and legacy Datastore (and its emulator)
+ * takes at most 25 entity groups in one transaction: every transaction here holds at most
+ * `TICK_GROUPS` records.
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Locks } from '../locks/locks';
@@ -27,8 +31,10 @@ import type { TickResult } from './recurring-types';
 import { readSchedule, SCHEDULE_KIND, SCHEDULE_UNINDEXED, scheduleKey, scheduleProperties, type PlannedRun } from './schedule-record';
 import { declared, failedBeforeStart, planTick, removed, settled, type RunOutcome } from './transitions';
 
-/** Schedules read, planned and settled per transaction. */
+/** Schedules read, planned, started and settled per round. */
 export const TICK_BATCH = 100;
+/** Schedule records per transaction: legacy Datastore takes at most 25 entity groups in one. */
+export const TICK_GROUPS = 20;
 /** Keys the due query asks for at once. */
 const DUE_PAGE = 500;
 
@@ -81,8 +87,8 @@ export async function tick(parts: TickParts, declarations: ReadonlyMap<string, D
 async function writeDeclarations(parts: TickParts, declarations: ReadonlyMap<string, Declaration>, now: Date): Promise<number> {
   const all = [...declarations.values()];
   let written = 0;
-  for (let i = 0; i < all.length; i += TICK_BATCH) {
-    const batch = all.slice(i, i + TICK_BATCH);
+  for (let i = 0; i < all.length; i += TICK_GROUPS) {
+    const batch = all.slice(i, i + TICK_GROUPS);
     written += await parts.locks.transact(async (tx) => {
       const found = await getAll(tx, batch.map((d) => scheduleKey(d.name, parts.namespace)));
       let n = 0;
@@ -123,37 +129,18 @@ async function tickBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
   });
 
   const starts: Start[] = [];
-  const plans = await parts.locks.transact(async (tx) => {
-    starts.length = 0;
-    const found = await getAll(tx, keys);
-    const out = { due: 0, skipped: 0, queued: 0, failed: 0, removed: [] as string[] };
-    found.forEach((props, i) => {
-      const record = readSchedule(props);
-      if (!record) return;
-      const d = declarations.get(record.name);
-      if (!d) {
-        if (record.state === 'removed') return;
-        out.removed.push(record.name);
-        tx.put(keys[i]!, scheduleProperties(removed(record)), SCHEDULE_UNINDEXED);
-        return;
-      }
-      out.due += 1;
-      const seen = liveByName.get(record.name);
-      // The last run read before the transaction is the one judged; if another was recorded since, judge it live.
-      const live = seen === undefined ? record.last?.outcome === 'started' && record.last.chain !== undefined : seen.chain === record.last?.chain ? seen.live : true;
-      const plan = planTick(record, d, now, live, (when) => placeOf(d, when));
-      let next = plan.record;
-      if (plan.failed.length > 0) {
-        out.failed += plan.failed.length;
-        next = failedBeforeStart(next, plan.failed, now);
-      }
-      out.skipped += plan.skipped;
-      if (plan.queued) out.queued += 1;
-      tx.put(keys[i]!, scheduleProperties(next), SCHEDULE_UNINDEXED);
-      for (const run of plan.starts) starts.push({ name: record.name, run, d });
-    });
-    return out;
-  });
+  const plans: Planned = { due: 0, skipped: 0, queued: 0, failed: 0, removed: [] };
+  for (let g = 0; g < keys.length; g += TICK_GROUPS) {
+    const group = keys.slice(g, g + TICK_GROUPS);
+    const groupStarts: Start[] = [];
+    const planned = await planGroup(parts, declarations, group, now, liveByName, groupStarts);
+    plans.due += planned.due;
+    plans.skipped += planned.skipped;
+    plans.queued += planned.queued;
+    plans.failed += planned.failed;
+    plans.removed.push(...planned.removed);
+    starts.push(...groupStarts);
+  }
   result.due += plans.due;
   result.skipped += plans.skipped;
   result.queued += plans.queued;
@@ -170,16 +157,63 @@ async function tickBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
       else result.skipped += 1;
     }
   }
-  await parts.locks.transact(async (tx) => {
-    const names = [...outcomes.keys()];
-    const found = await getAll(tx, names.map((name) => scheduleKey(name, parts.namespace)));
+  const all = [...outcomes.keys()];
+  for (let g = 0; g < all.length; g += TICK_GROUPS) {
+    const names = all.slice(g, g + TICK_GROUPS);
+    await parts.locks.transact(async (tx) => {
+      const found = await getAll(tx, names.map((name) => scheduleKey(name, parts.namespace)));
+      found.forEach((props, i) => {
+        const record = readSchedule(props);
+        if (!record) return;
+        const next = settled(record, outcomes.get(names[i]!)!, now);
+        if (next !== record) tx.put(scheduleKey(record.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
+      });
+    });
+  }
+}
+
+/** Plans one group of due schedules in one transaction (at most `TICK_GROUPS` records); the runs to start go into `starts`. */
+async function planGroup(parts: TickParts, declarations: ReadonlyMap<string, Declaration>, group: readonly Key[], now: Date, liveByName: ReadonlyMap<string, { chain: string; live: boolean }>, starts: Start[]): Promise<Planned> {
+  return parts.locks.transact(async (tx) => {
+    starts.length = 0;
+    const found = await getAll(tx, group);
+    const out: Planned = { due: 0, skipped: 0, queued: 0, failed: 0, removed: [] };
     found.forEach((props, i) => {
       const record = readSchedule(props);
       if (!record) return;
-      const next = settled(record, outcomes.get(names[i]!)!, now);
-      if (next !== record) tx.put(scheduleKey(record.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
+      const d = declarations.get(record.name);
+      if (!d) {
+        if (record.state === 'removed') return;
+        out.removed.push(record.name);
+        tx.put(group[i]!, scheduleProperties(removed(record)), SCHEDULE_UNINDEXED);
+        return;
+      }
+      out.due += 1;
+      const seen = liveByName.get(record.name);
+      // The last run read before the transaction is the one judged; if another was recorded since, judge it live.
+      const live = seen === undefined ? record.last?.outcome === 'started' && record.last.chain !== undefined : seen.chain === record.last?.chain ? seen.live : true;
+      const plan = planTick(record, d, now, live, (when) => placeOf(d, when));
+      let next = plan.record;
+      if (plan.failed.length > 0) {
+        out.failed += plan.failed.length;
+        next = failedBeforeStart(next, plan.failed, now);
+      }
+      out.skipped += plan.skipped;
+      if (plan.queued) out.queued += 1;
+      tx.put(group[i]!, scheduleProperties(next), SCHEDULE_UNINDEXED);
+      for (const run of plan.starts) starts.push({ name: record.name, run, d });
     });
+    return out;
   });
+}
+
+/** What planning a group did. */
+interface Planned {
+  due: number;
+  skipped: number;
+  queued: number;
+  failed: number;
+  removed: string[];
 }
 
 /** Starts the runs, one bulk kickoff per scheduled time; answers each schedule's outcomes. */

@@ -47,6 +47,21 @@ export function recurringSuite(name: string, open: () => Promise<StoreUnderTest>
       assert.equal(view?.last?.outcome, 'started');
     });
 
+    it('30 schedules due at one tick start once each (legacy Datastore takes at most 25 entity groups in a transaction)', async () => {
+      const rig = recurringRig(s.store, space(), Date.UTC(2026, 0, 5, 9, 59, 30));
+      const locker = rig.instance();
+      const names = Array.from({ length: 30 }, (_, i) => `many-${i}`);
+      for (const name of names) locker.recurring(name, { cron: '* * * * *', path: '/run' });
+      assert.equal((await locker.tick()).declared, 30);
+      rig.now = Date.UTC(2026, 0, 5, 10, 0, 5);
+      const result = await locker.tick();
+      assert.equal(result.due, 30);
+      assert.equal(result.started, 30);
+      await rig.deliverAll();
+      for (const name of names) assert.deepEqual(runsOf(rig, name), ['2026-01-05T10:00:00.000Z'], name);
+      assertEachStepOnce(rig);
+    });
+
     it('two instances ticking together start each run once', async () => {
       const rig = recurringRig(s.store, space(), Date.UTC(2026, 0, 5, 9, 59, 0));
       const a = rig.instance();
