@@ -328,7 +328,7 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
 
 /** Recurring work's commands: ticks and the clock moved by less than a minute (twice each: they are what drives it), pause and resume, run-now, a deploy. */
 function recurringCommands(): Array<fc.Arbitrary<Command>> {
-  const dies = fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: fc.constantFrom(2, 3, 5), weight: 1 });
+  const dies = fc.oneof({ arbitrary: fc.constant(undefined), weight: 1 }, { arbitrary: fc.constantFrom(2, 3, 5), weight: 1 });
   const ticks = fc.tuple(fc.array(slot, { minLength: 1, maxLength: 3 }), dies).map(([slots, n]) => new Tick(slots, n));
   const schedule = fc.constantFrom(...SCHEDULE_NAMES);
   const advance = fc.constantFrom(20_000, 45_000).map((ms) => new Advance(ms));

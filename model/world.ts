@@ -422,8 +422,10 @@ export class World {
     }
     const sweepers = this.quietSweepers();
     if (this.config.recurring) {
-      // Recurring work stops: a last tick starts what is due, then every schedule is paused (its
+      // Recurring work stops: once the open tasks ran (a run a dead tick started ends first), a
+      // last tick starts what is due and what is pending, then every schedule is paused (its
       // pending runs still start, on the sweeps below), so that the rounds come to rest.
+      await this.deliverOpen();
       this.seen.recurring.quietOp = ++this.operations;
       await this.tick([sweepers[0]!]);
       for (const name of SCHEDULE_NAMES) await this.control('pause', name, this.at(sweepers[0]!));
@@ -434,13 +436,7 @@ export class World {
     for (let round = 0; round < QUIET_ROUNDS && still < 2; round++) {
       const before = this.seen.runs.length + this.desk.given.length;
       let moved = 0;
-      for (const [i, name] of this.taskNames(false).entries()) {
-        this.operations++;
-        await this.deliver(name, this.at(i), PLAIN);
-        this.restartDead();
-        await this.look();
-      }
-      for (const id of this.waitingRuns()) await this.release(id);
+      await this.deliverOpen();
       this.advance(QUIET_STEP);
       this.operations++;
       const swept = await this.sweep(this.at(sweepers[round % sweepers.length]!));
@@ -449,6 +445,17 @@ export class World {
       moved += this.seen.runs.length + this.desk.given.length - before;
       still = moved === 0 && swept !== undefined ? still + 1 : 0; // a sweep that did not finish is no sign of rest
     }
+  }
+
+  /** Delivers every open task once (plainly, to the slots in turn), then releases the runs left waiting. */
+  private async deliverOpen(): Promise<void> {
+    for (const [i, name] of this.taskNames(false).entries()) {
+      this.operations++;
+      await this.deliver(name, this.at(i), PLAIN);
+      this.restartDead();
+      await this.look();
+    }
+    for (const id of this.waitingRuns()) await this.release(id);
   }
 
   /** The slots whose sweeps bring the world to quiet: those running the old code (every schedule declared), or every slot when none does. */
