@@ -3,7 +3,10 @@
  * declarations, reads the schedules due (`due <= now`, a keys-only query), plans each in a
  * transaction (`planTick`: the runs to start go into the record's `pending` and its next tick
  * advances, in one commit), starts every planned run through the bulk kickoff, and settles the
- * records (`settled`). Every store round is batched: a lookup and a commit per 100 schedules.
+ * records (`settled`). Every store round is batched: the declarations are read in batched
+ * lookups (and written only when new, changed or due a refresh), and each page of 500 due
+ * schedules is read in one lookup, planned and settled in transactions of 20, and started by one
+ * bulk kickoff per scheduled time.
  *
  * Exactly once per (schedule, tick): a run's kickoff id is its scheduled time
  * (`recurring@<ISO time>`), so its chain id is derived from that time and its entity's key, and
@@ -31,8 +34,8 @@ import type { TickResult } from './recurring-types';
 import { readSchedule, SCHEDULE_KIND, SCHEDULE_UNINDEXED, scheduleKey, scheduleProperties, type PlannedRun } from './schedule-record';
 import { declared, failedBeforeStart, planTick, removed, settled, type RunOutcome } from './transitions';
 
-/** Schedules read, planned, started and settled per round. */
-export const TICK_BATCH = 100;
+/** Schedules read, planned, started (one bulk kickoff per scheduled time) and settled per round: a page of the due query. */
+export const TICK_BATCH = 500;
 /** Schedule records per transaction: legacy Datastore takes at most 25 entity groups in one. */
 export const TICK_GROUPS = 20;
 /** Keys the due query asks for at once. */
@@ -85,7 +88,11 @@ export async function tick(parts: TickParts, declarations: ReadonlyMap<string, D
 
 /** Writes the records of declarations that are new, changed, or declared again; answers how many. */
 async function writeDeclarations(parts: TickParts, declarations: ReadonlyMap<string, Declaration>, now: Date): Promise<number> {
-  const all = [...declarations.values()];
+  // Read outside a transaction first (batched lookups): most ticks find every record as declared
+  // and write nothing. Only the ones to write are read again and written, in transactions.
+  const every = [...declarations.values()];
+  const found = await parts.reads.getMany(every.map((d) => scheduleKey(d.name, parts.namespace)));
+  const all = every.filter((d, i) => declared(readSchedule(found[i]), d, now) !== undefined);
   let written = 0;
   for (let i = 0; i < all.length; i += TICK_GROUPS) {
     const batch = all.slice(i, i + TICK_GROUPS);
