@@ -5,8 +5,8 @@
  * advances, in one commit), starts every planned run through the bulk kickoff, and settles the
  * records (`settled`). Every store round is batched: the declarations are read in batched
  * lookups (and written only when new, changed or due a refresh), and each page of 500 due
- * schedules is read in one lookup, planned and settled in transactions of 20, and started by one
- * bulk kickoff per scheduled time.
+ * schedules is read in one lookup, planned and settled in transactions of 20 (8 at a time), and
+ * started by one bulk kickoff per scheduled time.
  *
  * Exactly once per (schedule, tick): a run's kickoff id is its scheduled time
  * (`recurring@<ISO time>`), so its chain id is derived from that time and its entity's key, and
@@ -38,6 +38,8 @@ import { declared, failedBeforeStart, planTick, removed, settled, type RunOutcom
 export const TICK_BATCH = 500;
 /** Schedule records per transaction: legacy Datastore takes at most 25 entity groups in one. */
 export const TICK_GROUPS = 20;
+/** Transactions of one round in flight at once. */
+const TICK_CONCURRENCY = 8;
 /** Keys the due query asks for at once. */
 const DUE_PAGE = 500;
 
@@ -93,22 +95,18 @@ async function writeDeclarations(parts: TickParts, declarations: ReadonlyMap<str
   const every = [...declarations.values()];
   const found = await parts.reads.getMany(every.map((d) => scheduleKey(d.name, parts.namespace)));
   const all = every.filter((d, i) => declared(readSchedule(found[i]), d, now) !== undefined);
-  let written = 0;
-  for (let i = 0; i < all.length; i += TICK_GROUPS) {
-    const batch = all.slice(i, i + TICK_GROUPS);
-    written += await parts.locks.transact(async (tx) => {
-      const found = await getAll(tx, batch.map((d) => scheduleKey(d.name, parts.namespace)));
-      let n = 0;
-      batch.forEach((d, j) => {
-        const next = declared(readSchedule(found[j]), d, now);
-        if (!next) return;
-        tx.put(scheduleKey(d.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
-        n += 1;
-      });
-      return n;
+  const written = await eachGroup(all, (batch) => parts.locks.transact(async (tx) => {
+    const found = await getAll(tx, batch.map((d) => scheduleKey(d.name, parts.namespace)));
+    let n = 0;
+    batch.forEach((d, j) => {
+      const next = declared(readSchedule(found[j]), d, now);
+      if (!next) return;
+      tx.put(scheduleKey(d.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
+      n += 1;
     });
-  }
-  return written;
+    return n;
+  }));
+  return written.reduce((a, b) => a + b, 0);
 }
 
 /** A run to start, with its declaration. */
@@ -137,10 +135,11 @@ async function tickBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
 
   const starts: Start[] = [];
   const plans: Planned = { due: 0, skipped: 0, queued: 0, failed: 0, removed: [] };
-  for (let g = 0; g < keys.length; g += TICK_GROUPS) {
-    const group = keys.slice(g, g + TICK_GROUPS);
+  const groups = await eachGroup(keys, async (group) => {
     const groupStarts: Start[] = [];
-    const planned = await planGroup(parts, declarations, group, now, liveByName, groupStarts);
+    return { planned: await planGroup(parts, declarations, group, now, liveByName, groupStarts), groupStarts };
+  });
+  for (const { planned, groupStarts } of groups) {
     plans.due += planned.due;
     plans.skipped += planned.skipped;
     plans.queued += planned.queued;
@@ -164,19 +163,42 @@ async function tickBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
       else result.skipped += 1;
     }
   }
-  const all = [...outcomes.keys()];
-  for (let g = 0; g < all.length; g += TICK_GROUPS) {
-    const names = all.slice(g, g + TICK_GROUPS);
-    await parts.locks.transact(async (tx) => {
-      const found = await getAll(tx, names.map((name) => scheduleKey(name, parts.namespace)));
-      found.forEach((props, i) => {
-        const record = readSchedule(props);
-        if (!record) return;
-        const next = settled(record, outcomes.get(names[i]!)!, now);
-        if (next !== record) tx.put(scheduleKey(record.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
-      });
+  await eachGroup([...outcomes.keys()], (names) => parts.locks.transact(async (tx) => {
+    const found = await getAll(tx, names.map((name) => scheduleKey(name, parts.namespace)));
+    found.forEach((props, i) => {
+      const record = readSchedule(props);
+      if (!record) return;
+      const next = settled(record, outcomes.get(names[i]!)!, now);
+      if (next !== record) tx.put(scheduleKey(record.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
     });
-  }
+  }));
+}
+
+/**
+ * `fn` on `items` in groups of `TICK_GROUPS` (one transaction each), `TICK_CONCURRENCY` groups at a
+ * time (each group's records are entity groups of their own: the transactions never contend);
+ * answers in the groups' order. A group that fails fails the call once those in flight ended: what
+ * they committed stands (runs planned stay pending for the next tick).
+ */
+async function eachGroup<T, R>(items: readonly T[], fn: (group: readonly T[]) => Promise<R>): Promise<R[]> {
+  const groups: T[][] = [];
+  for (let g = 0; g < items.length; g += TICK_GROUPS) groups.push(items.slice(g, g + TICK_GROUPS));
+  const out: R[] = new Array<R>(groups.length);
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async (): Promise<void> => {
+    while (next < groups.length && !failure) {
+      const i = next++;
+      try {
+        out[i] = await fn(groups[i]!);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(TICK_CONCURRENCY, groups.length) }, worker));
+  if (failure) throw failure.error;
+  return out;
 }
 
 /** Plans one group of due schedules in one transaction (at most `TICK_GROUPS` records); the runs to start go into `starts`. */
