@@ -15,7 +15,9 @@
  * - (r3) none missed: a time of a per-tick schedule that a tick planned is run, where the model
  *   knows it was planned (see `owedTimes`); for the fixed-entity schedule (overlap `skip`, whose
  *   skips depend on whether its last run still ran), the times known planned and not run are at
- *   most the skips its view counts; and no schedule's view counts more runs started than it had chains;
+ *   most the skips its view counts; a per-tick schedule's view counts no more skips than it has
+ *   times not run between the first and the last tick of code declaring it (its entity is its own:
+ *   nothing overlaps it); and no schedule's view counts more runs started than it had chains;
  * - (r4) run-now once per id: every answer to one id names one time, the runs of one id's calls
  *   are one chain, and an answer `started` has its run.
  */
@@ -122,6 +124,15 @@ function scheduleRules(o: Observations, s: ModelSchedule, runs: ReturnType<typeo
   if (view && s.key === 'fixed') {
     const missed = planned.filter(({ at, settledLater }) => settledLater && !ran.has(at));
     if (missed.length > view.skipped) out.push({ promise: 'r', text: `schedule ${s.name} (overlap ${s.overlap}) never ran for ${missed.length} time(s) ticks planned (${missed.slice(0, 3).map(({ at }) => iso(at)).join(', ')}${missed.length > 3 ? ', …' : ''}); its view counts ${view.skipped} skipped` });
+  }
+  if (view && s.key === 'per-tick' && attempts.length > 0) {
+    // A per-tick run's entity is its own: no overlap skips it, so each skip is a time not run (missed
+    // beyond the misfire policy), between the first and the last tick of code declaring it.
+    const first = Math.min(...attempts.map((t) => t.now));
+    const last = Math.max(...attempts.map((t) => t.now));
+    let unrun = 0;
+    for (let at = Math.floor(first / s.periodMs) * s.periodMs + s.periodMs; at <= last; at += s.periodMs) if (!ran.has(at)) unrun += 1;
+    if (view.skipped > unrun) out.push({ promise: 'r', text: `schedule ${s.name}'s view counts ${view.skipped} skipped; only ${unrun} of its times from ${iso(first)} to ${iso(last)} did not run (a per-tick run is never skipped for an overlap)` });
   }
   if (view) {
     const chains = new Set([...runs.values()].filter((r) => r.schedule === s.name).flatMap((r) => [...r.chains]));

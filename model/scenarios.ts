@@ -154,11 +154,11 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
   // Issue 39: recurring work. Each holds on the code as merged; its mutant (model/mutants/) brings its defect back.
   {
     id: '39.1', title: 'a tick that died after planning its runs leaves them pending, and the next tick starts them', promise: 'r', fixed: true, config: RECURRING_CONFIG,
-    commands: () => [new Tick([0]), new Advance(MINUTE_AND_A_SECOND), new Tick([0], 2), new Tick([1])],
+    commands: () => [new Tick([0]), new Advance(MINUTE_AND_A_SECOND), new Tick([0], 1), new Tick([1])],
   },
   {
     id: '39.2', title: 'a tick that died after its kickoff, its run ended since, is resumed by the next tick without a second chain', promise: 'r', fixed: true, config: RECURRING_CONFIG,
-    commands: () => [new Tick([0]), new Advance(MINUTE_AND_A_SECOND), new Tick([0], 5), new DeliverOf('r-min', 1, run('return')), new Tick([1])],
+    commands: () => [new Tick([0]), new Advance(MINUTE_AND_A_SECOND), new Tick([0], 4), new DeliverOf('r-min', 1, run('return')), new Tick([1])],
   },
   {
     id: '39.3', title: 'run-now under one id, confirmed again after its run ended, counts its run twice in the view\'s started', promise: 'r', fixed: true, config: RECURRING_CONFIG,
