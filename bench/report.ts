@@ -16,6 +16,7 @@ import type { TelemetryReport } from './telemetry';
 import { kickoffJson, kickoffLines, type KickoffReport } from './kickoff';
 import { fanOutJson, fanOutLines, type FanOutReport } from './fanout';
 import { consoleJson, consoleLines, type ConsoleReport } from './console';
+import { recurringJson, recurringLines, type RecurringReport } from './recurring';
 
 /** The issue's targets, as medians on the legacy emulator. */
 export const TARGETS = Object.freeze({ stepToFloor: 1.4, duplicateToFloor: 0.35, throughput16ToFloor: 0.6 });
@@ -45,6 +46,8 @@ export interface Results {
   fanOut?: FanOutReport;
   /** The status page's overview at scale (`console.ts`). */
   console?: ConsoleReport;
+  /** Schedules all due at one tick (`recurring.ts`). */
+  recurring?: RecurringReport;
 }
 
 /** The medians and ratios both outputs are made of. */
@@ -139,6 +142,7 @@ export function summaryJson(r: Results): Record<string, unknown> {
     ...(r.kickoffs && kickoffJson(r.kickoffs)),
     ...(r.fanOut && fanOutJson(r.fanOut)),
     ...(r.console && consoleJson(r.console)),
+    ...(r.recurring && recurringJson(r.recurring)),
   };
 }
 
@@ -220,6 +224,7 @@ export function table(r: Results): string {
   if (r.kickoffs) lines.push('', ...kickoffLines(r.kickoffs));
   if (r.fanOut) lines.push('', ...fanOutLines(r.fanOut));
   if (r.console) lines.push('', ...consoleLines(r.console));
+  if (r.recurring) lines.push('', ...recurringLines(r.recurring));
   return lines.join('\n');
 }
 

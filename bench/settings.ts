@@ -1,8 +1,8 @@
 /**
  * How much the benchmark measures. `BENCH_QUICK=1` makes a short run; single sizes can be
  * overridden (`BENCH_JVM_WARMUP`, `BENCH_ROUNDS`, `BENCH_WARMUP`, `BENCH_BATCHES`, `BENCH_BATCH_OPS`, `BENCH_LEAK_STEPS`,
- * `BENCH_SIMULTANEOUS_ROUNDS`, `BENCH_KICKOFF_CHAINS`, `BENCH_KICKOFF_ROUNDS`, `BENCH_FANOUT_CHILDREN`; `BENCH_ONLY=kickoff` or
- * `BENCH_ONLY=fanout` runs that part alone),
+ * `BENCH_SIMULTANEOUS_ROUNDS`, `BENCH_KICKOFF_CHAINS`, `BENCH_KICKOFF_ROUNDS`, `BENCH_FANOUT_CHILDREN`, `BENCH_RECURRING_SCHEDULES`;
+ * `BENCH_ONLY=kickoff`, `fanout`, `console` or `recurring` runs that part alone),
  * which the smoke test uses for a tiny round.
  */
 
@@ -32,15 +32,17 @@ export interface Settings {
   kickoffRounds: number;
   /** Children of the fan-out part (and plain chains it compares them with). */
   fanOutChildren: number;
+  /** Schedules all due at one tick (`bench/recurring.ts`). */
+  recurringSchedules: number;
   /** Chains the status page's overview is measured over (`bench/console.ts`). */
   consoleSizes: readonly number[];
-  /** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`), `fanout` (`npm run bench:fanout`) or `console` (`npm run bench:console`) runs that part alone. */
-  only: 'kickoff' | 'fanout' | 'console' | undefined;
+  /** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`), `fanout` (`npm run bench:fanout`), `console` (`npm run bench:console`) or `recurring` (`npm run bench:recurring`) runs that part alone. */
+  only: 'kickoff' | 'fanout' | 'console' | 'recurring' | undefined;
   quick: boolean;
 }
 
-const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, kickoffChains: 1_000, kickoffRounds: 5, fanOutChildren: 10_000, consoleSizes: [10_000, 100_000], only: undefined, quick: false };
-const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, simultaneous: 20, simultaneousRounds: 10, kickoffChains: 1_000, kickoffRounds: 3, fanOutChildren: 200, consoleSizes: [1_000, 10_000], only: undefined, quick: true };
+const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, kickoffChains: 1_000, kickoffRounds: 5, fanOutChildren: 10_000, recurringSchedules: 10_000, consoleSizes: [10_000, 100_000], only: undefined, quick: false };
+const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, simultaneous: 20, simultaneousRounds: 10, kickoffChains: 1_000, kickoffRounds: 3, fanOutChildren: 200, recurringSchedules: 1_000, consoleSizes: [1_000, 10_000], only: undefined, quick: true };
 
 /** The settings for this run, from the environment. */
 export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -58,15 +60,16 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     kickoffChains: count(env, 'BENCH_KICKOFF_CHAINS', base.kickoffChains),
     kickoffRounds: count(env, 'BENCH_KICKOFF_ROUNDS', base.kickoffRounds),
     fanOutChildren: count(env, 'BENCH_FANOUT_CHILDREN', base.fanOutChildren),
+    recurringSchedules: count(env, 'BENCH_RECURRING_SCHEDULES', base.recurringSchedules),
     consoleSizes: sizes(env, 'BENCH_CONSOLE_SIZES', base.consoleSizes),
     only: only(env.BENCH_ONLY),
   };
 }
 
-function only(raw: string | undefined): 'kickoff' | 'fanout' | 'console' | undefined {
+function only(raw: string | undefined): 'kickoff' | 'fanout' | 'console' | 'recurring' | undefined {
   if (raw === undefined || raw === '') return undefined;
-  if (raw === 'kickoff' || raw === 'fanout' || raw === 'console') return raw;
-  throw new Error(`BENCH_ONLY must be kickoff, fanout or console (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
+  if (raw === 'kickoff' || raw === 'fanout' || raw === 'console' || raw === 'recurring') return raw;
+  throw new Error(`BENCH_ONLY must be kickoff, fanout, console or recurring (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
 }
 
 /** A comma-separated list of chain counts (each at least 400: the part reads 300 keys of one state). */

@@ -10,6 +10,8 @@
  * batched upsert (`kickoff.ts`); `BENCH_ONLY=kickoff` (`npm run bench:kickoff`) runs that part alone.
  * Then a fan-out of 10,000 children against `scheduleMany()` of as many chains (`fanout.ts`);
  * `BENCH_ONLY=fanout` (`npm run bench:fanout`) runs that part alone.
+ * Then 10,000 schedules all due at one tick against `scheduleMany()` of as many chains
+ * (`recurring.ts`); `BENCH_ONLY=recurring` (`npm run bench:recurring`) runs that part alone.
  *
  * `BENCH_QUICK=1` makes a short run (see `settings.ts` for single sizes). `BENCH_LEAK_STORE`
  * chooses the store of the memory check: `datastore` (the emulator, default), `memory` (the
@@ -36,6 +38,7 @@ import { measureTelemetry } from './telemetry';
 import { kickoffJson, kickoffLines, measureKickoffs } from './kickoff';
 import { fanOutJson, fanOutLines, measureFanOut } from './fanout';
 import { consoleJson, consoleLines, measureConsole } from './console';
+import { measureRecurring, recurringJson, recurringLines } from './recurring';
 import { measureThroughput } from './throughput';
 import { warmUp } from './warmup';
 
@@ -46,6 +49,7 @@ async function main(): Promise<void> {
   if (settings.only === 'kickoff') return kickoffsAlone(settings);
   if (settings.only === 'fanout') return fanOutAlone(settings);
   if (settings.only === 'console') return consoleAlone(settings);
+  if (settings.only === 'recurring') return recurringAlone(settings);
   const leakStores = leakStoreChoice(process.env.BENCH_LEAK_STORE);
   const datastore = legacyDatastore();
   const keys = new KeySource(datastore, `bench-${process.pid}-${Date.now().toString(36)}`);
@@ -85,7 +89,9 @@ async function main(): Promise<void> {
     const fanOutDatastore = new Datastore({ ...datastore.options, projectId: `${String(datastore.options.projectId)}-fanout` });
     const fanOut = await measureFanOut(fanOutDatastore, new KeySource(fanOutDatastore, `${keys.namespace}-fan`), settings.fanOutChildren);
     const consoleReport = await measureConsole(consoleEmulators(datastore), settings.consoleSizes, progress);
-    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry, kickoffs, fanOut, console: consoleReport };
+    progress(`${settings.recurringSchedules} schedules all due at one tick, against scheduleMany() of as many chains`);
+    const recurring = await measureRecurring(datastore, keys, settings.recurringSchedules);
+    results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry, kickoffs, fanOut, console: consoleReport, recurring };
   } finally {
     await server.close();
     await spy.close();
@@ -128,6 +134,17 @@ async function fanOutAlone(settings: ReturnType<typeof readSettings>): Promise<v
   console.log(`datastore-locker fan-out benchmark on the legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})\n`);
   console.log(fanOutLines(report).join('\n'));
   console.log(JSON.stringify({ bench: 'datastore-locker fan-out', ...fanOutJson(report) }));
+}
+
+/** `BENCH_ONLY=recurring` (`npm run bench:recurring`): the recurring part alone, its lines, then its JSON line. */
+async function recurringAlone(settings: ReturnType<typeof readSettings>): Promise<void> {
+  const datastore = legacyDatastore();
+  const keys = new KeySource(datastore, `bench-${process.pid}-${Date.now().toString(36)}`);
+  process.stderr.write(`bench: ${settings.recurringSchedules} schedules all due at one tick, against scheduleMany() of as many chains\n`);
+  const report = await measureRecurring(datastore, keys, settings.recurringSchedules);
+  console.log(`datastore-locker recurring work benchmark on the legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})\n`);
+  console.log(recurringLines(report).join('\n'));
+  console.log(JSON.stringify({ bench: 'datastore-locker recurring', ...recurringJson(report) }));
 }
 
 /** RPCs each kind of operation sends, counted in an untimed pass. */

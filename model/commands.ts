@@ -9,6 +9,7 @@ import { BLOCKS, FINISHES, ON_SIGNAL, type Script } from './handler';
 import { TIMINGS, type KillPoint } from './instance';
 import { POLICIES, type FanSpec } from './fan-out-plan';
 import { ENTITIES, FORGERIES, type FanOutAction, type Forgery, type SequenceConfig, type World } from './world';
+import { SCHEDULE_NAMES, type Declares } from './recurring';
 
 /** A command of the model. */
 export type Command = fc.AsyncCommand<object, World>;
@@ -190,6 +191,43 @@ export class StoreOutage extends Op {
   toString(): string { return `store outage(next ${this.count} operation(s)${this.applied ? ', writes applied' : ''})`; }
 }
 
+/**
+ * `locker.tick()` on instances, all at once (a slot named twice ticks twice at once). With
+ * `dieAfterWrites`, the first instance dies just after that many writes. With its declarations
+ * unchanged (a tick writes them only when new, changed or due a refresh: one write more then): 1,
+ * past its plan (its runs pending, none started); 2, inside its kickoff; 4, past its kickoff (its
+ * tasks created), before its settle.
+ */
+export class Tick extends Op {
+  constructor(readonly slots: readonly number[], readonly dieAfterWrites?: number) { super(); }
+  act(w: World): Promise<void> { return w.tick(this.slots, this.dieAfterWrites); }
+  toString(): string {
+    return `tick() on slot${this.slots.length > 1 ? 's' : ''} ${this.slots.join(', ')}${this.slots.length > 1 ? ' at once' : ''}${this.dieAfterWrites === undefined ? '' : `, slot ${this.slots[0]} dying just after its write ${this.dieAfterWrites}`}`;
+  }
+}
+
+/** An operator's `pauseSchedule()` or `resumeSchedule()`. */
+export class Control extends Op {
+  constructor(readonly action: 'pause' | 'resume', readonly schedule: string, readonly slot: number) { super(); }
+  act(w: World): Promise<void> { return w.control(this.action, this.schedule, w.at(this.slot)); }
+  toString(): string { return `${this.action}Schedule(${this.schedule}) on slot ${this.slot}`; }
+}
+
+/** An operator's `runScheduleNow()` under an id that may repeat (a confirm page posted twice), or a fresh one. */
+export class RunNow extends Op {
+  private static fresh = 0;
+  constructor(readonly schedule: string, readonly id: string | undefined, readonly slot: number) { super(); }
+  act(w: World): Promise<void> { return w.runNow(this.schedule, this.id ?? `fresh-${++RunNow.fresh}`, w.at(this.slot)); }
+  toString(): string { return `runScheduleNow(${this.schedule}, ${this.id ?? 'fresh id'}) on slot ${this.slot}`; }
+}
+
+/** A deploy: the slot's instance is replaced by one running the old code (every schedule declared) or the new (`r-old` left out). */
+export class Declare extends Op {
+  constructor(readonly slot: number, readonly code: Declares) { super(); }
+  async act(w: World): Promise<void> { w.redeploy(this.slot, this.code); }
+  toString(): string { return `deploy the ${this.code} code on slot ${this.slot} (${this.code === 'old' ? 'every schedule declared' : 'r-old left out'})`; }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Arbitraries
 
@@ -204,10 +242,11 @@ export class StoreOutage extends Op {
  * `delete`: the app never deletes an entity; `kill-after-write`: no death just after a write;
  * `time-limit`: no sequence sets `requestTimeout`, so no step is cut at it), the operator's bulk actions (`bulk`), forged requests (`forge`; `forge-path`:
  * only those to another path or query; `forge-seq`: only those to another seq), and store
- * outages (`outage`).
+ * outages (`outage`), and recurring work (`recurring`: no schedule is declared, and no tick,
+ * pause, resume, run-now or deploy command is drawn).
  */
 export const FEATURES = [
-  'refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down', 'fanout', 'fanout-throw', 'fanout-wide', 'delete', 'kill-after-write', 'time-limit', 'forge', 'forge-path', 'forge-seq', 'outage', 'bulk',
+  'refusal', 'email', 'stop-after', 'cancel', 'retry', 'kickoff-id', 'rekickoff', 'alerter-down', 'fanout', 'fanout-throw', 'fanout-wide', 'delete', 'kill-after-write', 'time-limit', 'forge', 'forge-path', 'forge-seq', 'outage', 'bulk', 'recurring',
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 
@@ -284,6 +323,25 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
     ...(without.has('outage') ? [] : [fc.tuple(fc.integer({ min: 1, max: 4 }), fc.boolean()).map(([n, applied]) => new StoreOutage(n, applied))]),
     ...(without.has('fanout') ? [] : fanOutCommands(plan, fanSpecArb(without), actions, without)),
     ...forgeries(without),
+    ...(without.has('recurring') ? [] : recurringCommands()),
+  ];
+}
+
+/** Recurring work's commands: ticks and the clock moved by less than a minute (twice each: they are what drives it), pause and resume, run-now (twice), a deploy. */
+function recurringCommands(): Array<fc.Arbitrary<Command>> {
+  const dies = fc.oneof({ arbitrary: fc.constant(undefined), weight: 1 }, { arbitrary: fc.constantFrom(1, 2, 4), weight: 1 });
+  const ticks = fc.tuple(fc.array(slot, { minLength: 1, maxLength: 3 }), dies).map(([slots, n]) => new Tick(slots, n));
+  const schedule = fc.constantFrom(...SCHEDULE_NAMES);
+  // An id used again more often than not: a confirm page posted twice is what run-now's id is for.
+  const nowId = fc.oneof({ arbitrary: fc.constant<string | undefined>('now-1'), weight: 3 }, { arbitrary: fc.constant('now-2'), weight: 1 }, { arbitrary: fc.constant(undefined), weight: 1 });
+  const runNow = fc.tuple(schedule, nowId, slot).map(([n, id, s]) => new RunNow(n, id, s));
+  const advance = fc.constantFrom(20_000, 45_000).map((ms) => new Advance(ms));
+  return [
+    ticks, ticks,
+    advance, advance,
+    fc.tuple(fc.constantFrom<'pause' | 'resume'>('pause', 'resume'), schedule, slot).map(([a, n, s]) => new Control(a, n, s)),
+    runNow, runNow,
+    fc.tuple(slot, fc.constantFrom<Declares>('old', 'new')).map(([s, code]) => new Declare(s, code)),
   ];
 }
 
@@ -320,6 +378,7 @@ export function configArbitrary(without: ReadonlySet<Feature> = new Set()): fc.A
     instances: fc.constantFrom(2, 3),
     alerter: without.has('email') ? fc.constant<SequenceConfig['alerter']>('record') : fc.constantFrom<SequenceConfig['alerter']>('record', 'email'),
     maxRetries: fc.constantFrom(2, 3),
+    recurring: fc.constant(!without.has('recurring')),
   }).chain((c) => (without.has('fanout') || without.has('time-limit')
     ? fc.constant<SequenceConfig>(c)
     : fc.oneof(

@@ -54,7 +54,7 @@ const EFFECTFUL: ReadonlySet<Finish> = new Set(['return', 'schedule', 'complete'
 const RESUMING: ReadonlySet<Finish> = new Set(['return', 'schedule', 'complete', 'result']);
 
 /** The routes of every instance: a step, a fan-out child's first step, a join, and routes no task is ever made for (forged requests aim there). */
-export const ROUTES = Object.freeze({ step: '/step', child: '/child', join: '/join', other: '/other', admin: '/admin/step' });
+export const ROUTES = Object.freeze({ step: '/step', child: '/child', join: '/join', other: '/other', admin: '/admin/step', recurring: '/recurring' });
 
 /** A fan-out child's chain id (`f<fan-out id>_<key hash>`). */
 export function isChildChain(chain: string | undefined): boolean {
@@ -153,7 +153,9 @@ export function stepHandler(port: HandlerPort): TaskHandler<ModelEntity> {
     port.ran(ctx, idempotencyKeyOf(ctx));
     // A step that fanned out fans out again when it runs again (the app's code is the same), unless the run throws.
     const resume = RESUMING.has(scripted.finish) ? port.resumeFan(ctx) : undefined;
-    const script: Script = resume ? { ...scripted, finish: 'fanout', fan: scripted.fan ?? resume } : scripted;
+    // A schedule's run does what any step does, but does not fan out (its children would be the model's entities, whose fan-out rules name their parents).
+    const plain = ctx.request.path === ROUTES.recurring && scripted.finish === 'fanout' ? { ...scripted, finish: 'return' as const } : scripted;
+    const script: Script = resume ? { ...plain, finish: 'fanout', fan: plain.fan ?? resume } : plain;
     if (ctx.request.path === ROUTES.join) {
       const fanIn = await ctx.fanIn();
       port.joined(ctx, fanIn ? await readFanIn(fanIn) : undefined);

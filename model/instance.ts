@@ -11,6 +11,7 @@ import type { Logger, Queue, Store, TaskRequest } from '../src/types';
 import type { AlertDesk } from './alert-desk';
 import { stepHandler, ModelEntity, ROUTES, type HandlerPort } from './handler';
 import { MortalStore, never } from './store-faults';
+import { declareSchedules, type Declares } from './recurring';
 
 /** Where each instance mounts the status router, whose task route runs bulk operations' pages. */
 export const OPS_MOUNT = '/ops';
@@ -39,8 +40,10 @@ export interface InstanceDeps {
   port: HandlerPort;
   /** The instance listens for its events on its Locker. */
   listen(locker: Locker): void;
-  /** The namespace of the model's entities (undefined: the default one). */
+  /** The namespace of the model's entities (undefined: the default one); also the Locker's `scheduleNamespace`. */
   namespace?: string | undefined;
+  /** The schedules its code declares (recurring.ts); undefined: none (the sequence leaves recurring work out). */
+  declares?: Declares | undefined;
 }
 
 /** One running instance. */
@@ -53,7 +56,11 @@ export class Instance {
   private dieAtEnqueue = false;
   private markDead: () => void = () => undefined;
 
+  /** The schedules its code declares (undefined: none). */
+  readonly declares: Declares | undefined;
+
   constructor(readonly id: string, deps: InstanceDeps) {
+    this.declares = deps.declares;
     this.death = new Promise<void>((resolve) => { this.markDead = resolve; });
     this.store = new MortalStore(deps.store, () => this.markDead());
     const queue: Queue = {
@@ -65,9 +72,10 @@ export class Instance {
     };
     this.locker = new Locker({
       store: this.store, queue, alerter: deps.desk.alerterFor(() => this.dead), authenticate: false, logger: quiet,
-      clock: deps.clock, maxRetries: deps.maxRetries, ...TIMINGS, telemetry: false,
+      clock: deps.clock, maxRetries: deps.maxRetries, ...TIMINGS, telemetry: false, scheduleNamespace: deps.namespace ?? '',
       ...(deps.requestTimeout === undefined ? {} : { requestTimeout: deps.requestTimeout }),
     });
+    if (deps.declares) declareSchedules(this.locker, deps.declares, deps.namespace);
     deps.listen(this.locker);
     this.app = express();
     const handler = this.locker.handle(stepHandler(deps.port), (props) => new ModelEntity(props));
@@ -84,6 +92,11 @@ export class Instance {
   disarm(): void {
     this.dieAtEnqueue = false;
     this.store.disarm();
+  }
+
+  /** Arms its death just after its `writes`-th write from now (a tick that dies after planning, or after its kickoff). */
+  killAfterWrites(writes: number): void {
+    this.store.armAfterNextWrite(writes);
   }
 
   /** Dies now, or arms the death at the next write or task creation. */

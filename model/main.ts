@@ -68,7 +68,7 @@ async function main(): Promise<number> {
     console.log(JSON.stringify({ ...result, failure: { ...result.failure } }));
     return 1;
   }
-  console.log('model: every promise held: (a) every committed step ran to an end; (b) every effect once, or each extra run named by an alert; (c) every alert claimed reached the alerter, each id stable; (d) no kickoffId started two chains on one entity; (f) fan-out: each join once, after its children, shown each child once as it ended; (s) no forged request ran a handler');
+  console.log('model: every promise held: (a) every committed step ran to an end; (b) every effect once, or each extra run named by an alert; (c) every alert claimed reached the alerter, each id stable; (d) no kickoffId started two chains on one entity; (f) fan-out: each join once, after its children, shown each child once as it ended; (r) recurring work: one chain per (schedule, time), none the policies rule out, none missed, run-now once per id; (s) no forged request ran a handler');
   console.log(JSON.stringify(result));
   return 0;
 }

@@ -7,6 +7,7 @@
 import type { AlertEvent } from '../src/types';
 import type { JoinShown } from './handler';
 import type { PolicyName } from './fan-out-plan';
+import { emptyRecurring, type RecurringSeen } from './recurring';
 
 /** A step: the entity's name and the step's sequence number (unique per entity across its chains). */
 export interface StepRef {
@@ -108,13 +109,15 @@ export interface Observations {
   joins: JoinSeen[];
   /** The sequence's `maxRetries`. */
   maxRetries: number;
+  /** Recurring work: ticks, the operator's pause, resume and run-now, the schedules after quiet. */
+  recurring: RecurringSeen;
 }
 
 /** Empty observations of `entities`. */
 export function emptyObservations(entities: string[], maxRetries: number): Observations {
   return {
     entities, runs: [], effects: [], committed: [], cancelled: [], failed: [], overwritten: [],
-    locks: new Map(entities.map((e) => [e, []])), given: [], received: [], kickoffs: [], tasks: [], fanOuts: [], joins: [], maxRetries,
+    locks: new Map(entities.map((e) => [e, []])), given: [], received: [], kickoffs: [], tasks: [], fanOuts: [], joins: [], maxRetries, recurring: emptyRecurring(),
   };
 }
 

@@ -18,16 +18,20 @@
  * - (f) Fan-out keeps them: the join runs once its fan-out joined, and is shown each child once
  *   with its true end; a child's first step runs once unless alerted; a step that threw (a
  *   fanning step whose source threw included) is retried (oracle-fan-out.ts).
+ * - (r) Recurring work: one chain per (schedule, scheduled time) at most, no run the misfire and
+ *   overlap policies rule out, no time a tick planned left unrun, run-now once per id
+ *   (oracle-recurring.ts).
  * - (s) A forged or replayed request never runs a handler: every run's request (entity, step,
  *   chain, route with its query, body) is one the Locker made a task of.
  */
 import type { AlertEvent } from '../src/types';
 import { stepName, type Observations, type StepRef } from './observations';
 import { fanOutRules } from './oracle-fan-out';
+import { recurringRules } from './oracle-recurring';
 import { DELETED } from './world';
 
 /** Which promise broke. */
-export type Promise4 = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 's';
+export type Promise4 = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'r' | 's';
 
 /** One broken promise. */
 export interface Violation {
@@ -43,6 +47,7 @@ export const PROMISES: Readonly<Record<Promise4, string>> = Object.freeze({
   d: 'no kickoffId started two chains on one entity',
   e: 'ctx.idempotencyKey is stable per step per chain',
   f: 'fan-out: the join runs once, after every child settled, shown each child once as it ended; a child runs once unless alerted; a step that threw is retried',
+  r: 'recurring work: one chain per (schedule, time) at most, none run the policies rule out, none missed, run-now once per id',
   s: 'a forged or replayed request never runs a handler',
 });
 
@@ -55,7 +60,7 @@ interface Owed extends StepRef {
 
 /** Checks every promise; an empty list means all held. */
 export function judge(o: Observations): Violation[] {
-  return [...ranToAnEnd(o), ...onceOrAlerted(o), ...alertsArrived(o), ...kickoffsOnce(o), ...idempotencyKeys(o), ...fanOutRules(o), ...onlyTasksRun(o)];
+  return [...ranToAnEnd(o), ...onceOrAlerted(o), ...alertsArrived(o), ...kickoffsOnce(o), ...idempotencyKeys(o), ...fanOutRules(o), ...recurringRules(o), ...onlyTasksRun(o)];
 }
 
 /** Every run's request is one a Locker made a task of: its entity, step, chain, route (query included) and body. */

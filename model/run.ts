@@ -130,6 +130,7 @@ export async function runSequence(rig: Rig, config: SequenceConfig, commands: It
   try {
     await fc.asyncModelRun(() => ({ model: {}, real: world }), commands);
     await world.quiet();
+    await world.readRecurring();
     return { violations: judge(world.observations()), operations: world.operations };
   } finally {
     await world.close();

@@ -5,7 +5,7 @@
  * promise the oracle finds broken. Set `fixed` once the fix is merged: the sequence must then
  * hold every promise (test/promises/model.test.ts checks both ways).
  */
-import { Advance, Alerter, Bulk, Delete, Deliver, DeliverOf, FanOutOp, Forge, Kickoff, KickoffMany, Kill, Operate, Release, Shutdown, type Command, type Feature, type Plan } from './commands';
+import { Advance, Alerter, Bulk, Delete, Deliver, DeliverOf, FanOutOp, Forge, Kickoff, KickoffMany, Kill, Operate, Release, RunNow, Shutdown, Tick, type Command, type Feature, type Plan } from './commands';
 import type { FanSpec } from './fan-out-plan';
 import { TIMINGS } from './instance';
 import type { Promise4 } from './oracle';
@@ -25,6 +25,9 @@ export interface KnownDefect {
 }
 
 const PLAIN_CONFIG: SequenceConfig = Object.freeze({ instances: 2, alerter: 'record', maxRetries: 3 });
+/** Two instances declaring the model's schedules (model/recurring.ts). */
+const RECURRING_CONFIG: SequenceConfig = Object.freeze({ ...PLAIN_CONFIG, recurring: true });
+const MINUTE_AND_A_SECOND = 61_000;
 const run = (finish: Plan['finish']): Plan => ({ finish, block: 'none', onSignal: 'stop-before' });
 const blocked = (finish: Plan['finish'], onSignal: Plan['onSignal'] = 'stop-before'): Plan => ({ finish, block: 'before-effect', onSignal });
 const PAST_LEASE = TIMINGS.leaseDuration + 1_000;
@@ -147,6 +150,19 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
   {
     id: '37.8', title: 'a fanning step whose source throws part-way fails for good on its first attempt', promise: 'f', fixed: true, config: PLAIN_CONFIG,
     commands: () => [new Kickoff('e0', 0), new DeliverOf('e0', 0, fan(['e1', 'e2'], { throwAt: 1 }))],
+  },
+  // Issue 39: recurring work. Each holds on the code as merged; its mutant (model/mutants/) brings its defect back.
+  {
+    id: '39.1', title: 'a tick that died after planning its runs leaves them pending, and the next tick starts them', promise: 'r', fixed: true, config: RECURRING_CONFIG,
+    commands: () => [new Tick([0]), new Advance(MINUTE_AND_A_SECOND), new Tick([0], 1), new Tick([1])],
+  },
+  {
+    id: '39.2', title: 'a tick that died after its kickoff, its run ended since, is resumed by the next tick without a second chain', promise: 'r', fixed: true, config: RECURRING_CONFIG,
+    commands: () => [new Tick([0]), new Advance(MINUTE_AND_A_SECOND), new Tick([0], 4), new DeliverOf('r-min', 1, run('return')), new Tick([1])],
+  },
+  {
+    id: '39.3', title: 'run-now under one id, confirmed again after its run ended, counts its run twice in the view\'s started', promise: 'r', fixed: true, config: RECURRING_CONFIG,
+    commands: () => [new Tick([0]), new RunNow('r-min', 'now-1', 0), new DeliverOf('r-min', 1, run('return')), new Advance(1_000), new RunNow('r-min', 'now-1', 1)],
   },
 ];
 

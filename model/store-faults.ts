@@ -6,7 +6,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { StoreUnavailableError } from '../src/errors/errors';
-import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerNeeded, LockCount, LockCountQuery, LockPage, LockQuery, LedgerRef, Properties, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../src/types';
+import type { ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerNeeded, LockCount, LockCountQuery, LockPage, LockQuery, LedgerRef, Properties, RecordQuery, Snapshot, StepRead, Store, StoreTransaction, VersionedRead } from '../src/types';
 
 /**
  * A promise that never settles: what a call of a dead process returns. A new one each time, so that
@@ -128,6 +128,13 @@ export class FaultyStore implements Store {
     if (!inner.countLocks) return undefined;
     return (query) => this.reading('countLocks', () => inner.countLocks!(query));
   }
+
+  /** The operator's list of records (the schedules' view: `inspect().schedules()`). */
+  get listRecords(): ((query: RecordQuery) => Promise<LockPage>) | undefined {
+    const inner = this.inner;
+    if (!inner.listRecords) return undefined;
+    return (query) => this.reading('listRecords', () => inner.listRecords!(query));
+  }
 }
 
 /**
@@ -137,7 +144,8 @@ export class FaultyStore implements Store {
 export class MortalStore implements Store {
   private dead = false;
   private dieAtWrite = false;
-  private dieAfterWrite = false;
+  /** Writes still to apply before it dies just after the last of them (0: no such death armed). */
+  private writesToDeath = 0;
 
   constructor(private readonly inner: Store, private readonly onDeath: () => void) {}
 
@@ -157,26 +165,33 @@ export class MortalStore implements Store {
     this.dieAtWrite = true;
   }
 
-  /** Dies just after its next write applied (the write landed; the process never saw its answer). */
-  armAfterNextWrite(): void {
-    this.dieAfterWrite = true;
+  /** Dies just after its next write applied (the write landed; the process never saw its answer), or after its `writes`-th write from now. */
+  armAfterNextWrite(writes = 1): void {
+    this.writesToDeath = writes;
   }
 
   /** Forgets a death armed at (or after) the next write (the fault is healed before it struck). */
   disarm(): void {
     this.dieAtWrite = false;
-    this.dieAfterWrite = false;
+    this.writesToDeath = 0;
   }
 
   get isDead(): boolean {
     return this.dead;
   }
 
+  /** A write applied: whether it was the last before an armed death. */
+  private wrote(): boolean {
+    if (this.writesToDeath === 0) return false;
+    this.writesToDeath -= 1;
+    return this.writesToDeath === 0;
+  }
+
   private async call<T>(run: () => Promise<T>, write: boolean): Promise<T> {
     if (write && this.dieAtWrite) this.die();
     if (this.dead) return never();
     const result = await run();
-    if (write && this.dieAfterWrite) this.die(); // the write applied; its answer is never seen
+    if (write && this.wrote()) this.die(); // the write applied; its answer is never seen
     if (this.dead) return never(); // died while the call was out: its answer is never seen
     return result;
   }
@@ -212,7 +227,7 @@ export class MortalStore implements Store {
       if (this.dead) return never(); // never committed
       return result;
     }).then((result) => {
-      if (this.dieAfterWrite) this.die(); // committed; its answer is never seen
+      if (this.wrote()) this.die(); // committed; its answer is never seen
       return result;
     }), false);
   }
@@ -257,5 +272,11 @@ export class MortalStore implements Store {
     const inner = this.inner;
     if (!inner.countLocks) return undefined;
     return (query) => this.call(() => inner.countLocks!(query), false);
+  }
+
+  get listRecords(): ((query: RecordQuery) => Promise<LockPage>) | undefined {
+    const inner = this.inner;
+    if (!inner.listRecords) return undefined;
+    return (query) => this.call(() => inner.listRecords!(query), false);
   }
 }

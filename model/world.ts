@@ -17,6 +17,8 @@ import { Instance, MODEL_KIND, OPS_MOUNT, TIMINGS, type KillPoint } from './inst
 import type { Loopback } from './loopback';
 import { emptyObservations, type Observations, type Run } from './observations';
 import { FaultyStore, never } from './store-faults';
+import { RECURRING_ROUTE, SCHEDULE_NAMES, type Declares } from './recurring';
+import type { TickResult } from '../src/recurring/recurring-types';
 
 /** What a sequence is run with. */
 export interface SequenceConfig {
@@ -26,6 +28,8 @@ export interface SequenceConfig {
   maxRetries: number;
   /** The Lockers' `requestTimeout`, ms of real time, where a sequence cuts steps at it (a `cut` command waits for it). */
   requestTimeout?: number;
+  /** Every instance declares the model's schedules (recurring.ts); undefined or false: none, and no tick. */
+  recurring?: boolean;
 }
 
 /** What a world is built on: the store, its keys, the loopback server and the SMTP server. */
@@ -90,19 +94,26 @@ export class World {
   private readonly watched = new Set<string>(ENTITIES);
   /** Each fanning step's children (as its first attempt gave them), policy, and the order its last attempt gave, by `entity#seq chain`. */
   private readonly fanSteps = new Map<string, { names: string[]; policy: FanSpec['policy']; reverse: boolean }>();
+  /** The code each slot runs (which schedules it declares), where the sequence has recurring work; a restart keeps its slot's. */
+  private readonly codes: Declares[] = [];
+  /** The run entities recurring tasks named, by name. */
+  private readonly runEntities = new Map<string, Key>();
 
   constructor(readonly config: SequenceConfig, private readonly backend: Backend) {
     this.store = new FaultyStore(backend.store);
     this.desk = new AlertDesk(config.alerter, backend.smtp, this.clock);
     this.seen = emptyObservations([...ENTITIES], config.maxRetries);
-    for (let i = 0; i < config.instances; i++) this.slots.push(this.spawn());
+    for (let i = 0; i < config.instances; i++) {
+      this.codes.push('old');
+      this.slots.push(this.spawn(i));
+    }
   }
 
   key(entity: string): Key {
     return this.backend.key(entity);
   }
 
-  private spawn(): Instance {
+  private spawn(slot: number): Instance {
     const id = `n${++this.serial}`;
     let self: Instance | undefined;
     const port: HandlerPort = {
@@ -154,9 +165,11 @@ export class World {
         const h = lowerCase(task.headers);
         const key = h['x-lock-key'] === undefined ? undefined : self?.locker.decodeKey(h['x-lock-key']);
         this.seen.tasks.push({ entity: key?.name ?? '', seq: Number(h['x-lock-seq']), chain: h['x-lock-chain'], path: task.path, body: task.body });
+        if (key?.name !== undefined && task.path === RECURRING_ROUTE) this.runEntities.set(key.name, key);
       },
       listen: (locker) => this.listen(locker),
       namespace: this.key('e0').namespace,
+      declares: this.config.recurring ? this.codes[slot] : undefined,
     });
     self = instance;
     this.backend.loopback.add(id, instance.app);
@@ -177,7 +190,7 @@ export class World {
   /** Replaces every dead instance with a fresh one (the process restarted). */
   restartDead(): void {
     for (let i = 0; i < this.slots.length; i++) {
-      if (this.slots[i]!.dead) this.slots[i] = this.spawn();
+      if (this.slots[i]!.dead) this.slots[i] = this.spawn(i);
     }
   }
 
@@ -361,7 +374,11 @@ export class World {
 
   /** A sweep from `instance`; resolves to what it did, or undefined. */
   async sweep(instance: Instance): Promise<{ resent: number; alerted: number } | undefined> {
+    const now = this.now;
+    const op = this.operations;
+    const serial = this.seen.recurring.serials++;
     const r = await this.call(instance, () => instance.locker.sweep());
+    this.noteTick(instance, serial, now, op, r && ('value' in r ? r.value.recurring ?? { error: 'the sweep did not tick' } : { error: String(r.error) }));
     return r && 'value' in r ? r.value : undefined;
   }
 
@@ -403,25 +420,120 @@ export class World {
       await this.release(id);
       await this.look();
     }
+    const sweepers = this.quietSweepers();
+    if (this.config.recurring) {
+      // Recurring work stops: once the open tasks ran (a run a dead tick started ends first), a
+      // last tick starts what is due and what is pending, then every schedule is paused (its
+      // pending runs still start, on the sweeps below), so that the rounds come to rest.
+      await this.deliverOpen();
+      this.seen.recurring.quietOp = ++this.operations;
+      await this.tick([sweepers[0]!]);
+      for (const name of SCHEDULE_NAMES) await this.control('pause', name, this.at(sweepers[0]!));
+      this.restartDead();
+      await this.look();
+    }
     let still = 0;
     for (let round = 0; round < QUIET_ROUNDS && still < 2; round++) {
       const before = this.seen.runs.length + this.desk.given.length;
       let moved = 0;
-      for (const [i, name] of this.taskNames(false).entries()) {
-        this.operations++;
-        await this.deliver(name, this.at(i), PLAIN);
-        this.restartDead();
-        await this.look();
-      }
-      for (const id of this.waitingRuns()) await this.release(id);
+      await this.deliverOpen();
       this.advance(QUIET_STEP);
       this.operations++;
-      const swept = await this.sweep(this.at(round));
+      const swept = await this.sweep(this.at(sweepers[round % sweepers.length]!));
       moved += (swept?.resent ?? 0) + (swept?.alerted ?? 0);
       await this.look();
       moved += this.seen.runs.length + this.desk.given.length - before;
       still = moved === 0 && swept !== undefined ? still + 1 : 0; // a sweep that did not finish is no sign of rest
     }
+  }
+
+  /** Delivers every open task once (plainly, to the slots in turn), then releases the runs left waiting. */
+  private async deliverOpen(): Promise<void> {
+    for (const [i, name] of this.taskNames(false).entries()) {
+      this.operations++;
+      await this.deliver(name, this.at(i), PLAIN);
+      this.restartDead();
+      await this.look();
+    }
+    for (const id of this.waitingRuns()) await this.release(id);
+  }
+
+  /** The slots whose sweeps bring the world to quiet: those running the old code (every schedule declared), or every slot when none does. */
+  private quietSweepers(): number[] {
+    const old = this.slots.map((_, i) => i).filter((i) => this.codes[i] === 'old');
+    return old.length > 0 ? old : this.slots.map((_, i) => i);
+  }
+
+  /** After quiet: the schedules as the operator sees them, and the lock of every run entity a recurring task named (the store itself). */
+  async readRecurring(): Promise<void> {
+    if (!this.config.recurring) return;
+    const instance = this.at(this.quietSweepers()[0]!);
+    const r = await this.call(instance, () => instance.locker.inspect().schedules({ limit: 100 }));
+    if (r && 'value' in r) this.seen.recurring.views = r.value.schedules;
+    for (const [name, key] of this.runEntities) {
+      const props = await this.backend.store.get(key);
+      this.seen.recurring.finalStates.set(name, typeof props?.lock_state === 'string' ? props.lock_state : undefined);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Recurring work
+
+  /** The code the instance in `slot` runs. */
+  codeOf(slot: number): Declares {
+    return this.codes[slot % this.slots.length]!;
+  }
+
+  /** A deploy: the slot's instance is replaced (it dies now) by one running `code`. */
+  redeploy(slot: number, code: Declares): void {
+    const i = slot % this.slots.length;
+    this.codes[i] = code;
+    this.slots[i]!.kill('now');
+  }
+
+  /** `locker.tick()` on the instances in `slots`, all at once; each call is noted. With `dieAfterWrites`, the first of them dies just after that many writes. */
+  async tick(slots: readonly number[], dieAfterWrites?: number): Promise<void> {
+    if (dieAfterWrites !== undefined && slots.length > 0) this.at(slots[0]!).killAfterWrites(dieAfterWrites);
+    await Promise.all(slots.map(async (slot) => {
+      const instance = this.at(slot);
+      const now = this.now;
+      const op = this.operations;
+      const serial = this.seen.recurring.serials++;
+      const r = await this.call(instance, () => instance.locker.tick());
+      this.noteTick(instance, serial, now, op, r && ('value' in r ? r.value : { error: String(r.error) }));
+    }));
+  }
+
+  private noteTick(instance: Instance, serial: number, now: number, op: number, r: TickResult | { error: string } | undefined): void {
+    if (!instance.declares) return;
+    const ok = r !== undefined && !('error' in r) && !r.partial;
+    const note = r === undefined ? 'its instance died' : 'error' in r ? `failed: ${r.error}` : `started ${r.started}, skipped ${r.skipped}, failed ${r.failed}${r.partial ? ', partial' : ''}`;
+    this.seen.recurring.ticks.push({ serial, now, op, declares: instance.declares, ok, failed: r !== undefined && !('error' in r) ? r.failed : undefined, note });
+  }
+
+  /** An operator's pause or resume of `schedule`, from `instance`. */
+  async control(action: 'pause' | 'resume', schedule: string, instance: Instance): Promise<void> {
+    const now = this.now;
+    const op = this.operations;
+    const serial = this.seen.recurring.serials++;
+    const r = await this.call(instance, () => (action === 'pause' ? instance.locker.pauseSchedule(schedule) : instance.locker.resumeSchedule(schedule)));
+    this.seen.recurring.controls.push({ serial, action, schedule, now, op, answered: r !== undefined && 'value' in r });
+  }
+
+  /**
+   * An operator's run-now of `schedule` under `id`, from `instance`. The clock moves 1 ms first: a
+   * run-now's time is then never a tick's (whole minutes), and no two calls share one.
+   */
+  async runNow(schedule: string, id: string, instance: Instance): Promise<void> {
+    this.advance(1);
+    const now = this.now;
+    const op = this.operations;
+    const r = await this.call(instance, () => instance.locker.runScheduleNow(schedule, id));
+    this.seen.recurring.runNows.push({
+      schedule, id, now, op,
+      ...(r && 'value' in r ? { answer: { at: r.value.at.toISOString(), outcome: r.value.outcome } } : {}),
+      ...(r && 'error' in r ? { error: String(r.error) } : {}),
+    });
   }
 
   /** What the oracle judges. */

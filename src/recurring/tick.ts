@@ -3,13 +3,20 @@
  * declarations, reads the schedules due (`due <= now`, a keys-only query), plans each in a
  * transaction (`planTick`: the runs to start go into the record's `pending` and its next tick
  * advances, in one commit), starts every planned run through the bulk kickoff, and settles the
- * records (`settled`). Every store round is batched: a lookup and a commit per 25 schedules.
+ * records (`settled`). Every store round is batched: the declarations are read in batched
+ * lookups (and written only when new, changed or due a refresh), and each page of 500 due
+ * schedules is read in one lookup, planned and settled in transactions of 20 (8 at a time), and
+ * started by one bulk kickoff per scheduled time.
  *
  * Exactly once per (schedule, tick): a run's kickoff id is its scheduled time
  * (`recurring@<ISO time>`), so its chain id is derived from that time and its entity's key, and
  * the bulk kickoff's record of each chain it started keeps a tick delivered twice, two instances
  * ticking at once, or a tick resumed after a crash (its runs still `pending`) from starting the
  * run again. A tick that runs out of its budget leaves the rest due: the next tick goes on.
+ *
+ * Each schedule's record is an entity group of its own, and legacy Datastore (and its emulator)
+ * takes at most 25 entity groups in one transaction: every transaction here holds at most
+ * `TICK_GROUPS` records.
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Locks } from '../locks/locks';
@@ -27,12 +34,12 @@ import type { TickResult } from './recurring-types';
 import { readSchedule, SCHEDULE_KIND, SCHEDULE_UNINDEXED, scheduleKey, scheduleProperties, type PlannedRun } from './schedule-record';
 import { declared, failedBeforeStart, planTick, removed, settled, type RunOutcome } from './transitions';
 
-/**
- * Schedules read, planned and settled per transaction: 25, the most entity groups a transaction
- * may touch on legacy Datastore and its emulator ("operating on too many entity groups in a
- * single transaction" past it; Firestore in Datastore mode takes 500).
- */
-export const TICK_BATCH = 25;
+/** Schedules read, planned, started (one bulk kickoff per scheduled time) and settled per round: a page of the due query. */
+export const TICK_BATCH = 500;
+/** Schedule records per transaction: legacy Datastore takes at most 25 entity groups in one. */
+export const TICK_GROUPS = 20;
+/** Transactions of one round in flight at once. */
+const TICK_CONCURRENCY = 8;
 /** Keys the due query asks for at once. */
 const DUE_PAGE = 500;
 
@@ -61,7 +68,8 @@ export async function tick(parts: TickParts, declarations: ReadonlyMap<string, D
   if (!parts.reads.findsKeys) throw new ConfigError('recurring work needs a store that finds keys by a property (findKeys): DatastoreStore and MemoryStore have it');
   result.declared = await writeDeclarations(parts, declarations, now);
   const seen = new Set<string>();
-  // A tick always plans one batch at least, whatever its budget: every tick makes progress.
+  // A tick always handles one round at least, whatever its budget: every tick makes progress; it
+  // says `partial` only when schedules are still due once its budget ran out.
   for (let first = true; ; first = false) {
     const keys = (await parts.reads.findKeys({ kind: SCHEDULE_KIND, namespace: parts.namespace, property: 'due', atOrBefore: now, limit: DUE_PAGE }))
       .filter((key) => typeof key.name === 'string' && !seen.has(key.name));
@@ -71,49 +79,36 @@ export async function tick(parts: TickParts, declarations: ReadonlyMap<string, D
       break;
     }
     for (const key of keys) seen.add(key.name as string);
-    // Plan a page in batches (a transaction each), start all its runs in one bulk kickoff per
-    // tick time, then settle the batches. Past the budget, the rest of the page stays due.
-    const starts: Start[] = [];
-    let planned = 0;
-    while (planned < keys.length) {
-      starts.push(...await planBatch(parts, declarations, keys.slice(planned, planned + TICK_BATCH), now, result));
-      planned += TICK_BATCH;
-      if (parts.clock() - began >= budgetMs && planned < keys.length) {
+    for (let i = 0; i < keys.length; i += TICK_BATCH) {
+      await tickBatch(parts, declarations, keys.slice(i, i + TICK_BATCH), now, result);
+      if (parts.clock() - began >= budgetMs && i + TICK_BATCH < keys.length) {
         result.partial = true;
-        break;
+        return result;
       }
     }
-    await startAndSettle(parts, starts, now, result);
-    if (result.partial) return result;
   }
   return result;
 }
 
-/**
- * Writes the records of declarations that are new, changed, or declared again; answers how many.
- * They are read first outside any transaction (a lookup per 1,000): on most ticks nothing changed
- * and nothing more is sent. Those to write are read again and written in transactions of 25.
- */
+/** Writes the records of declarations that are new, changed, or declared again; answers how many. */
 async function writeDeclarations(parts: TickParts, declarations: ReadonlyMap<string, Declaration>, now: Date): Promise<number> {
-  const all = [...declarations.values()];
-  const seen = await parts.reads.getMany(all.map((d) => scheduleKey(d.name, parts.namespace)));
-  const changed = all.filter((d, i) => declared(readSchedule(seen[i]), d, now) !== undefined);
-  let written = 0;
-  for (let i = 0; i < changed.length; i += TICK_BATCH) {
-    const batch = changed.slice(i, i + TICK_BATCH);
-    written += await parts.locks.transact(async (tx) => {
-      const found = await getAll(tx, batch.map((d) => scheduleKey(d.name, parts.namespace)));
-      let n = 0;
-      batch.forEach((d, j) => {
-        const next = declared(readSchedule(found[j]), d, now);
-        if (!next) return;
-        tx.put(scheduleKey(d.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
-        n += 1;
-      });
-      return n;
+  // Read outside a transaction first (batched lookups): most ticks find every record as declared
+  // and write nothing. Only the ones to write are read again and written, in transactions.
+  const every = [...declarations.values()];
+  const found = await parts.reads.getMany(every.map((d) => scheduleKey(d.name, parts.namespace)));
+  const all = every.filter((d, i) => declared(readSchedule(found[i]), d, now) !== undefined);
+  const written = await eachGroup(all, (batch) => parts.locks.transact(async (tx) => {
+    const found = await getAll(tx, batch.map((d) => scheduleKey(d.name, parts.namespace)));
+    let n = 0;
+    batch.forEach((d, j) => {
+      const next = declared(readSchedule(found[j]), d, now);
+      if (!next) return;
+      tx.put(scheduleKey(d.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
+      n += 1;
     });
-  }
-  return written;
+    return n;
+  }));
+  return written.reduce((a, b) => a + b, 0);
 }
 
 /** A run to start, with its declaration. */
@@ -123,8 +118,8 @@ interface Start {
   d: Declaration;
 }
 
-/** Plans one batch of due schedules in a transaction; answers the runs to start. */
-async function planBatch(parts: TickParts, declarations: ReadonlyMap<string, Declaration>, keys: readonly Key[], now: Date, result: TickResult): Promise<Start[]> {
+/** Plans, starts and settles one batch of due schedules. */
+async function tickBatch(parts: TickParts, declarations: ReadonlyMap<string, Declaration>, keys: readonly Key[], now: Date, result: TickResult): Promise<void> {
   // Whether each schedule's last run still runs: read outside the transaction, so a busy chain's
   // writes never abort it (a run seen live that ends meanwhile is judged live: skipped or queued).
   const before = (await parts.reads.getMany(keys)).map(readSchedule);
@@ -141,10 +136,82 @@ async function planBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
   });
 
   const starts: Start[] = [];
-  const plans = await parts.locks.transact(async (tx) => {
+  const plans: Planned = { due: 0, skipped: 0, queued: 0, failed: 0, removed: [] };
+  const groups = await eachGroup(keys, async (group) => {
+    const groupStarts: Start[] = [];
+    return { planned: await planGroup(parts, declarations, group, now, liveByName, groupStarts), groupStarts };
+  });
+  for (const { planned, groupStarts } of groups) {
+    plans.due += planned.due;
+    plans.skipped += planned.skipped;
+    plans.queued += planned.queued;
+    plans.failed += planned.failed;
+    plans.removed.push(...planned.removed);
+    starts.push(...groupStarts);
+  }
+  result.due += plans.due;
+  result.skipped += plans.skipped;
+  result.queued += plans.queued;
+  result.failed += plans.failed;
+  result.removed.push(...plans.removed);
+  for (const name of plans.removed) parts.logger.warn('a schedule in the store is not declared by this code: it no longer runs (declare it again to resume it)', { schedule: name });
+  if (starts.length === 0) return;
+
+  const outcomes = await startRuns(parts, starts);
+  const overlapOf = new Map(starts.map((s) => [s.name, s.d.spec.overlap]));
+  for (const [name, o] of outcomes) {
+    for (const run of o) {
+      if (run.outcome === 'started') result.started += 1;
+      else if (run.outcome === 'failed') result.failed += 1;
+      // Busy: the entity runs another chain; queued under `queue` (see `settled`), else skipped.
+      else if (overlapOf.get(name) === 'queue') result.queued += 1;
+      else result.skipped += 1;
+    }
+  }
+  await eachGroup([...outcomes.keys()], (names) => parts.locks.transact(async (tx) => {
+    const found = await getAll(tx, names.map((name) => scheduleKey(name, parts.namespace)));
+    found.forEach((props, i) => {
+      const record = readSchedule(props);
+      if (!record) return;
+      const next = settled(record, outcomes.get(names[i]!)!, now);
+      if (next !== record) tx.put(scheduleKey(record.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
+    });
+  }));
+}
+
+/**
+ * `fn` on `items` in groups of `TICK_GROUPS` (one transaction each), `TICK_CONCURRENCY` groups at a
+ * time (each group's records are entity groups of their own: the transactions never contend);
+ * answers in the groups' order. A group that fails fails the call once those in flight ended: what
+ * they committed stands (runs planned stay pending for the next tick).
+ */
+async function eachGroup<T, R>(items: readonly T[], fn: (group: readonly T[]) => Promise<R>): Promise<R[]> {
+  const groups: T[][] = [];
+  for (let g = 0; g < items.length; g += TICK_GROUPS) groups.push(items.slice(g, g + TICK_GROUPS));
+  const out: R[] = new Array<R>(groups.length);
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async (): Promise<void> => {
+    while (next < groups.length && !failure) {
+      const i = next++;
+      try {
+        out[i] = await fn(groups[i]!);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(TICK_CONCURRENCY, groups.length) }, worker));
+  if (failure) throw failure.error;
+  return out;
+}
+
+/** Plans one group of due schedules in one transaction (at most `TICK_GROUPS` records); the runs to start go into `starts`. */
+async function planGroup(parts: TickParts, declarations: ReadonlyMap<string, Declaration>, group: readonly Key[], now: Date, liveByName: ReadonlyMap<string, { chain: string; live: boolean }>, starts: Start[]): Promise<Planned> {
+  return parts.locks.transact(async (tx) => {
     starts.length = 0;
-    const found = await getAll(tx, keys);
-    const out = { due: 0, skipped: 0, queued: 0, failed: 0, removed: [] as string[] };
+    const found = await getAll(tx, group);
+    const out: Planned = { due: 0, skipped: 0, queued: 0, failed: 0, removed: [] };
     found.forEach((props, i) => {
       const record = readSchedule(props);
       if (!record) return;
@@ -152,7 +219,7 @@ async function planBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
       if (!d) {
         if (record.state === 'removed') return;
         out.removed.push(record.name);
-        tx.put(keys[i]!, scheduleProperties(removed(record)), SCHEDULE_UNINDEXED);
+        tx.put(group[i]!, scheduleProperties(removed(record)), SCHEDULE_UNINDEXED);
         return;
       }
       out.due += 1;
@@ -167,47 +234,20 @@ async function planBatch(parts: TickParts, declarations: ReadonlyMap<string, Dec
       }
       out.skipped += plan.skipped;
       if (plan.queued) out.queued += 1;
-      tx.put(keys[i]!, scheduleProperties(next), SCHEDULE_UNINDEXED);
+      tx.put(group[i]!, scheduleProperties(next), SCHEDULE_UNINDEXED);
       for (const run of plan.starts) starts.push({ name: record.name, run, d });
     });
     return out;
   });
-  result.due += plans.due;
-  result.skipped += plans.skipped;
-  result.queued += plans.queued;
-  result.failed += plans.failed;
-  result.removed.push(...plans.removed);
-  for (const name of plans.removed) parts.logger.warn('a schedule in the store is not declared by this code: it no longer runs (declare it again to resume it)', { schedule: name });
-  return starts;
 }
 
-/** Starts the runs planned, then settles their records in batches. */
-async function startAndSettle(parts: TickParts, starts: readonly Start[], now: Date, result: TickResult): Promise<void> {
-  if (starts.length === 0) return;
-  const outcomes = await startRuns(parts, starts);
-  const overlapOf = new Map(starts.map((s) => [s.name, s.d.spec.overlap]));
-  for (const [name, o] of outcomes) {
-    for (const run of o) {
-      if (run.outcome === 'started') result.started += 1;
-      else if (run.outcome === 'failed') result.failed += 1;
-      // Busy: the entity runs another chain; queued under `queue` (see `settled`), else skipped.
-      else if (overlapOf.get(name) === 'queue') result.queued += 1;
-      else result.skipped += 1;
-    }
-  }
-  const all = [...outcomes.keys()];
-  for (let i = 0; i < all.length; i += TICK_BATCH) {
-    const names = all.slice(i, i + TICK_BATCH);
-    await parts.locks.transact(async (tx) => {
-      const found = await getAll(tx, names.map((name) => scheduleKey(name, parts.namespace)));
-      found.forEach((props, j) => {
-        const record = readSchedule(props);
-        if (!record) return;
-        const next = settled(record, outcomes.get(names[j]!)!, now);
-        if (next !== record) tx.put(scheduleKey(record.name, parts.namespace), scheduleProperties(next), SCHEDULE_UNINDEXED);
-      });
-    });
-  }
+/** What planning a group did. */
+interface Planned {
+  due: number;
+  skipped: number;
+  queued: number;
+  failed: number;
+  removed: string[];
 }
 
 /** Starts the runs, one bulk kickoff per scheduled time; answers each schedule's outcomes. */

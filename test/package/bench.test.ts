@@ -26,6 +26,7 @@ const TINY = {
   BENCH_KICKOFF_ROUNDS: '1',
   BENCH_FANOUT_CHILDREN: '30',
   BENCH_CONSOLE_SIZES: '400,800',
+  BENCH_RECURRING_SCHEDULES: '200',
 };
 
 function runBench(): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -141,6 +142,23 @@ describe('npm run bench', () => {
     assert.equal(result.fanOutJoinSawAll, true, 'the join saw every child succeeded');
     assert.equal(typeof result.fanOutTargetMet, 'boolean');
     assert.ok((result.fanOutRpcsPerChild as number) > (result.fanOutPlainRpcsPerChain as number), 'a child costs more than a plain chain (its record, the seal, the check)');
+
+    // Recurring work: 200 schedules all due at one tick, against scheduleMany() of 200 chains, store calls counted.
+    assert.ok(table.includes('Recurring work: 200 schedules all due at one tick'), 'the table shows the recurring part');
+    for (const row of ['scheduleMany() of 200 new chains', 'the tick at which all 200 are due', 'the first tick (writes 200 declarations)']) assert.ok(table.includes(row), `the table shows "${row}"`);
+    assert.equal(result.recurringSchedules, 200);
+    assert.equal(result.recurringTickStarted, 200, 'the due tick started every schedule\'s run');
+    for (const name of ['recurringTickMs', 'recurringBulkMs', 'recurringTickToBulk', 'recurringTickCallsPerSchedule', 'recurringTickRpcsPerSchedule', 'recurringDeclareMs', 'recurringDeclareToBulk']) {
+      const value = result[name];
+      assert.ok(typeof value === 'number' && Number.isFinite(value) && value > 0, `${name} is a positive number, got ${String(value)}`);
+    }
+    // The due tick: the declarations in one lookup (none written), the due keys in two queries (the
+    // page, then none left), the due records in one lookup, planned and settled in transactions of
+    // 20 (10 each), and the runs started by one scheduleMany() of 200 (2 lookups, 2 conditional
+    // writes, 2 transactions: what the bulk row costs).
+    assert.deepEqual(result.recurringTickCalls, { findKeys: 2, readMany: 4, replaceMany: 2, transaction: 22 });
+    assert.equal(result.recurringBulkCallsPerChain, 0.03, 'scheduleMany() of 200: 6 store calls');
+    assert.equal(result.recurringTickCallsPerSchedule, 0.15, 'the tick: 30 store calls for 200 schedules');
 
     const leaks = result.leaks as Array<Record<string, unknown>>;
     assert.deepEqual(leaks.map((l) => l.store), ['legacy Datastore emulator', 'in-memory store']);

@@ -47,6 +47,21 @@ export function recurringSuite(name: string, open: () => Promise<StoreUnderTest>
       assert.equal(view?.last?.outcome, 'started');
     });
 
+    it('30 schedules due at one tick start once each (legacy Datastore takes at most 25 entity groups in a transaction)', async () => {
+      const rig = recurringRig(s.store, space(), Date.UTC(2026, 0, 5, 9, 59, 30));
+      const locker = rig.instance();
+      const names = Array.from({ length: 30 }, (_, i) => `many-${i}`);
+      for (const name of names) locker.recurring(name, { cron: '* * * * *', path: '/run' });
+      assert.equal((await locker.tick()).declared, 30);
+      rig.now = Date.UTC(2026, 0, 5, 10, 0, 5);
+      const result = await locker.tick();
+      assert.equal(result.due, 30);
+      assert.equal(result.started, 30);
+      await rig.deliverAll();
+      for (const name of names) assert.deepEqual(runsOf(rig, name), ['2026-01-05T10:00:00.000Z'], name);
+      assertEachStepOnce(rig);
+    });
+
     it('two instances ticking together start each run once', async () => {
       const rig = recurringRig(s.store, space(), Date.UTC(2026, 0, 5, 9, 59, 0));
       const a = rig.instance();
@@ -179,6 +194,13 @@ export function recurringSuite(name: string, open: () => Promise<StoreUnderTest>
       const [view] = (await locker.inspect().schedules()).schedules;
       assert.equal(view?.started, 2, 'the 13:00 tick and the run now, each counted once (three calls with the id)');
       assert.equal(view?.last?.at.toISOString(), '2026-01-05T13:20:00.000Z');
+      // Confirmed again after its run ended (found by the model, issue 39): still one run, counted once.
+      rig.now = Date.UTC(2026, 0, 5, 13, 30, 0);
+      const late = await locker.runScheduleNow('hourly', 'confirm-1');
+      assert.equal(late.at.getTime(), one.at.getTime());
+      await rig.deliverAll();
+      assert.deepEqual(runsOf(rig, 'hourly'), ['2026-01-05T13:00:00.000Z', '2026-01-05T13:20:00.000Z'], 'no second run');
+      assert.equal((await locker.inspect().schedules()).schedules.find((v) => v.name === 'hourly')?.started, 2, 'the 13:00 tick and the run now, each counted once');
       await assert.rejects(locker.runScheduleNow('nope', 'x'), /no schedule named "nope"/);
       assertEachStepOnce(rig);
     });
