@@ -312,7 +312,7 @@ export class Locker extends EventEmitter<LockerEvents> {
    * is wrong. See docs/guides/recurring.md.
    */
   recurring(name: string, options: RecurringOptions): void {
-    if (!this.config.store.findKeys) throw new ConfigError(`locker.recurring(${JSON.stringify(name)}): recurring work needs a store that finds keys by a property (findKeys): DatastoreStore and MemoryStore have it`);
+    if (!this.parts.reads.findsKeys) throw new ConfigError(`locker.recurring(${JSON.stringify(name)}): recurring work needs a store that finds keys by a property (findKeys): DatastoreStore and MemoryStore have it`);
     const d = declare(name, options, this.config.scheduleNamespace);
     for (const other of this.declarations.values()) {
       if (other.name !== name && d.spec.fixedKey !== undefined && other.spec.fixedKey === d.spec.fixedKey && other.spec.fixedNamespace === d.spec.fixedNamespace) {
