@@ -1,7 +1,7 @@
 /**
  * The heartbeat as Cloud Scheduler calls it (test/support/cloud-scheduler.ts: an OIDC token from
  * the loopback issuer, the attempt deadline), on the sweep route behind oidcAuthenticator(), on the
- * in-memory store and the legacy Datastore emulator:
+ * in-memory store and both Datastore emulators:
  * - a tick delivered three times at once (Scheduler is at least once) starts the minute's run once;
  * - an attempt cut at its deadline while the tick runs: the tick goes on in the process, and the
  *   next minute's job starts the next run, nothing twice.
@@ -16,7 +16,7 @@ import { DatastoreStore } from '../../src/store/datastore/store';
 import type { Store } from '../../src/types';
 import { runSchedulerJob, type SchedulerJob } from '../support/cloud-scheduler';
 import { startOidcIssuer, type OidcIssuer } from '../support/oidc-issuer';
-import { legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
 import { assertEachStepOnce, recurringRig, runsOf } from './recurring-rig';
 
 const SCHEDULER = 'scheduler@demo-project.iam.gserviceaccount.com';
@@ -42,6 +42,11 @@ for (const [name, open] of [
   ['the Datastore emulator', async () => {
     const namespace = uniqueNamespace('hb');
     const store = new DatastoreStore(legacyDatastore(), { namespaces: [namespace] });
+    return { store: store as Store, namespace, close: () => store.shutdown() };
+  }],
+  ['the Firestore emulator in Datastore mode', async () => {
+    const namespace = uniqueNamespace('hb');
+    const store = new DatastoreStore(firestoreDatastore(), { namespaces: [namespace] });
     return { store: store as Store, namespace, close: () => store.shutdown() };
   }],
 ] as const) {
