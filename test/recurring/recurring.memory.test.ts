@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryStore } from '../../src/store/memory/store';
 import { TICK_BUDGET_MS } from '../../src/locker';
-import { TICK_BATCH } from '../../src/recurring/tick';
+import { jitterOf, TICK_BATCH } from '../../src/recurring/tick';
 import { recurringRig } from './recurring-rig';
 
 recurringSuite('the in-memory store', async () => ({ store: new MemoryStore(), namespace: undefined }));
@@ -30,5 +30,24 @@ describe('a tick past its budget (in-memory store)', () => {
     assert.equal(rig.runs.length, TICK_BATCH + 20);
     assert.equal(new Set(rig.runs.map((r) => r.schedule)).size, TICK_BATCH + 20, 'each schedule ran once');
     assert.ok(rig.runs.every((r) => r.scheduledAt === '2026-01-05T10:00:00.000Z'));
+  });
+});
+
+describe('jitter (in-memory store)', () => {
+  it('delays a run\'s first step by the same amount for a tick however often it is started, within jitterMs', async () => {
+    const rig = recurringRig(new MemoryStore(), 'jitter', Date.UTC(2026, 0, 5, 9, 59, 30));
+    const locker = rig.instance();
+    locker.recurring('spread', { cron: '0 * * * *', path: '/run', jitterMs: 30 * 60_000 });
+    await locker.tick();
+    rig.now = Date.UTC(2026, 0, 5, 10, 0, 5);
+    await Promise.all([locker.tick(), locker.tick()]);
+    const at = new Date(Date.UTC(2026, 0, 5, 10, 0, 0));
+    const delay = jitterOf('spread', at, 30 * 60_000);
+    assert.ok(delay > 5_000 && delay <= 30 * 60_000, `a delay within the jitter, past the tick's lateness: ${delay}`);
+    assert.equal(rig.queue.tasks.length, 1, 'one run');
+    assert.equal(rig.queue.tasks[0]!.scheduleTime?.getTime(), at.getTime() + delay, 'its task is scheduled at the tick plus its jitter');
+    assert.equal(jitterOf('spread', at, 30 * 60_000), delay, 'the same for the tick every time');
+    assert.notEqual(jitterOf('spread', new Date(at.getTime() + 3_600_000), 30 * 60_000), delay, 'another tick, another delay');
+    assert.equal(jitterOf('spread', at, 0), 0);
   });
 });
