@@ -62,7 +62,7 @@ describe('unknown options', () => {
     it('lists the known options when nothing is close', () => {
       assert.throws(() => new Locker({ ...noAuth, xyzzyFrobnicate: 1 } as never), (error: unknown) => {
         assert.ok(error instanceof ConfigError);
-        assert.match(error.message, /unknown option `xyzzyFrobnicate`; did you mean `\w+`\? Known options: store, queue, alerter, .*duplicateCache, telemetry\. \(/);
+        assert.match(error.message, /unknown option `xyzzyFrobnicate`; did you mean `\w+`\? Known options: store, queue, alerter, .*duplicateCache, telemetry, scheduleNamespace\. \(/);
         assert.ok(error.message.endsWith(`(${ERRORS_REFERENCE_URL}#configerror)`), 'the message links to the error\'s entry');
         return true;
       });
