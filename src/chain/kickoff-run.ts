@@ -8,6 +8,7 @@
  */
 import { Key } from '@google-cloud/datastore';
 import type { Properties } from '../types';
+import { storedCount, storedJson } from '../store/record-values';
 
 /** The kind of a kickoff's record. */
 export const KICKOFF_RUN_KIND = 'LockerKickoffRun';
@@ -120,22 +121,22 @@ export function kickoffRunProperties(r: KickoffRun): Properties {
 export function readKickoffRun(p: Properties | undefined): KickoffRun | undefined {
   if (!p || typeof p.kickoffId !== 'string' || typeof p.run !== 'string' || !(p.startedAt instanceof Date)) return undefined;
   const r: KickoffRun = {
-    kickoffId: p.kickoffId, run: p.run, total: count(p.total), kinds: readKinds(p.kinds), moreKinds: count(p.moreKinds),
-    startedAt: p.startedAt, calls: count(p.calls), state: p.state === 'finished' ? 'finished' : 'running',
+    kickoffId: p.kickoffId, run: p.run, total: storedCount(p.total), kinds: readKinds(p.kinds), moreKinds: storedCount(p.moreKinds),
+    startedAt: p.startedAt, calls: storedCount(p.calls), state: p.state === 'finished' ? 'finished' : 'running',
   };
-  const settled = parse(p.settled);
+  const settled = storedJson(p.settled);
   if (isSettled(settled)) r.settled = { started: settled.started, busy: settled.busy, failed: settled.failed };
   if (p.finishedAt instanceof Date) r.finishedAt = p.finishedAt;
   return r;
 }
 
 function readKinds(value: unknown): RunKind[] {
-  const parsed = parse(value);
+  const parsed = storedJson(value);
   if (!Array.isArray(parsed)) return [];
   return parsed.flatMap((k: unknown): RunKind[] => {
     if (typeof k !== 'object' || k === null) return [];
     const { kind, namespace, items } = k as Record<string, unknown>;
-    return typeof kind === 'string' && kind !== '' && typeof namespace === 'string' ? [{ kind, namespace, items: count(items) }] : [];
+    return typeof kind === 'string' && kind !== '' && typeof namespace === 'string' ? [{ kind, namespace, items: storedCount(items) }] : [];
   });
 }
 
@@ -143,17 +144,4 @@ function isSettled(value: unknown): value is KickoffSettled {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
   return [v.started, v.busy, v.failed].every((n) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0);
-}
-
-function parse(value: unknown): unknown {
-  if (typeof value !== 'string') return undefined;
-  try {
-    return JSON.parse(value) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
 }

@@ -12,6 +12,7 @@
  */
 import { Key } from '@google-cloud/datastore';
 import type { Properties } from '../types';
+import { storedCount, storedJson } from '../store/record-values';
 import type { ScheduleSpec } from './declaration';
 import type { LastRun } from './recurring-types';
 
@@ -91,12 +92,12 @@ export function scheduleProperties(r: ScheduleRecord): Properties {
 /** Reads a record; undefined when absent or not one. */
 export function readSchedule(p: Properties | undefined): ScheduleRecord | undefined {
   if (!p || typeof p.name !== 'string' || typeof p.specHash !== 'string' || !(p.createdAt instanceof Date)) return undefined;
-  const spec = parse(p.spec);
+  const spec = storedJson(p.spec);
   if (!isSpec(spec)) return undefined;
   const r: ScheduleRecord = {
     name: p.name, spec, specHash: p.specHash,
     state: p.state === 'paused' || p.state === 'removed' ? p.state : 'active',
-    pending: readPending(p.pending), nowRuns: readNowRuns(p.nowRuns), started: count(p.started), skipped: count(p.skipped),
+    pending: readPending(p.pending), nowRuns: readNowRuns(p.nowRuns), started: storedCount(p.started), skipped: storedCount(p.skipped),
     createdAt: p.createdAt, declaredAt: p.declaredAt instanceof Date ? p.declaredAt : p.createdAt,
   };
   if (p.next instanceof Date) r.next = p.next;
@@ -108,7 +109,7 @@ export function readSchedule(p: Properties | undefined): ScheduleRecord | undefi
 }
 
 function readPending(value: unknown): PlannedRun[] {
-  const parsed = parse(value);
+  const parsed = storedJson(value);
   if (!Array.isArray(parsed)) return [];
   return parsed.flatMap((run: unknown): PlannedRun[] => {
     if (typeof run !== 'object' || run === null) return [];
@@ -119,7 +120,7 @@ function readPending(value: unknown): PlannedRun[] {
 }
 
 function readNowRuns(value: unknown): NowRun[] {
-  const parsed = parse(value);
+  const parsed = storedJson(value);
   if (!Array.isArray(parsed)) return [];
   return parsed.flatMap((run: unknown): NowRun[] => {
     if (typeof run !== 'object' || run === null) return [];
@@ -131,7 +132,7 @@ function readNowRuns(value: unknown): NowRun[] {
 }
 
 function readLast(value: unknown): LastRun | undefined {
-  const parsed = parse(value);
+  const parsed = storedJson(value);
   if (typeof parsed !== 'object' || parsed === null) return undefined;
   const v = parsed as Record<string, unknown>;
   const at = typeof v.at === 'string' ? new Date(v.at) : undefined;
@@ -153,17 +154,4 @@ function isSpec(value: unknown): value is ScheduleSpec {
     && (v.overlap === 'skip' || v.overlap === 'allow' || v.overlap === 'queue')
     && (v.misfire === 'coalesce' || v.misfire === 'each' || v.misfire === 'skip')
     && typeof v.graceMs === 'number' && typeof v.jitterMs === 'number' && (v.keyMode === 'fixed' || v.keyMode === 'per-tick');
-}
-
-function parse(value: unknown): unknown {
-  if (typeof value !== 'string') return undefined;
-  try {
-    return JSON.parse(value) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
 }

@@ -19,49 +19,20 @@
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Datastore, type Key } from '@google-cloud/datastore';
-import { DatastoreStore, LocalQueue, Locker, type Queue, type TaskRequest } from '../../src/index';
-import { spyClient } from './datastore-spy';
+import { DatastoreStore, LocalQueue, Locker } from '../../src/index';
+import { killSwitch } from './kill-switch';
 
 const env = process.env;
 const namespace = env.NAMESPACE!;
 const items = Number(env.ITEMS ?? '5000');
-const killAt = env.KILL_AT ?? '';
-const killAfter = Number(env.KILL_AFTER ?? '0');
 const datastore = new Datastore({ projectId: env.DATASTORE_PROJECT_ID ?? 'locker-test', apiEndpoint: env.DATASTORE_EMULATOR_HOST });
 
-/** Dies at once, as a power cut would: no `finally`, no shutdown. */
-function die(point: string): never {
-  console.log(`bulk-crash-app killed at ${point}`);
-  process.kill(process.pid, 'SIGKILL');
-  throw new Error('unreachable');
-}
-
-const seen = { lookup: 0, commit: 0, enqueue: 0 };
-let armed = true;
-function maybeDie(kind: keyof typeof seen): void {
-  if (!armed || kind !== killAt) return;
-  seen[kind] += 1;
-  if (seen[kind] === killAfter) die(`${kind} #${killAfter}`);
-}
-
+const kill = killSwitch('bulk-crash-app', datastore, env, true);
 // The backend is known (the legacy emulator): no check runs, so the RPCs counted are the call's.
-const spy = spyClient(datastore, {
-  keepRequests: false,
-  rewrite: (method, request) => {
-    if (method === 'lookup' || method === 'commit') maybeDie(method);
-    return request;
-  },
-});
-const store = new DatastoreStore(datastore, { client: spy.client, namespaces: [namespace], conditionalWrites: true, beginWithFirstRead: true });
+const store = new DatastoreStore(datastore, { client: kill.client, namespaces: [namespace], conditionalWrites: true, beginWithFirstRead: true });
 let baseUrl = '';
 const local = new LocalQueue({ baseUrl: () => baseUrl, logger: quiet(), minBackoffMs: 20, maxBackoffMs: 500 });
-const queue: Queue = {
-  authenticator: () => local.authenticator(),
-  async enqueue(task: TaskRequest) {
-    maybeDie('enqueue');
-    return local.enqueue(task);
-  },
-};
+const queue = kill.queue(local);
 const locker = new Locker({
   store, queue, logger: quiet(), maxRetries: 5,
   leaseDuration: Number(env.LEASE_MS ?? '3000'), stallAfter: Number(env.STALL_MS ?? '3000'),
@@ -88,7 +59,7 @@ async function main(): Promise<void> {
   console.log(`bulk-crash-app listening on ${baseUrl}`);
   const list = Array.from({ length: items }, (_, i) => ({ key: invoiceKey(i), entity: { customer: `c-${i}`, runs: 0 }, path: '/invoice', payload: { i } }));
   const result = await locker.scheduleMany(list, { kickoffId: env.KICKOFF_ID! });
-  armed = false;
+  kill.armed = false;
   const resumed = result.results.filter((r) => r.status === 'started' && r.resumed).length;
   const failures = result.results.flatMap((r) => (r.status === 'failed' ? [r.error.message] : [])).slice(0, 3);
   console.log(`bulk-crash-app result ${JSON.stringify({ started: result.started, busy: result.busy, failed: result.failed, resumed, failures })}`);

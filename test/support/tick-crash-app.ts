@@ -16,51 +16,23 @@
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Datastore } from '@google-cloud/datastore';
-import { DatastoreStore, LocalQueue, Locker, type Queue, type TaskRequest } from '../../src/index';
-import { spyClient } from './datastore-spy';
+import { DatastoreStore, LocalQueue, Locker } from '../../src/index';
+import { killSwitch } from './kill-switch';
 
 const env = process.env;
 const namespace = env.NAMESPACE!;
 const schedules = Number(env.SCHEDULES ?? '300');
-const killAt = env.KILL_AT ?? '';
-const killAfter = Number(env.KILL_AFTER ?? '0');
 const firestore = env.EMULATOR === 'firestore';
 const datastore = new Datastore({ projectId: env.DATASTORE_PROJECT_ID ?? 'locker-test', apiEndpoint: firestore ? env.LOCKER_FIRESTORE_EMULATOR_HOST : env.DATASTORE_EMULATOR_HOST });
 
-function die(point: string): never {
-  console.log(`tick-crash-app killed at ${point}`);
-  process.kill(process.pid, 'SIGKILL');
-  throw new Error('unreachable');
-}
-
-const seen = { lookup: 0, commit: 0, enqueue: 0 };
-let armed = false;
-function maybeDie(kind: keyof typeof seen): void {
-  if (!armed || kind !== killAt) return;
-  seen[kind] += 1;
-  if (seen[kind] === killAfter) die(`${kind} #${killAfter}`);
-}
-
-const spy = spyClient(datastore, {
-  keepRequests: false,
-  rewrite: (method, request) => {
-    if (method === 'lookup' || method === 'commit') maybeDie(method);
-    return request;
-  },
-});
+const kill = killSwitch('tick-crash-app', datastore, env, false);
 // The backend is known (no check runs, so the RPCs counted are the tick's): the legacy emulator
 // refuses a stale baseVersion and begins a transaction with its first read; the Firestore emulator
 // in Datastore mode does neither.
-const store = new DatastoreStore(datastore, { client: spy.client, namespaces: [namespace], conditionalWrites: !firestore, beginWithFirstRead: !firestore });
+const store = new DatastoreStore(datastore, { client: kill.client, namespaces: [namespace], conditionalWrites: !firestore, beginWithFirstRead: !firestore });
 let baseUrl = '';
 const local = new LocalQueue({ baseUrl: () => baseUrl, logger: quiet(), minBackoffMs: 20, maxBackoffMs: 500 });
-const queue: Queue = {
-  authenticator: () => local.authenticator(),
-  async enqueue(task: TaskRequest) {
-    maybeDie('enqueue');
-    return local.enqueue(task);
-  },
-};
+const queue = kill.queue(local);
 const began = Date.now();
 let origin = Number(env.START);
 const locker = new Locker({ store, queue, logger: quiet(), clock: () => origin + (Date.now() - began), scheduleNamespace: namespace, leaseDuration: 3_000, stallAfter: 3_000 });
@@ -91,9 +63,9 @@ async function main(): Promise<void> {
   const tickOnce = (): Promise<unknown> => locker.tick().catch((error: unknown) => console.error(`tick-crash-app tick failed: ${String(error)}`));
   await tickOnce();
   origin = Number(env.TICK) - (Date.now() - began);
-  armed = true;
+  kill.armed = true;
   const result = await tickOnce();
-  armed = false;
+  kill.armed = false;
   console.log(`tick-crash-app result ${JSON.stringify(result)}`);
   locker.startSweeping(300);
 }
