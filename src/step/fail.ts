@@ -4,11 +4,12 @@
  * `lock_err`, shorter when the store refuses it whole.
  */
 import type { SettingName, Settings } from '../config/settings';
-import { ALERT_RULES, claimAlert, failureMarker, markAlertsSent } from '../rules/alert-markers';
+import { ALERT_RULES, alertGrace, carriedAlerts, claimAlert, failureMarker, markAlertsSent } from '../rules/alert-markers';
 import { alertEvent } from '../alert/event';
 import { outcomes, type Outcome } from './outcome';
 import type { Arrival } from './arrival';
 import type { AlertSender } from '../alert/sender';
+import type { Ledger } from '../chain/ledger';
 import type { Emit } from '../events/emit';
 import { afterFailure } from '../rules/decision';
 import { PermanentError, StoreRejectedError } from '../errors/errors';
@@ -29,6 +30,7 @@ export interface FailParts {
   readonly config: FailSettings;
   readonly emit: Emit;
   readonly alerts: AlertSender;
+  readonly ledger: Ledger;
 }
 
 /**
@@ -56,17 +58,22 @@ export async function failAttempt(parts: FailParts, a: Arrival, lease: Lease, er
   // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
   parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: told });
   parts.config.logger.error('step failed for good', fields);
-  if (outcome.alerts) {
-    // Sent, then its claim marked sent on the entity (the sweep sends again a claim left unmarked).
-    await parts.alerts.sendAndMark(a.key, [{ marker: failureMarker(a.seq, a.attempt), event: alertEvent({
-      reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.tries, previousAttempt: a.attempt,
-      error, task: a.task, properties: outcome.props, at: outcome.at,
-    }) }]);
+  // Sent, then its claim marked sent on the entity (the sweep sends again a claim left unmarked).
+  const taken = outcome.alerts ? await parts.alerts.sendAll([{ marker: failureMarker(a.seq, a.attempt), event: alertEvent({
+    reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.tries, previousAttempt: a.attempt,
+    error, task: a.task, properties: outcome.props, at: outcome.at,
+  }) }]) : [];
+  await parts.alerts.markSent(a.key, taken);
+  // A claim still owed (the alerter failed, or one carried from before) is the sweep's to send once
+  // the grace passed: it finds it through the step's record, so that record comes due by then
+  // (a re-send's backoff may have put it an hour out), as a finish, a cancel and the seal do.
+  if (carriedAlerts(outcome.lock, taken).length > 0) {
+    await parts.ledger.keepForAlerts(a.key, outcome.lock.task, new Date(outcome.at.getTime() + alertGrace(parts.config)));
   }
   return outcomes.failed(a.seq, outcome.tries);
 }
 
-interface FailOutcome { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties; at: Date }
+interface FailOutcome { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties; at: Date; lock: Lock }
 
 /** Writes a failed attempt (`release`, or `fail` for good) on the stored entity, the handler's changes left out; settled under the lease. */
 async function writeFailure(parts: FailParts, lease: Lease, error: unknown, err: string, sent: readonly string[]): Promise<FailOutcome> {
@@ -78,7 +85,7 @@ async function writeFailure(parts: FailParts, lease: Lease, error: unknown, err:
     const alerts = verdict === 'fail' ? claimAlert(parts.config, lock, { failed: lease.attempt }) : undefined;
     intended = verdict === 'fail' ? failStep(lock, { now, error: err, alerts }) : release(lock, { now, error: err });
     if (sent.length > 0) intended = alerted(intended, { alerts: markAlertsSent(intended.alerts, intended.seq, sent) });
-    decided = { verdict, tries: intended.tries, alerts, props, at: now };
+    decided = { verdict, tries: intended.tries, alerts, props, at: now, lock: intended };
     return intended;
   }, (lock) => (intended && sameLock(lock, intended) ? true : undefined)));
   return decided!;

@@ -19,14 +19,14 @@ describe('failure alerts: sent at least once, the sweep sends again one never ma
   const store = new DatastoreStore(datastore);
 
   /** A Locker whose alerter fails its first `failures` sends; the step at `key` is kicked off and fails for good. */
-  async function failedStep(failures: number, failAfterMs = 0) {
+  async function failedStep(failures: number, failAfterMs = 0, stallAfter = 20 * SEC) {
     const namespace = uniqueNamespace('failure-alert');
     let now = START;
     const received: AlertEvent[] = [];
     let calls = 0;
     // this test's namespace only: the sweep sees no other test's records
     const t = taskApp(new DatastoreStore(datastore, { namespaces: [namespace] }), {
-      queue: new KeptTasks(), clock: () => now, leaseDuration: 10 * SEC, stallAfter: 20 * SEC, maxRetries: 1, alertTimeout: 2 * SEC,
+      queue: new KeptTasks(), clock: () => now, leaseDuration: 10 * SEC, stallAfter, maxRetries: 1, alertTimeout: 2 * SEC,
       alerter: (event) => {
         calls += 1;
         if (calls <= failures) throw new Error('the mail server is down');
@@ -107,6 +107,21 @@ describe('failure alerts: sent at least once, the sweep sends again one never ma
     s.advance(3.5 * SEC); // the grace passed: the record was moved to then
     assert.equal((await s.t.locker.sweep()).alerted, 1);
     assert.equal(s.received.length, 1);
+    await s.t.locker.shutdown();
+  });
+
+  it('brings the record due within the grace when the alert stays owed, however far out its due was', async () => {
+    // The record came due an hour after the kickoff (as a re-send's backoff also puts it): the sweep
+    // would not look at it for an hour. The failing write leaves the alert owed, so it moves the
+    // record to the grace's end, as a finish, a cancel and the seal do.
+    const s = await failedStep(1, 0, 3_600 * SEC);
+    assert.equal(s.received.length, 0);
+    s.advance(1 * SEC); // within the grace: nothing yet
+    assert.equal((await s.t.locker.sweep()).alerted, 0);
+    s.advance(3.5 * SEC); // the grace (2 × alertTimeout) passed
+    assert.equal((await s.t.locker.sweep()).alerted, 1, 'sent by the sweep once the grace passed, not an hour later');
+    assert.equal(s.received.length, 1);
+    assert.equal(s.received[0]!.reason, 'failure');
     await s.t.locker.shutdown();
   });
 });
