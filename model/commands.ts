@@ -36,6 +36,7 @@ abstract class Op implements Command {
 
 function plan(p: Plan): string {
   const parts: string[] = [p.fan ? `fanOut([${p.fan.children.join(', ')}${p.fan.wide ? ', w0…' : ''}]${p.fan.reverse ? ' reversed' : ''}${p.fan.throwAt !== undefined ? `, source throws at ${p.fan.throwAt}` : ''}, ${p.fan.policy})` : p.finish];
+  if (p.again) parts.push('or as the step\'s last run ended');
   if (p.block !== 'none') parts.push(`blocks ${p.block}`, `on signal ${p.onSignal}`);
   return parts.join(', ');
 }
@@ -144,6 +145,23 @@ export class Operate extends Op {
   constructor(readonly action: 'retry' | 'cancel' | 'resend', readonly entity: string, readonly slot: number) { super(); }
   act(w: World): Promise<void> { return w.operate(this.action, this.entity, w.at(this.slot)); }
   toString(): string { return `${this.action}(${this.entity}) on slot ${this.slot}`; }
+}
+
+/**
+ * The operator acts on a chain in trouble (`World.troubled()`), the `pick`-th of them when the
+ * command runs: retries it where it failed for good (the one action a failed chain takes), else
+ * (a step owing an alert) cancels or re-sends it; nothing when none is in trouble.
+ */
+export class OperateOnTrouble extends Op {
+  /** `retries` false (`--without retry`): a failed chain gets `otherwise` too (and refuses it). */
+  constructor(readonly otherwise: 'cancel' | 'resend', readonly pick: number, readonly slot: number, readonly retries = true) { super(); }
+  async act(w: World): Promise<void> {
+    const troubled = w.troubled();
+    if (troubled.length === 0) return;
+    const entity = troubled[this.pick % troubled.length]!;
+    await w.operate(this.retries && w.failed(entity) ? 'retry' : this.otherwise, entity, w.at(this.slot));
+  }
+  toString(): string { return `retry, or else ${this.otherwise}, chain in trouble #${this.pick} on slot ${this.slot}`; }
 }
 
 /** An operator's bulk action (`locker.bulk()`): retry every failed chain, or resend the stalled steps, under an id that may repeat (a confirmation posted twice). */
@@ -287,8 +305,10 @@ function planArb(without: ReadonlySet<Feature>): fc.Arbitrary<Plan> {
     fan: fanSpecArb(without),
     block: fc.oneof({ arbitrary: fc.constant<Plan['block']>('none'), weight: 4 }, { arbitrary: fc.constantFrom<Plan['block']>(...BLOCKS.filter((b) => b !== 'none')), weight: 2 }),
     onSignal: fc.constantFrom(...ON_SIGNAL.filter((o) => !(without.has('stop-after') && o === 'stop-after'))),
-  }).map(({ fan, ...p }) => {
-    const out: Plan = p.finish === 'fanout' ? { ...p, fan } : p;
+    // One run in three ends as its step's last run did (a handler that fails the same way each time, a retried poison message).
+    again: fc.oneof({ arbitrary: fc.constant(false), weight: 2 }, { arbitrary: fc.constant(true), weight: 1 }),
+  }).map(({ fan, again, ...p }) => {
+    const out: Plan = { ...(p.finish === 'fanout' ? { ...p, fan } : p), ...(again ? { again } : {}) };
     return without.has('stop-after') && out.block === 'after-effect' && out.onSignal !== 'ignore' ? { ...out, onSignal: 'ignore' } : out; // past its effect, any stop is a stop after it
   });
 }
@@ -298,6 +318,8 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
   const plan = planArb(without);
   const open = fc.tuple(fc.nat({ max: 7 }), slot, plan).map(([p, s, pl]) => new Deliver(p, s, pl, false));
   const actions = (['retry', 'resend', 'cancel'] as const).filter((a) => !((without.has('cancel') && a === 'cancel') || (without.has('retry') && a === 'retry')));
+  const otherwise = (['cancel', 'resend'] as const).filter((a) => !(without.has('cancel') && a === 'cancel'));
+  const onTrouble = fc.tuple(fc.constantFrom(...otherwise), fc.nat({ max: 3 }), slot).map(([a, p, s]) => new OperateOnTrouble(a, p, s, !without.has('retry')));
   const firstOnly = without.has('rekickoff');
   const ids = without.has('kickoff-id') ? [undefined] : ['K1', 'K2', undefined];
   const kickoff = fc.tuple(entity, slot).map(([e, s]) => new Kickoff(e, s, firstOnly));
@@ -317,6 +339,8 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
     slot.map((s) => new Shutdown(s)),
     fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
     fc.tuple(fc.constantFrom(...actions), entity, slot).map(([a, e, s]) => new Operate(a, e, s)),
+    // An operator acts most on what the status page shows in trouble: a failed chain, a step owing an alert.
+    onTrouble, onTrouble,
     ...(without.has('bulk') ? [] : [fc.tuple(fc.constantFrom<'retry' | 'resend'>(...(without.has('retry') ? ['resend' as const] : ['retry' as const, 'resend' as const])), fc.constantFrom('model-bulk-1', 'model-bulk-2'), slot).map(([a, id, s]) => new Bulk(a, id, s))]),
     // Down more often than up: quiet() brings it back, and most owed alerts need it down for a while.
     (without.has('alerter-down') ? fc.constant(true) : fc.oneof({ arbitrary: fc.constant(false), weight: 3 }, { arbitrary: fc.constant(true), weight: 1 })).map((up) => new Alerter(up)),
@@ -377,7 +401,7 @@ export function configArbitrary(without: ReadonlySet<Feature> = new Set()): fc.A
   return fc.record({
     instances: fc.constantFrom(2, 3),
     alerter: without.has('email') ? fc.constant<SequenceConfig['alerter']>('record') : fc.constantFrom<SequenceConfig['alerter']>('record', 'email'),
-    maxRetries: fc.constantFrom(2, 3),
+    maxRetries: fc.constantFrom(1, 2, 3),
     recurring: fc.constant(!without.has('recurring')),
   }).chain((c) => (without.has('fanout') || without.has('time-limit')
     ? fc.constant<SequenceConfig>(c)

@@ -22,6 +22,10 @@ import { policyOf, source, type FanSpec } from './fan-out-plan';
 export const FINISHES = ['return', 'schedule', 'complete', 'throw', 'permanent', 'refuse-value', 'refuse-toProperties', 'refuse-complete', 'result', 'fanout'] as const;
 export type Finish = (typeof FINISHES)[number];
 
+function isFinish(finish: string | undefined): finish is Finish {
+  return (FINISHES as readonly (string | undefined)[]).includes(finish);
+}
+
 /** Where a run waits for the model, if it does. */
 export const BLOCKS = ['none', 'before-effect', 'after-effect'] as const;
 export type Block = (typeof BLOCKS)[number];
@@ -43,6 +47,12 @@ export interface Script {
   onSignal: OnSignal;
   /** With `fanout`: the fan-out. */
   fan?: FanSpec;
+  /**
+   * The run ends as the step's last run ended, where it ran before (a handler that fails, or
+   * succeeds, the same way each time: a poison message); `finish` where it never ran, or where the
+   * last run fanned out.
+   */
+  again?: boolean;
   /** A forged or replayed request (how it was forged), for reports: the oracle judges the request itself. */
   forged?: string;
 }
@@ -88,7 +98,9 @@ export class ModelEntity {
 /** What the handler tells the model, and how it waits for it. */
 export interface HandlerPort {
   /** A run started (with the idempotency key it was given, if any). */
-  ran(ctx: TaskContext<ModelEntity>, idempotencyKey: string | undefined): void;
+  ran(ctx: TaskContext<ModelEntity>, idempotencyKey: string | undefined, finish: Finish): void;
+  /** How the last run of the step `ctx` runs (same entity, seq and chain) ended, if one ran. */
+  lastFinish(ctx: TaskContext<ModelEntity>): string | undefined;
   /** A run did its effect. */
   effect(ctx: TaskContext<ModelEntity>): void;
   /** A run scheduled step `seq`. */
@@ -149,8 +161,10 @@ export function scriptOf(ctx: TaskContext<ModelEntity>): Script {
 /** The step handler of one instance. */
 export function stepHandler(port: HandlerPort): TaskHandler<ModelEntity> {
   return async (ctx) => {
-    const scripted = scriptOf(ctx);
-    port.ran(ctx, idempotencyKeyOf(ctx));
+    const drawn = scriptOf(ctx);
+    const last = drawn.again ? port.lastFinish(ctx) : undefined;
+    const scripted: Script = isFinish(last) && last !== 'fanout' ? { ...drawn, finish: last } : drawn;
+    port.ran(ctx, idempotencyKeyOf(ctx), scripted.finish);
     // A step that fanned out fans out again when it runs again (the app's code is the same), unless the run throws.
     const resume = RESUMING.has(scripted.finish) ? port.resumeFan(ctx) : undefined;
     // A schedule's run does what any step does, but does not fan out (its children would be the model's entities, whose fan-out rules name their parents).

@@ -117,14 +117,19 @@ export class World {
     const id = `n${++this.serial}`;
     let self: Instance | undefined;
     const port: HandlerPort = {
-      ran: (ctx, idempotencyKey) => {
+      ran: (ctx, idempotencyKey, finish) => {
         const script = scriptOf(ctx);
         const run: Run = {
           entity: ctx.key.name!, seq: ctx.seq, attempt: ctx.attempt, chain: chainOf(ctx), idempotencyKey,
-          url: ctx.request.originalUrl, body: ctx.payload === undefined ? '' : JSON.stringify(ctx.payload), finish: script.finish, forged: script.forged, op: this.operations,
+          url: ctx.request.originalUrl, body: ctx.payload === undefined ? '' : JSON.stringify(ctx.payload), finish, forged: script.forged, op: this.operations,
         };
         this.runsByAttempt.set(ctx.attempt, run);
         this.seen.runs.push(run);
+      },
+      lastFinish: (ctx) => {
+        const entity = ctx.key.name!;
+        const chain = chainOf(ctx);
+        return this.seen.runs.filter((r) => r.entity === entity && r.seq === ctx.seq && r.chain === chain).at(-1)?.finish;
       },
       fanChildren: (ctx, spec) => {
         const step = `${ctx.key.name!}#${ctx.seq} ${chainOf(ctx) ?? ''}`;
@@ -353,6 +358,23 @@ export class World {
   async fanOutAction(action: FanOutAction, entity: string, instance: Instance): Promise<void> {
     const key = this.key(entity);
     await this.call(instance, () => (action === 'retryFanOutChildren' ? instance.locker.retryFanOutChildren(key) : instance.locker.cancelFanOut(key, action === 'cancelFanOut+join' ? { join: true } : {})));
+  }
+
+  /**
+   * The entities in trouble as the model last read them, in a stable order: a chain failed for good,
+   * or a lock carrying an alert claim not marked sent (the status page lists both). What an
+   * operator acts on most.
+   */
+  troubled(): string[] {
+    return [...this.watched].filter((entity) => {
+      const last = this.seen.locks.get(entity)?.at(-1);
+      return last !== undefined && last.state !== DELETED && (this.failed(entity) || last.alerts.some((a) => !a.endsWith(':sent')));
+    });
+  }
+
+  /** Whether `entity`'s lock, as the model last read it, is failed for good. */
+  failed(entity: string): boolean {
+    return this.seen.locks.get(entity)?.at(-1)?.state === 'failed';
   }
 
   /** An operator's retry, cancel or resend of `entity`'s step, from `instance`. */
