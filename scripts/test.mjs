@@ -1,6 +1,7 @@
 // The body of `npm test`: runs every test/**/*.test.ts with node's test runner, two files side by
 // side (TEST_CONCURRENCY=1 runs one at a time), in groups of 20 files in path order
-// (TEST_GROUP_SIZE), each group on both Datastore emulators started for it, and exits with 1 when
+// (TEST_GROUP_SIZE), the slowest of a group first (scripts/slow-tests.mjs), each group on both
+// Datastore emulators started for it, and exits with 1 when
 // any group failed. Each file works in a Datastore project of its own on the shared emulators
 // (test/support/own-project.mjs), so files side by side never see each other's data. Arguments
 // filter the files by substring: `node scripts/test.mjs store` runs only the files whose path
@@ -11,6 +12,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runWithEmulators } from './emulators.mjs';
 import { slowestFiles } from './test-timings.mjs';
+import { SLOW_FIRST } from './slow-tests.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -65,7 +67,7 @@ async function main() {
   try {
     for (const [n, group] of groups.entries()) {
       if (groups.length > 1) console.log(`\n== test group ${n + 1} of ${groups.length}: ${group.length} files, ${group[0]} .. ${group.at(-1)}, on emulators of its own ==\n`);
-      const code = await runWithEmulators(process.execPath, [...runnerArgs, ...group]);
+      const code = await runWithEmulators(process.execPath, [...runnerArgs, ...startSlowFirst(group)]);
       if (code !== 0) failed.push(n + 1);
     }
     printTimings(cache);
@@ -78,6 +80,15 @@ async function main() {
       : `\ntest groups that failed: ${failed.join(', ')} of ${groups.length} (search the output for "== test group")`);
   }
   return failed.length === 0 ? 0 : 1;
+}
+
+/** The group's files with the slow ones first, longest first (`SLOW_FIRST`); the rest after them, in path order. */
+function startSlowFirst(group) {
+  const rank = (file) => {
+    const i = SLOW_FIRST.indexOf(file.split('\\').join('/'));
+    return i === -1 ? SLOW_FIRST.length : i;
+  };
+  return [...group].sort((a, b) => rank(a) - rank(b)); // stable: the rest keep their path order
 }
 
 /** Prints the slowest files of the whole run, from what the timings reporter recorded in `cache`. */

@@ -1,6 +1,6 @@
-// locker.scheduleMany() on the legacy Datastore emulator (conditional commits with baseVersion) and
-// on the Firestore emulator in Datastore mode (which ignores baseVersion: batches in transactions),
-// each with a store built with no option but the namespace it sweeps.
+// locker.scheduleMany() on the legacy Datastore emulator (conditional commits with baseVersion),
+// with a store built with no option but the namespace it sweeps, and what a call sends on each
+// emulator (the Firestore emulator's suite run is schedule-many.firestore.test.ts).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { scheduleManySuite } from './schedule-many-suite';
@@ -12,15 +12,9 @@ import { StoreRejectedError } from '../../src/errors/errors';
 import { BATCH } from '../../src/chain/schedule-many';
 import { DatastoreStore } from '../../src/store/datastore/store';
 import { legacyDatastore, firestoreDatastore, uniqueNamespace } from '../support/emulator';
+import { namespacedStore } from '../support/namespaced-store';
 
-const open = (datastore: () => ReturnType<typeof legacyDatastore>) => async () => {
-  const namespace = uniqueNamespace('bulk');
-  const store = new DatastoreStore(datastore(), { namespaces: [namespace] });
-  return { store, namespace, close: () => store.shutdown() };
-};
-
-scheduleManySuite('the Datastore emulator', open(legacyDatastore));
-scheduleManySuite('the Firestore emulator in Datastore mode', open(firestoreDatastore));
+scheduleManySuite('the Datastore emulator', namespacedStore(legacyDatastore, 'bulk')); // the Firestore emulator's run: schedule-many.firestore.test.ts
 
 describe('locker.scheduleMany() on Datastore: what it sends', () => {
   it('on the legacy emulator: two lookups and two NON_TRANSACTIONAL commits per batch of new chains (records; entities with their own baseVersion, each with its kickoff record; the records looked up again)', async () => {

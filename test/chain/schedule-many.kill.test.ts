@@ -42,7 +42,7 @@ const POINTS = [
 const store = new DatastoreStore(datastore);
 after(() => store.shutdown());
 
-describe('SIGKILL during a 5,000-item scheduleMany(), then the same call again (Datastore emulator)', () => {
+describe('SIGKILL during a 5,000-item scheduleMany(), then the same call again (Datastore emulator)', { concurrency: true }, () => {
   for (const point of POINTS) {
     const n = point.range[0] + Math.floor(Math.random() * (point.range[1] - point.range[0] + 1));
     it(`killed before ${point.at} #${n}: every chain started exactly once and completed`, { timeout: 400_000 }, async () => {

@@ -2,14 +2,10 @@
 // each store built with no option but the namespace it sweeps; each case keeps its schedules in a
 // namespace of its own (`scheduleNamespace`).
 import { recurringSuite } from './recurring-suite';
-import { DatastoreStore } from '../../src/store/datastore/store';
-import { legacyDatastore, firestoreDatastore, uniqueNamespace } from '../support/emulator';
+import { legacyDatastore, firestoreDatastore } from '../support/emulator';
+import { namespacedStore } from '../support/namespaced-store';
 
-const open = (datastore: () => ReturnType<typeof legacyDatastore>) => async () => {
-  const namespace = uniqueNamespace('rec');
-  const store = new DatastoreStore(datastore(), { namespaces: [namespace] });
-  return { store, namespace, close: () => store.shutdown() };
-};
+const open = (datastore: typeof legacyDatastore) => namespacedStore(datastore, 'rec');
 
 recurringSuite('the Datastore emulator', open(legacyDatastore));
 recurringSuite('the Firestore emulator in Datastore mode', open(firestoreDatastore));
