@@ -5,4 +5,4 @@ import { scheduleManySuite } from './schedule-many-suite';
 import { firestoreDatastore } from '../support/emulator';
 import { namespacedStore } from '../support/namespaced-store';
 
-scheduleManySuite('the Firestore emulator in Datastore mode', namespacedStore(firestoreDatastore, 'bulk'));
+scheduleManySuite('the Firestore emulator in Datastore mode', namespacedStore(firestoreDatastore, 'bulk'), { chains: 1_000 });
