@@ -78,7 +78,7 @@ export function buildParts(config: Config, ready: Promise<void>, emitter: EventE
     dispatcher,
     ledger,
     fanouts,
-    taker: new LeaseTaker({ config: settingsOf(config, TAKE_SETTINGS), locks, seen, emit, alerts, basePath: () => dispatcher.basePath }),
+    taker: new LeaseTaker({ config: settingsOf(config, TAKE_SETTINGS), locks, seen, emit, alerts, ledger, basePath: () => dispatcher.basePath }),
     ends: new AttemptEnds({ config: settingsOf(config, END_SETTINGS), locks, emit, alerts, ledger, dispatcher, fanouts, telemetry }),
   };
 }

@@ -41,11 +41,6 @@ export class AlertSender {
     return taken.filter((m): m is string => m !== undefined);
   }
 
-  /** Sends `alerts`, then marks on `key`'s lock the claims the alerter took; never throws. */
-  async sendAndMark(key: Key, alerts: readonly ClaimedAlert[]): Promise<void> {
-    await this.markSent(key, await this.sendAll(alerts));
-  }
-
   /**
    * Marks the claims `markers` sent on `key`'s lock, when no write of the step could carry the
    * mark: a compare-and-swap that changes only `lock_alerts` (the `alerted` transition), and only

@@ -4,7 +4,8 @@
  * `lock_err`, shorter when the store refuses it whole.
  */
 import type { SettingName, Settings } from '../config/settings';
-import { ALERT_RULES, alertGrace, carriedAlerts, claimAlert, failureMarker, markAlertsSent } from '../rules/alert-markers';
+import { ALERT_RULES, claimAlert, failureMarker, markAlertsSent } from '../rules/alert-markers';
+import { sendFailureAlerts } from './failure-alerts';
 import { alertEvent } from '../alert/event';
 import { outcomes, type Outcome } from './outcome';
 import type { Arrival } from './arrival';
@@ -58,18 +59,11 @@ export async function failAttempt(parts: FailParts, a: Arrival, lease: Lease, er
   // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
   parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: told });
   parts.config.logger.error('step failed for good', fields);
-  // Sent, then its claim marked sent on the entity (the sweep sends again a claim left unmarked).
-  const taken = outcome.alerts ? await parts.alerts.sendAll([{ marker: failureMarker(a.seq, a.attempt), event: alertEvent({
+  // Sent, then its claim marked sent on the entity; one still owed is the sweep's (failure-alerts.ts).
+  await sendFailureAlerts(parts, a.key, outcome.lock, outcome.alerts ? [{ marker: failureMarker(a.seq, a.attempt), event: alertEvent({
     reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.tries, previousAttempt: a.attempt,
     error, task: a.task, properties: outcome.props, at: outcome.at,
-  }) }]) : [];
-  await parts.alerts.markSent(a.key, taken);
-  // A claim still owed (the alerter failed, or one carried from before) is the sweep's to send once
-  // the grace passed: it finds it through the step's record, so that record comes due by then
-  // (a re-send's backoff may have put it an hour out), as a finish, a cancel and the seal do.
-  if (carriedAlerts(outcome.lock, taken).length > 0) {
-    await parts.ledger.keepForAlerts(a.key, outcome.lock.task, new Date(outcome.at.getTime() + alertGrace(parts.config)));
-  }
+  }) }] : [], outcome.at);
   return outcomes.failed(a.seq, outcome.tries);
 }
 

@@ -11,6 +11,7 @@ import { reportTakeover, startAlerts } from './takeover-report';
 import { outcomes, type Outcome } from './outcome';
 import type { Arrival } from './arrival';
 import type { AlertSender } from '../alert/sender';
+import type { Ledger } from '../chain/ledger';
 import type { Emit } from '../events/emit';
 import type { SeenSteps } from '../locks/seen-steps';
 import type { Locks } from '../locks/locks';
@@ -28,13 +29,14 @@ import { Lease, LEASE_SETTINGS } from './lease';
 export const TAKE_SETTINGS = ['clock', 'logger', 'leaseDuration', 'goLeaseTimeout', 'maxRetries', 'lockFailedStatus', ...ALERT_RULES, ...LEASE_SETTINGS] as const satisfies readonly SettingName[];
 export type TakeSettings = Settings<typeof TAKE_SETTINGS>;
 
-/** What taking a lease uses: its settings (and those of the lease it takes), the lock part, the duplicate cache, the events port, the alert part. */
+/** What taking a lease uses: its settings (and those of the lease it takes), the lock part, the duplicate cache, the events port, the alert part, the ledger. */
 export interface TakeParts {
   readonly config: TakeSettings;
   readonly locks: Locks;
   readonly seen: SeenSteps;
   readonly emit: Emit;
   readonly alerts: AlertSender;
+  readonly ledger: Ledger;
   /** The path of the queue's target URL, which task paths are appended to ('' when it has none): a task's route is checked against it. */
   readonly basePath: () => string;
 }

@@ -7,6 +7,8 @@ import { alertEvent, type ClaimedAlert } from '../alert/event';
 import { unsentOverwriteAlerts } from '../alert/resend';
 import type { Arrival } from './arrival';
 import type { AlertSender } from '../alert/sender';
+import type { Ledger } from '../chain/ledger';
+import { sendFailureAlerts } from './failure-alerts';
 import type { Config } from '../config/options';
 import type { Emit } from '../events/emit';
 import type { AlertRules } from '../rules/alert-markers';
@@ -15,11 +17,12 @@ import { keyPath } from '../keys/key-codec';
 import { readLock, type Lock } from '../rules/lock-fields';
 import { AlertReason, type Properties } from '../types';
 
-/** What reporting a takeover uses: the alert rules and the logger, the events port, the alert part. */
+/** What reporting a takeover uses: the alert rules and the logger, the events port, the alert part, the ledger. */
 export interface TakeoverParts {
   readonly config: AlertRules & Pick<Config, 'logger'>;
   readonly emit: Emit;
   readonly alerts: AlertSender;
+  readonly ledger: Ledger;
 }
 
 /**
@@ -35,7 +38,8 @@ export function startAlerts(parts: Pick<TakeoverParts, 'alerts'>, alerts: readon
  * alerts. An overwrite's alert, this takeover's and any other of the lock still unmarked (an
  * earlier holder may have died before sending its own), is sent while the handler runs; the
  * step's last write waits for it (the lease carries it) and marks it sent. An expiry answers at
- * once, so its alerts are sent and marked before the answer. Resolves to the sends an overwrite
+ * once, so its alerts are sent and marked before the answer (`sendFailureAlerts`: a claim left
+ * owed brings the step's record due within the grace). Resolves to the sends an overwrite
  * started (the lease carries them).
  */
 export async function reportTakeover(
@@ -64,7 +68,7 @@ export async function reportTakeover(
   }
   alerts.push(...unsentOverwriteAlerts(parts.config, a.key, written, props, a.task, now, own));
   if (d.action === 'overwrite') return { sending: startAlerts(parts, alerts) };
-  await parts.alerts.sendAndMark(a.key, alerts);
+  await sendFailureAlerts(parts, a.key, written, alerts, now);
   return { sending: undefined };
 }
 

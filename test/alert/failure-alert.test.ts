@@ -124,4 +124,48 @@ describe('failure alerts: sent at least once, the sweep sends again one never ma
     assert.equal(s.received[0]!.reason, 'failure');
     await s.t.locker.shutdown();
   });
+
+  it('does the same when a lease that expired once too often fails the step (the expiry\'s alert owed)', async () => {
+    // maxRetries 1: the first lease that lapses ends the step. Its holder hangs (a crashed instance
+    // would leave the same lock); the next delivery finds the lease expired and fails the step for
+    // good, claiming the failure alert, which the alerter refuses once.
+    const namespace = uniqueNamespace('failure-alert-expire');
+    let now = START;
+    const received: AlertEvent[] = [];
+    let calls = 0;
+    const t = taskApp(new DatastoreStore(datastore, { namespaces: [namespace] }), {
+      queue: new KeptTasks(), clock: () => now, leaseDuration: 10 * SEC, stallAfter: 3_600 * SEC, maxRetries: 1, alertTimeout: 2 * SEC,
+      alerter: (event) => {
+        calls += 1;
+        if (calls === 1) throw new Error('the mail server is down');
+        received.push(event);
+      },
+    });
+    const key = new Key({ namespace, path: ['Order', 'o1'] });
+    await t.locker.schedule(key, new Counter({ count: 0, label: 'x' }), '/task');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    t.behave(() => held);
+    const hung = t.send(key, 1).then((r) => r);
+    for (let i = 0; i < 200 && t.runs.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(t.runs.length, 1, 'the first attempt is running');
+
+    now += 11 * SEC; // its lease lapsed
+    const answer = await t.send(key, 1);
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal((await store.get(key))!.lock_state, StepState.failed);
+    assert.equal(calls, 1, 'the expiry\'s failure alert was tried');
+    assert.equal(received.length, 0);
+    assert.ok(t.logger.has('its lease expired too often'));
+
+    now += 1 * SEC; // within the grace
+    assert.equal((await t.locker.sweep()).alerted, 0);
+    now += 3.5 * SEC; // past it: the record was brought forward from an hour out
+    assert.equal((await t.locker.sweep()).alerted, 1, 'sent by the sweep once the grace passed, not an hour later');
+    assert.equal(received.length, 1);
+    assert.equal(received[0]!.reason, 'failure');
+    release();
+    await hung;
+    await t.locker.shutdown();
+  });
 });
