@@ -12,9 +12,9 @@
  *   6. record that it left, and how (returned, threw, failed, aborted), before it settles.
  *
  * Fan-out chains (chaos/fan-out-plan.ts, drawn from the seed) fan out at one step instead of 5:
- * `ctx.fanOut()` to their children, just before the step's effect (it writes to the store), with the join at `/join`. A child (`/child`) is a chain of two
+ * `ctx.fanOut()` to their children, with the join at `/join`. A child (`/child`) is a chain of two
  * such steps that fails for good where planned (before anything else), and sets its result just
- * before its last effect, or fans out itself just before its first (nested; its join at `/child-join`). A
+ * before its last effect, or fans out itself at its first (nested; its join at `/child-join`). A
  * join's step reads every child through `ctx.fanIn()` (all pages) just before its effect (a nested
  * child's join sets the child's result there too), and records what it saw with the effect; then
  * a top-level chain goes on with `/step`.
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
 
   /**
    * Steps 1-4 of the file's comment (the faults, then the effect, then maybe a hang). `before` runs
-   * between the faults and the effect: a fan-out, a join's read of its children, a child's result. Anything
+   * between the faults and the effect: a join's read of its children, a child's result. Anything
    * that can fail on a store fault comes before the effect, as the faults do: a handler that throws
    * after its effect is run again, and the oracle would rightly count that run.
    */
@@ -105,16 +105,11 @@ async function main(): Promise<void> {
     ctx.entity.done = ctx.seq;
   };
 
-  // A fanning step fans out before its effect: `ctx.fanOut()` writes to the store and may throw (a
-  // store fault hands the lease back silently, and the next delivery runs the handler again).
   const step = async (ctx: TaskContext<Chain>, progress: { effect: boolean }): Promise<void> => {
+    await effectOf(ctx, progress);
     const plan = plans.get(String(ctx.key.name));
-    const fans = plan?.fanAt === ctx.seq;
-    await effectOf(ctx, progress, fans ? async () => {
-      await fanOut(ctx, plan);
-      return undefined;
-    } : undefined);
-    if (!fans && ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
+    if (plan?.fanAt === ctx.seq) await fanOut(ctx, plan);
+    else if (ctx.seq < config.steps) await ctx.schedule('/step', { from: ctx.seq });
   };
 
   const childPlans = new Map([...plans.values()].flatMap((p) => p.children.map((c) => [c.name, c] as const)));
@@ -124,16 +119,13 @@ async function main(): Promise<void> {
     const name = String(ctx.key.name);
     const planned = childPlans.get(name);
     if (planned?.failsAt === ctx.seq) throw new PermanentError(`chaos: child ${name} fails for good at step ${ctx.seq} by design`);
-    const nested = planned?.nested?.fanAt === ctx.seq ? planned.nested : undefined;
-    const last = ctx.seq >= CHILD_STEPS && !nested;
-    await effectOf(ctx, progress, nested ? async () => {
-      await fanOut(ctx, nested);
-      return undefined;
-    } : last ? async () => {
+    const last = ctx.seq >= CHILD_STEPS && planned?.nested?.fanAt !== ctx.seq;
+    await effectOf(ctx, progress, last ? async () => {
       await ctx.setResult({ of: name });
       return undefined;
     } : undefined);
-    if (!nested && !last) await ctx.schedule('/child', { from: ctx.seq });
+    if (planned?.nested?.fanAt === ctx.seq) await fanOut(ctx, planned.nested);
+    else if (!last) await ctx.schedule('/child', { from: ctx.seq });
   };
 
   /** A join: reads every child (all pages) and, for a nested child, sets its result from them; records what it saw with its effect; then a top-level chain goes on. */

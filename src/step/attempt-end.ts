@@ -125,10 +125,11 @@ export class AttemptEnds {
   /**
    * Hands the lease of a stopped attempt back (see `Lease.handBack`) and answers 503 so Cloud Tasks
    * delivers the task again: silently when the handler said it stopped before its effect (it
-   * rejected with the signal's reason itself, or called `ctx.handBack()`), never ran, or the store
-   * failed while `ctx.fanOut()` added children (the retry resumes them); written stale
-   * (the next delivery's overwrite counts and alerts, naming this attempt) when it ran on, or
-   * rejected with any other error (`rejected`), which may have come after its effect.
+   * rejected with the signal's reason itself, or called `ctx.handBack()`) or never ran; written
+   * stale (the next delivery's overwrite counts and alerts, naming this attempt) when it ran on,
+   * rejected with any other error (`rejected`), which may have come after its effect, or the store
+   * failed while `ctx.fanOut()` added children (the handler's code before it ran; the next
+   * delivery resumes the fan-out).
    */
   async handBack(a: Arrival, lease: Lease, ranOn: boolean, why: HandBackWhy, rejected?: unknown): Promise<Outcome> {
     const { parts } = this;
@@ -140,10 +141,11 @@ export class AttemptEnds {
       if (error instanceof LeaseLostError) return this.lost(a, error);
       throw error;
     }
-    if (rejected !== undefined) {
+    if (reason === 'store-unavailable') {
+      parts.config.logger.warn('the store failed while the step added fan-out children; its lease is written stale, so the next delivery takes it over with an alert (the handler ran up to fanOut()) and resumes the fan-out', fields);
+    } else if (rejected !== undefined) {
       parts.config.logger.error('handler rejected after it was stopped with an error other than the signal\'s reason, so its effect may have happened; its lease is written stale, so the next delivery takes it over with an alert', { ...fields, error: describeError(rejected) });
     } else if (ranOn) parts.config.logger.error('handler still running after it was stopped; its lease is written stale, so the next delivery takes it over with an alert', fields);
-    else if (reason === 'store-unavailable') parts.config.logger.warn('the store failed while the step added fan-out children; its lease is handed back, and the next delivery resumes the fan-out', fields);
     else parts.config.logger.warn('lease handed back; the next delivery runs the step', fields);
     parts.emit('handedBack', { key: a.key, seq: a.seq, attempt: a.attempt, reason, silent: !ranOn });
     return outcomes.handedBack(a.seq, reason);

@@ -76,8 +76,10 @@ export function decideEnd(f: AttemptFacts): AttemptEnd {
   if (fault === FaultClass.config) return { end: 'unsure', error };
   if (error === f.settleError) return fault === FaultClass.transient ? { end: 'unsure', error } : { end: 'unstorable', error };
   // The store failed while fanOut() added children (the header, a page, a kickoff): nothing it wrote
-  // is lost and the next attempt resumes where it stopped, so the lease goes back without a retry counted.
-  if (error === f.fanOutError && fault === FaultClass.transient) return { end: 'handBack', ranOn: false, why: 'store-unavailable' };
+  // is lost and the next attempt resumes where it stopped. The handler's code before fanOut() ran,
+  // and its effect may be there, so the lease goes back written stale: the next delivery takes it
+  // over with an overwrite alert naming this attempt, as after any run that may have had its effect.
+  if (error === f.fanOutError && fault === FaultClass.transient) return { end: 'handBack', ranOn: true, why: 'store-unavailable' };
   return { end: 'fail', error, nearTimeout: false };
 }
 

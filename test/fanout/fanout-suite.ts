@@ -215,6 +215,12 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
           assertChildrenRanOnce(rig, children);
           assert.ok(rig.store.fired.length > 0, 'the fault fired');
           rig.store.fired.length = 0;
+          // The fanning step's handler ran before the fault, and may have had its effect: every run
+          // of it after the first is named by an overwrite alert.
+          const step = `${keyPath(parent)}#1`;
+          const runs = rig.parentRuns.get(step) ?? 0;
+          if (['LockerFanOut:writing', 'LockerFanOutPage'].includes(point)) assert.ok(runs >= 2, `the fanning step ran again after the fault (${runs} runs)`);
+          assert.ok(runs <= 1 + (rig.overwrites.get(step) ?? 0), `the fanning step ran ${runs} times with ${rig.overwrites.get(step) ?? 0} overwrite alerts`);
         });
       }
     }

@@ -52,6 +52,8 @@ export interface FanRig {
   joinAttempts: string[];
   /** Runs of each child step, by `keyPath#seq`. */
   childRuns: Map<string, number>;
+  /** Runs of each fanning step (`/parent`), by `keyPath#seq`. */
+  parentRuns: Map<string, number>;
   /**
    * Leases overwritten (the `overwritten` event, which comes with an overwrite alert), by
    * `keyPath#seq`: a run beyond a step's one is allowed only with one of these (a lease that lapsed
@@ -101,6 +103,7 @@ export async function fanRig(
   const joins: JoinRun[] = [];
   const joinAttempts: string[] = [];
   const childRuns = new Map<string, number>();
+  const parentRuns = new Map<string, number>();
   const overwrites = new Map<string, number>();
   locker.on('overwritten', (e) => {
     const step = `${keyPath(e.key)}#${e.seq}`;
@@ -133,6 +136,8 @@ export async function fanRig(
   };
 
   app.post('/parent', locker.handle<Properties, Payload>(async (ctx) => {
+    const run = `${keyPath(ctx.key)}#${ctx.seq}`;
+    parentRuns.set(run, (parentRuns.get(run) ?? 0) + 1);
     const many = ctx.payload.many;
     const children = many ? Array.from({ length: many.n }, (_, i) => ({ name: `${many.prefix}-${i}`, mode: 'ok' as ChildMode })) : ctx.payload.children ?? [];
     await fan(ctx, children, ctx.payload.policy, ctx.payload.failFirstAfter, ctx.payload.reverseOnRetry);
@@ -197,7 +202,7 @@ export async function fanRig(
 
   locker.startSweeping(150);
   return {
-    locker, store, queue, local, logger, namespace, joins, joinAttempts, childRuns, overwrites, fanOuts, delivered, key,
+    locker, store, queue, local, logger, namespace, joins, joinAttempts, childRuns, parentRuns, overwrites, fanOuts, delivered, key,
     async start(parent, children, options = {}) {
       if (options.gate) store.hold('LockerFanOut:sealed', options.gate);
       // Many plain children travel as a count: a task's payload is at most 96 KiB.
