@@ -50,24 +50,24 @@ export async function failAttempt(parts: FailParts, a: Arrival, lease: Lease, er
   }
   // What is told (log, events) keeps the entity's redacted values out of the error; the alert is redacted where it is sent.
   const told = scrubError(error, secretsOf(outcome.props, parts.config.redact));
-  const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: told instanceof Error ? told.message : String(told) };
+  const fields = { key: keyPath(a.key), seq: a.seq, attempt: a.attempt, retries: outcome.lock.tries, error: told instanceof Error ? told.message : String(told) };
   if (outcome.verdict === 'release') {
-    parts.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: told });
+    parts.emit('released', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.lock.tries, error: told });
     parts.config.logger.warn('handler failed; the step will be retried', fields);
-    return outcomes.released(a.seq, outcome.tries, parts.config.maxRetries);
+    return outcomes.released(a.seq, outcome.lock.tries, parts.config.maxRetries);
   }
   // The step's ledger record stays (its path and payload) for locker.retry(); see stall.ts.
-  parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.tries, error: told });
+  parts.emit('failed', { key: a.key, seq: a.seq, attempt: a.attempt, retries: outcome.lock.tries, error: told });
   parts.config.logger.error('step failed for good', fields);
   // Sent, then its claim marked sent on the entity; one still owed is the sweep's (failure-alerts.ts).
   await sendFailureAlerts(parts, a.key, outcome.lock, outcome.alerts ? [{ marker: failureMarker(a.seq, a.attempt), event: alertEvent({
-    reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.tries, previousAttempt: a.attempt,
+    reason: AlertReason.failure, key: a.key, seq: a.seq, retries: outcome.lock.tries, previousAttempt: a.attempt,
     error, task: a.task, properties: outcome.props, at: outcome.at,
   }) }] : [], outcome.at);
-  return outcomes.failed(a.seq, outcome.tries);
+  return outcomes.failed(a.seq, outcome.lock.tries);
 }
 
-interface FailOutcome { verdict: 'release' | 'fail'; tries: number; alerts: string[] | undefined; props: Properties; at: Date; lock: Lock }
+interface FailOutcome { verdict: 'release' | 'fail'; alerts: string[] | undefined; props: Properties; at: Date; lock: Lock }
 
 /** Writes a failed attempt (`release`, or `fail` for good) on the stored entity, the handler's changes left out; settled under the lease. */
 async function writeFailure(parts: FailParts, lease: Lease, error: unknown, err: string, sent: readonly string[]): Promise<FailOutcome> {
@@ -79,7 +79,7 @@ async function writeFailure(parts: FailParts, lease: Lease, error: unknown, err:
     const alerts = verdict === 'fail' ? claimAlert(parts.config, lock, { failed: lease.attempt }) : undefined;
     intended = verdict === 'fail' ? failStep(lock, { now, error: err, alerts }) : release(lock, { now, error: err });
     if (sent.length > 0) intended = alerted(intended, { alerts: markAlertsSent(intended.alerts, intended.seq, sent) });
-    decided = { verdict, tries: intended.tries, alerts, props, at: now, lock: intended };
+    decided = { verdict, alerts, props, at: now, lock: intended };
     return intended;
   }, (lock) => (intended && sameLock(lock, intended) ? true : undefined)));
   return decided!;
