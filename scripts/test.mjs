@@ -6,6 +6,8 @@
 // (test/support/own-project.mjs), so files side by side never see each other's data. Arguments
 // filter the files by substring: `node scripts/test.mjs store` runs only the files whose path
 // contains "store". Work several files would repeat is done once per run (LOCKER_TEST_CACHE).
+// `--long` (`npm run test:long`, which CI runs after `npm test`) runs only the files that import
+// test/support/test-scale.ts, at full size (LOCKER_TEST_LONG=1): every kill point, thousands of chains.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -35,10 +37,13 @@ function findTests(dir) {
 const DEFAULT_GROUP_SIZE = 20;
 
 async function main() {
-  const filters = process.argv.slice(2);
+  const long = process.argv.includes('--long');
+  const filters = process.argv.slice(2).filter((a) => a !== '--long');
   const files = findTests(join(root, 'test'))
     .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
+    .filter((file) => !long || scales(file))
     .sort();
+  if (long) process.env.LOCKER_TEST_LONG = '1';
   if (files.length === 0) {
     console.error(`no test files match ${filters.map((f) => JSON.stringify(f)).join(', ')}`);
     return 1;
@@ -80,6 +85,11 @@ async function main() {
       : `\ntest groups that failed: ${failed.join(', ')} of ${groups.length} (search the output for "== test group")`);
   }
   return failed.length === 0 ? 0 : 1;
+}
+
+/** Whether a test file has a long version: it imports test/support/test-scale.ts. */
+function scales(file) {
+  return /from '\.\.\/support\/test-scale'/.test(readFileSync(join(root, file), 'utf8'));
 }
 
 /** The group's files with the slow ones first, longest first (`SLOW_FIRST`); the rest after them, in path order. */

@@ -13,8 +13,9 @@ import { BATCH } from '../../src/chain/schedule-many';
 import { DatastoreStore } from '../../src/store/datastore/store';
 import { legacyDatastore, firestoreDatastore, uniqueNamespace } from '../support/emulator';
 import { namespacedStore } from '../support/namespaced-store';
+import { scaled } from '../support/test-scale';
 
-scheduleManySuite('the Datastore emulator', namespacedStore(legacyDatastore, 'bulk'), { chains: 1_000 }); // the Firestore emulator's run: schedule-many.firestore.test.ts
+scheduleManySuite('the Datastore emulator', namespacedStore(legacyDatastore, 'bulk'), { chains: scaled(300, 1_000) }); // the Firestore emulator's run: schedule-many.firestore.test.ts
 
 describe('locker.scheduleMany() on Datastore: what it sends', () => {
   it('on the legacy emulator: two lookups and two NON_TRANSACTIONAL commits per batch of new chains (records; entities with their own baseVersion, each with its kickoff record; the records looked up again)', async () => {

@@ -4,5 +4,6 @@
 import { scheduleManySuite } from './schedule-many-suite';
 import { firestoreDatastore } from '../support/emulator';
 import { namespacedStore } from '../support/namespaced-store';
+import { scaled } from '../support/test-scale';
 
-scheduleManySuite('the Firestore emulator in Datastore mode', namespacedStore(firestoreDatastore, 'bulk'), { chains: 1_000 });
+scheduleManySuite('the Firestore emulator in Datastore mode', namespacedStore(firestoreDatastore, 'bulk'), { chains: scaled(300, 1_000) });

@@ -16,8 +16,10 @@ import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../s
 import { legacyDatastore, uniqueNamespace } from '../support/emulator';
 import { readAll } from './schedule-many-suite';
 import { BATCH } from '../../src/chain/schedule-many';
+import { pointsToRun, scaled } from '../support/test-scale';
 
-const ITEMS = 5_000;
+/** 5,000 items in `npm run test:long`, 1,000 (8 batches) in `npm test`. */
+const ITEMS = scaled(1_000, 5_000);
 const datastore = legacyDatastore();
 
 type Run = CrashAppRun;
@@ -43,7 +45,8 @@ const store = new DatastoreStore(datastore);
 after(() => store.shutdown());
 
 describe('SIGKILL during a 5,000-item scheduleMany(), then the same call again (Datastore emulator)', { concurrency: true }, () => {
-  for (const point of POINTS) {
+  // `npm test`: one point, at random; `npm run test:long`: all three.
+  for (const point of pointsToRun(POINTS)) {
     const n = point.range[0] + Math.floor(Math.random() * (point.range[1] - point.range[0] + 1));
     it(`killed before ${point.at} #${n}: every chain started exactly once and completed`, { timeout: 400_000 }, async () => {
       const namespace = uniqueNamespace(`bulk-kill-${point.at}`);

@@ -9,8 +9,9 @@ import type { Queue, Store } from '../../src/types';
 import type { KickoffItem } from '../../src/chain/schedule-many-types';
 import { RecordingQueue } from '../support/recording-queue';
 import { keys, MemoryLogger } from '../support/task-app';
+import { scaled } from '../support/test-scale';
 
-scheduleManySuite('the in-memory store', async () => ({ store: new MemoryStore(), namespace: undefined }));
+scheduleManySuite('the in-memory store', async () => ({ store: new MemoryStore(), namespace: undefined }), { chains: scaled(500, 2_000) });
 
 describe('locker.scheduleMany() details (in-memory store)', () => {
   const key = (name: string) => keys.key(['Invoice', name]);

@@ -12,6 +12,7 @@ import type { Datastore } from '@google-cloud/datastore';
 import { childChain, fanOutId } from '../../src/fanout/records';
 import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../support/crash-app-run';
 import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
+import { pointsToRun } from '../support/test-scale';
 
 const CHILDREN = 150;
 const POINTS = ['before-header', 'mid-pages', 'before-seal', 'after-seal'] as const;
@@ -33,7 +34,8 @@ for (const [emulator, open] of [['legacy', legacyDatastore], ['firestore', fires
   // The four points run side by side (each its own namespace, parent and processes): on the
   // Firestore emulator three of them wait out a dead transaction's 60 s, which need not add up.
   describe(`SIGKILL while a parent starts 150 children, then a restart (${emulator === 'legacy' ? 'the Datastore emulator' : 'the Firestore emulator in Datastore mode'})`, { concurrency: true }, () => {
-    for (const point of POINTS) {
+    // `npm test`: one point per emulator, at random; `npm run test:long`: all four.
+    for (const point of pointsToRun(POINTS)) {
       // A process killed inside a transaction on Firestore (the header's `writing`, a page's, which
       // reads the header, or the seal's, before its commit) leaves that transaction's locks until
       // Firestore expires it: 60 s after its last use, on the service ("Transactions expire after
