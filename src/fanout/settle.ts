@@ -67,13 +67,22 @@ export async function settleAfterAnswer(parts: FanParts, key: Key, chain: string
   }
 }
 
-/** Stores a child's small result on its record, while it is pending (`ctx.setResult()`). */
+/**
+ * Stores a child's small result on its record, while it is pending (`ctx.setResult()`). A child
+ * that timed out (the fan-out's deadline passed while its chain was still running) goes on as the
+ * guide says, and its end changes nothing: its result is dropped with a log line, and the step
+ * goes on. Throwing there failed the attempt after its effect, so the step ran again (and again,
+ * until it failed for good), each time unalerted.
+ */
 export async function setChildResult(parts: FanParts, key: Key, chain: string | undefined, value: Json): Promise<void> {
   if (!fanOutOfChain(chain)) throw new TypeError('setResult(): this chain is not a fan-out child; only a child started by ctx.fanOut() has a result');
   const text = resultText(value);
-  await parts.locks.transact(async (tx) => {
+  const timedOut = await parts.locks.transact(async (tx) => {
     const child = readChild(chain!, await tx.get(childKey(chain!, key.namespace)), decodeKey);
+    if (child?.state === 'timedOut') return true;
     if (!child || child.state !== 'pending') throw new TypeError('setResult(): the child already settled; its result can no longer change');
     writerOf(parts).child(tx, { ...child, result: text });
+    return false;
   });
+  if (timedOut) parts.config.logger.info('setResult(): the fan-out\'s deadline passed before this child settled; its result is not kept (the join counted it timed out)', { key: keyPath(key), chain });
 }

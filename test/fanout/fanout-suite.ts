@@ -301,6 +301,24 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       assert.equal(run.outcome, 'failed');
     });
 
+    it('a child still running when the deadline passed sets its result and finishes its step once: the result is not kept, the join saw it timed out', async () => {
+      const parent = parentKey();
+      const children = lines(`tardy${counter}`, 3, (i) => (i === 0 ? 'late' : 'ok'));
+      const tardy = rig.key('Line', children[0]!.name);
+      const done = children.slice(1).map((c) => rig.key('Line', c.name));
+      await rig.start(parent, children, { policy: { deadlineMs: 1 }, gate: () => allEnded(rig, done) });
+      const run = await rig.joined(parent);
+      assert.deepEqual([run.counts.timedOut, run.counts.succeeded], [1, 2], 'the late child counted timed out, the others succeeded');
+      rig.releaseLate(); // its setResult() comes after the join: before the fix it threw, the step failed and ran again
+      await until('the late child\'s chain complete', async () => (await rig.store.get(tardy))?.lock_state === StepState.complete, 30_000);
+      await rig.settle();
+      assert.equal(rig.childRuns.get(`${keyPath(tardy)}#1`), 1, 'its step ran once');
+      assert.equal((await rig.store.get(tardy))?.lock_seq, 2, 'one step, finished');
+      assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 1, 'the join ran once');
+      assert.equal((await rig.store.get(parent))?.lock_state, StepState.complete, 'the parent completed with its join');
+      assert.ok(rig.logger.lines.some((l) => l.message.includes('setResult()') && l.message.includes('deadline')), 'the dropped result is logged');
+    });
+
     it('inspect() shows a waiting parent\'s fan-out: counts per state, the oldest pending child, sample failures', async () => {
       const parent = parentKey();
       const children = lines(`seen${counter}`, 3, (i) => (i === 0 ? 'hang' : i === 1 ? 'fail' : 'ok'));

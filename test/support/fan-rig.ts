@@ -26,7 +26,8 @@ import { keys, MemoryLogger } from './task-app';
  * two steps, fan out itself (`nestHang`: to two children that stay pending), fail once then
  * succeed, or fail for good once (then succeed when an operator retries it).
  */
-export type ChildMode = 'ok' | 'fail' | 'hang' | 'two' | 'nest' | 'nestHang' | 'flaky' | 'failOnce';
+/** `late`: runs as `ok`, but waits for `releaseLate()` before its `setResult()` (a child still running when the deadline passed). */
+export type ChildMode = 'ok' | 'fail' | 'hang' | 'two' | 'nest' | 'nestHang' | 'flaky' | 'failOnce' | 'late';
 
 /** One join run that finished (the join step's handler returned). */
 export interface JoinRun {
@@ -76,6 +77,8 @@ export interface FanRig {
   joined(parent: Key, limitMs?: number): Promise<JoinRun>;
   /** Waits for the local queue to go idle and two more sweeps. */
   settle(): Promise<void>;
+  /** Lets the `late` children go on to their `setResult()`. */
+  releaseLate(): void;
   close(): Promise<void>;
 }
 
@@ -103,6 +106,8 @@ export async function fanRig(
   const joins: JoinRun[] = [];
   const joinAttempts: string[] = [];
   const childRuns = new Map<string, number>();
+  let releaseLate = (): void => undefined;
+  const late = { promise: new Promise<void>((resolve) => { releaseLate = resolve; }), resolve: () => releaseLate() };
   const parentRuns = new Map<string, number>();
   const overwrites = new Map<string, number>();
   locker.on('overwritten', (e) => {
@@ -168,6 +173,7 @@ export async function fanRig(
       await fan(ctx, [1, 2, 3].map((i) => ({ name: `${ctx.payload.name}-g${i}`, mode: 'ok' as ChildMode })), undefined);
       return;
     }
+    if (mode === 'late') await late.promise;
     if (mode === 'nestHang') {
       await fan(ctx, [1, 2].map((i) => ({ name: `${ctx.payload.name}-g${i}`, mode: 'hang' as ChildMode })), undefined);
       return;
@@ -225,6 +231,9 @@ export async function fanRig(
         if (Date.now() > deadline) throw new Error(`no join of ${keyPath(parent)} after ${limitMs} ms; log: ${JSON.stringify(logger.lines.filter((l) => l.level !== 'info').slice(-8))}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
+    },
+    releaseLate() {
+      late.resolve();
     },
     async settle() {
       // Not local.idle(): a child step scheduled a day ahead (`hang`) keeps the queue from idling.
