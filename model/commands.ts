@@ -92,6 +92,30 @@ export class DeliverTwice extends Op {
   toString(): string { return `deliverTwice(open task #${this.pick} to slots ${this.slots.join(' and ')}: ${plan(this.plans[0])} | ${plan(this.plans[1])})`; }
 }
 
+/**
+ * A takeover, as the platform makes one: a run's instance gets no CPU (Cloud Run throttles it
+ * between requests, or the VM stalls) from a wait before or after its effect until its lease ran
+ * out, and Cloud Tasks, its dispatch deadline passed, delivers the same open task again, to the
+ * same instance or another. The frozen run stays waiting for the model (a later release or cut
+ * thaws it). Three commands' worth (a blocked delivery, the clock past the lease, the delivery
+ * again) as one: the overwrite paths are where fan-out meets alerts (defect 3 of issue 37).
+ */
+export class Takeover extends Op {
+  constructor(readonly pick: number, readonly slots: [number, number], readonly plans: [Plan, Plan]) { super(); }
+  async act(w: World): Promise<void> {
+    const names = w.taskNames(false);
+    if (names.length === 0) return;
+    const name = names[this.pick % names.length]!;
+    await w.settle(w.start(name, w.at(this.slots[0]), this.plans[0]));
+    w.advance(TIMINGS.leaseDuration + 1_000);
+    w.restartDead();
+    await w.deliver(name, w.at(this.slots[1]), this.plans[1]);
+  }
+  toString(): string {
+    return `takeover(open task #${this.pick}: slot ${this.slots[0]} frozen past the lease in ${plan(this.plans[0])}; again to slot ${this.slots[1]}: ${plan(this.plans[1])})`;
+  }
+}
+
 /** Lets a run waiting for the model go on. */
 export class Release extends Op {
   constructor(readonly pick: number) { super(); }
@@ -309,8 +333,13 @@ function planArb(without: ReadonlySet<Feature>): fc.Arbitrary<Plan> {
     again: fc.oneof({ arbitrary: fc.constant(false), weight: 2 }, { arbitrary: fc.constant(true), weight: 1 }),
   }).map(({ fan, again, ...p }) => {
     const out: Plan = { ...(p.finish === 'fanout' ? { ...p, fan } : p), ...(again ? { again } : {}) };
-    return without.has('stop-after') && out.block === 'after-effect' && out.onSignal !== 'ignore' ? { ...out, onSignal: 'ignore' } : out; // past its effect, any stop is a stop after it
+    return stopsAfter(without, out);
   });
+}
+
+/** Past its effect, any stop is a stop after it: without `stop-after`, a run waiting after its effect ignores the signal. */
+function stopsAfter(without: ReadonlySet<Feature>, p: Plan): Plan {
+  return without.has('stop-after') && p.block === 'after-effect' && p.onSignal !== 'ignore' ? { ...p, onSignal: 'ignore' } : p;
 }
 
 /** Every command's arbitrary, less the features left out (deliveries listed more than once: they are most of what happens). */
@@ -331,6 +360,9 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
     open, open, open,
     fc.tuple(fc.nat({ max: 7 }), slot, plan, fc.boolean()).map(([p, s, pl, late]) => new Deliver(p, s, pl, late)),
     fc.tuple(fc.nat({ max: 7 }), fc.tuple(slot, slot), fc.tuple(plan, plan)).map(([p, s, pl]) => new DeliverTwice(p, s, pl)),
+    // The frozen run waits before or after its effect; the delivery that takes over runs through (a wait there adds nothing a later command cannot).
+    fc.tuple(fc.nat({ max: 7 }), fc.tuple(slot, slot), fc.tuple(plan, fc.constantFrom<Plan['block']>('before-effect', 'after-effect'), plan))
+      .map(([p, s, [frozen, block, again]]) => new Takeover(p, s, [stopsAfter(without, { ...frozen, block }), { ...again, block: 'none' }])),
     fc.nat({ max: 3 }).map((p) => new Release(p)),
     fc.nat({ max: 3 }).map((p) => new Release(p)),
     fc.constantFrom(1_000, TIMINGS.leaseDuration + 1_000, TIMINGS.stallAfter + 10_000).map((ms) => new Advance(ms)),
@@ -403,6 +435,8 @@ export function configArbitrary(without: ReadonlySet<Feature> = new Set()): fc.A
     alerter: without.has('email') ? fc.constant<SequenceConfig['alerter']>('record') : fc.constantFrom<SequenceConfig['alerter']>('record', 'email'),
     maxRetries: fc.constantFrom(1, 2, 3),
     recurring: fc.constant(!without.has('recurring')),
+    // One sequence in three begins inside an alerting outage: most owed alerts need the alerter down while a step claims them.
+    alerterDown: without.has('alerter-down') ? fc.constant(false) : fc.oneof({ arbitrary: fc.constant(false), weight: 2 }, { arbitrary: fc.constant(true), weight: 1 }),
   }).chain((c) => (without.has('fanout') || without.has('time-limit')
     ? fc.constant<SequenceConfig>(c)
     : fc.oneof(
