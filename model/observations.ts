@@ -49,7 +49,12 @@ export interface FanOutSeen extends StepRef {
   /** Every child any attempt of the step gave. */
   given: string[];
   policy: PolicyName;
-  /** The model's clock at the seal. */
+  /**
+   * The earliest the seal can have been: the model's clock when the step's first fanning attempt
+   * began. Not when `fanOut()` returned: an attempt that died just after the seal's write never
+   * returned, and a later attempt, resuming, reports the seal long after it was written (so the
+   * deadline, which runs from the seal, may pass sooner than that report says).
+   */
   sealedAt: number;
   /** The operation it sealed in. */
   op: number;

@@ -30,6 +30,8 @@ export interface SequenceConfig {
   requestTimeout?: number;
   /** Every instance declares the model's schedules (recurring.ts); undefined or false: none, and no tick. */
   recurring?: boolean;
+  /** The alerter is down from the start (an SMTP outage the sequence begins in), until an `alerter up` or `quiet()`. */
+  alerterDown?: boolean;
 }
 
 /** What a world is built on: the store, its keys, the loopback server and the SMTP server. */
@@ -93,7 +95,7 @@ export class World {
   /** Entities whose locks `look()` reads: the model's, and every fan-out child's. */
   private readonly watched = new Set<string>(ENTITIES);
   /** Each fanning step's children (as its first attempt gave them), policy, and the order its last attempt gave, by `entity#seq chain`. */
-  private readonly fanSteps = new Map<string, { names: string[]; policy: FanSpec['policy']; reverse: boolean }>();
+  private readonly fanSteps = new Map<string, { names: string[]; policy: FanSpec['policy']; reverse: boolean; since: number }>();
   /** The code each slot runs (which schedules it declares), where the sequence has recurring work; a restart keeps its slot's. */
   private readonly codes: Declares[] = [];
   /** The run entities recurring tasks named, by name. */
@@ -102,6 +104,7 @@ export class World {
   constructor(readonly config: SequenceConfig, private readonly backend: Backend) {
     this.store = new FaultyStore(backend.store);
     this.desk = new AlertDesk(config.alerter, backend.smtp, this.clock);
+    if (config.alerterDown) this.desk.setUp(false);
     this.seen = emptyObservations([...ENTITIES], config.maxRetries);
     for (let i = 0; i < config.instances; i++) {
       this.codes.push('old');
@@ -135,7 +138,7 @@ export class World {
         const step = `${ctx.key.name!}#${ctx.seq} ${chainOf(ctx) ?? ''}`;
         const known = this.fanSteps.get(step);
         const names = known?.names ?? childNames(spec.children, spec.wide);
-        this.fanSteps.set(step, { names, policy: known?.policy ?? spec.policy, reverse: spec.reverse });
+        this.fanSteps.set(step, { names, policy: known?.policy ?? spec.policy, reverse: spec.reverse, since: known?.since ?? this.now });
         for (const name of names) if (!this.watched.has(name)) { this.watched.add(name); this.seen.locks.set(name, []); }
         return names;
       },
@@ -147,8 +150,9 @@ export class World {
       fannedOut: (ctx, started, children, spec) => {
         const entity = ctx.key.name!;
         const chain = chainOf(ctx);
-        const given = this.fanSteps.get(`${entity}#${ctx.seq} ${chain ?? ''}`)?.names ?? children;
-        this.seen.fanOuts.push({ entity, seq: ctx.seq, chain, id: started.id, children, given, policy: spec.policy, sealedAt: this.now, op: this.operations });
+        const known = this.fanSteps.get(`${entity}#${ctx.seq} ${chain ?? ''}`);
+        const given = known?.names ?? children;
+        this.seen.fanOuts.push({ entity, seq: ctx.seq, chain, id: started.id, children, given, policy: known?.policy ?? spec.policy, sealedAt: known?.since ?? this.now, op: this.operations }); // the policy the header was written with: the first attempt's (a resumed attempt's own is not read)
         this.seen.committed.push({ entity, seq: started.joinSeq });
       },
       joined: (ctx, shown) => {
