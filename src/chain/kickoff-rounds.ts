@@ -28,10 +28,10 @@ import { ContentionError, StoreRejectedError, StoreUnavailableError } from '../e
 import { planKickoff, type Carry, type KickoffPlan } from '../rules/kickoff-plan';
 import { endStepAlerts, NO_ALERTS } from '../rules/alert-markers';
 import { readLock, type Lock } from '../rules/lock-fields';
-import type { NextStep } from '../rules/ledger-record';
+import { newLedgerRecord, type NextStep } from '../rules/ledger-record';
 import type { BatchLockWrite } from '../locks/locks';
 import { settleReplaced, settleReplacedInTx } from '../fanout/child-end';
-import type { ConditionalOutcome, LedgerRecord, Properties, StoreTransaction, VersionedRead } from '../types';
+import { StepState, type ConditionalOutcome, type LedgerRecord, type Properties, type StoreTransaction, type VersionedRead } from '../types';
 
 /** Reads and decisions of an entity that keeps changing under the call (or meeting store faults), before it is given up. */
 export const ROUNDS = 5;
@@ -129,18 +129,31 @@ export async function kickoffRounds<J extends KickoffJob>(
     const writes: BatchLockWrite[] = [];
     const writing: { job: J; previousTask: string | undefined }[] = [];
     const replacing: Promise<void>[] = [];
+    const found: { job: J; outcome: KickoffOutcome; record: LedgerRecord }[] = [];
     open.forEach((job, i) => {
       const read = reads[i]!;
       const marker = reads[open.length + i]!;
       const state = states.get(job)!;
       const outcome = decide(parts, marking, job, state, read, marker, now);
-      if (outcome.kind !== 'start') return done(job, outcome);
+      if (outcome.kind !== 'start') {
+        const record = foundStarted(marking, job, outcome, marker, now);
+        return record ? found.push({ job, outcome, record }) : done(job, outcome);
+      }
       const mark = { key: job.markerKey, ...marking.mark(job, marker.properties, outcome.record, now), read: marker }; // rides in the entity's commit
       writes.push({ read, lock: outcome.lock, own: outcome.own, record: outcome.record, marker: mark });
       writing.push({ job, previousTask: outcome.previousTask });
       // A fan-out child's chain that ended unsettled is settled from its lock before the lock is replaced.
       if (read.properties) replacing.push(settleReplaced(parts, job.key, readLock(read.properties), encode(parts)));
     });
+    // Chains found started by an earlier write: their records put back where a sweep cleared them.
+    if (found.length > 0) {
+      try {
+        await parts.ledger.restore(found.map((f) => f.record), now);
+        for (const f of found) done(f.job, f.outcome);
+      } catch (error) {
+        for (const f of found) done(f.job, { kind: 'failed', cause: 'store', error: asError(error) });
+      }
+    }
     await Promise.all(replacing);
     const outcomes: ConditionalOutcome[] = writes.length === 0 ? [] : await parts.locks.replaceMany(writes)
       .catch((error: unknown) => writes.map(() => ({ outcome: 'error' as const, error: asError(error) })));
@@ -192,6 +205,20 @@ function decide<J extends KickoffJob>(
     return { kind: 'started', record };
   }
   return plan;
+}
+
+/**
+ * The record of the chain's first step when the entity was found running it, scheduled at that
+ * step: started by a write of this call answered by a store fault (`started`), or by an earlier
+ * call (`own`, at the step its marker says it started). That write may have landed after a sweep
+ * cleared its record (records commit before their entities), so the record is checked and put back.
+ */
+function foundStarted<J extends KickoffJob>(marking: KickoffMarking<J>, job: J, outcome: KickoffOutcome, marker: VersionedRead, now: Date): LedgerRecord | undefined {
+  if (outcome.kind === 'started') return outcome.record;
+  if (outcome.kind !== 'own' || !outcome.live || outcome.lock.state !== StepState.scheduled) return undefined;
+  if (marking.recorded(job, marker.properties, false)?.seq !== outcome.lock.seq) return undefined;
+  const record = newLedgerRecord(job.key, outcome.lock.seq, job.chain, job.step, now);
+  return outcome.lock.task === record.id ? record : undefined;
 }
 
 /** A store without the batch operations: each job in a transaction of its own, as `schedule()` runs it. */

@@ -10,7 +10,8 @@
 import type { Key } from '@google-cloud/datastore';
 import { nextSend } from '../rules/ledger-record';
 import { keyPath } from '../keys/key-codec';
-import type { LedgerRecord, Properties, StoreTransaction } from '../types';
+import { readLock } from '../rules/lock-fields';
+import { StepState, type LedgerRecord, type Properties, type Store, type StoreTransaction } from '../types';
 import type { Timers } from '../config/timers';
 import { LedgerRemovals, type LedgerRemovalSettings } from './ledger-removals';
 
@@ -22,7 +23,11 @@ export class Ledger {
   /** The removals of finished steps' records, grouped into commits. */
   private readonly removals: LedgerRemovals;
 
-  constructor(private readonly settings: Omit<LedgerRemovalSettings, 'transact'>, private readonly transact: Transact, timers?: Timers) {
+  constructor(
+    private readonly settings: Omit<LedgerRemovalSettings, 'transact' | 'records'> & { readonly records: Pick<Store, 'retireLedgerMany' | 'readLedgerMany'> },
+    private readonly transact: Transact,
+    timers?: Timers,
+  ) {
     this.removals = new LedgerRemovals({ ...settings, transact }, timers);
   }
 
@@ -90,6 +95,40 @@ export class Ledger {
       if (reason !== undefined) tx.deleteLedger(record.key, record.id);
       return reason;
     });
+  }
+
+  /**
+   * Puts back the records of kicked-off steps that lost theirs: each of `records` names a step
+   * that a kickoff found started on its entity (an earlier write, answered by a store fault, that
+   * landed after all). Its record was committed before the entity, so a sweep may have found the
+   * entity absent meanwhile and cleared it; a scheduled step without its record is never delivered
+   * again if its task is lost. Each missing record (one lookup of them all where the store has
+   * `readLedgerMany`) is written again, due now, in a transaction that reads the entity and the
+   * record again: only while the entity is still scheduled at that step and the record still
+   * absent. Resolves to how many were put back.
+   */
+  async restore(records: readonly LedgerRecord[], now: Date): Promise<number> {
+    if (records.length === 0) return 0;
+    let missing = records;
+    const { records: store } = this.settings;
+    if (store.readLedgerMany) {
+      const found: (LedgerRecord | undefined)[] = [];
+      for (let start = 0; start < records.length; start += 1_000) {
+        found.push(...await store.readLedgerMany(records.slice(start, start + 1_000).map((r) => ({ key: r.key, id: r.id }))));
+      }
+      missing = records.filter((_, i) => !found[i]);
+    }
+    const restored = await Promise.all(missing.map((record) => this.transact(async (tx) => {
+      const [entity, current] = await Promise.all([tx.get(record.key), tx.getLedger(record.key, record.id)]);
+      const lock = entity && readLock(entity);
+      if (current || !lock || lock.task !== record.id || lock.seq !== record.seq || lock.state !== StepState.scheduled) return false;
+      tx.putLedger({ ...record, due: now });
+      return true;
+    })));
+    restored.forEach((put, i) => {
+      if (put) this.settings.logger.warn('ledger record of a started step put back: it was cleared while its kickoff was unanswered', { key: keyPath(missing[i]!.key), task: missing[i]!.id });
+    });
+    return restored.filter(Boolean).length;
   }
 
   /** Sends the removals still waiting for their group, and resolves once every removal settled. */

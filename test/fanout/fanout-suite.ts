@@ -239,6 +239,34 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, o
       });
     }
 
+    it('a kickoff batch answered with errors after it applied, whose records a sweep cleared before its entities landed, and whose tasks were lost: the records are put back, each child runs once, the join runs once', async () => {
+      // On Datastore a batch kickoff commits its records before its entities; an entity commit
+      // answered by a deadline may still land seconds later, after a sweep found the record due, the
+      // entity absent, and cleared it. Without its record a scheduled child is never re-delivered.
+      const parent = parentKey();
+      const children = lines(`cleared${counter}`, 3);
+      const lost = new Set<string>();
+      rig.store.inject({ at: 'replaceMany:outcome', applied: true });
+      rig.store.afterNextBatch(async (writes) => {
+        await rig.store.transaction(async (tx) => { for (const w of writes) tx.deleteLedger(w.record.key, w.record.id); });
+        for (const w of writes) lost.add(w.record.id);
+      });
+      const enqueue = rig.queue.enqueue.bind(rig.queue);
+      rig.queue.enqueue = async (task) => (lost.has(task.name) ? undefined : enqueue(task)); // their first tasks are lost too
+      try {
+        await rig.start(parent, children);
+        await rig.joined(parent, 30_000);
+        const run = await assertJoinedOnce(rig, parent, children);
+        assert.equal(run.outcome, 'succeeded', 'every child ran and succeeded');
+        assertChildrenRanOnce(rig, children);
+        assert.equal(lost.size, children.length, 'the batch of every child was answered with errors and its records cleared');
+        assert.equal(rig.logger.lines.filter((l) => /ledger record of a started step put back/.test(l.message)).length, children.length, 'each record was put back, with a warning');
+      } finally {
+        rig.queue.enqueue = enqueue;
+        rig.store.fired.length = 0;
+      }
+    });
+
     for (const applied of [false, true]) {
       it(`a child fails ${applied ? 'after settling, before its completion check' : 'while settling'}: the sweep settles it or checks, the join runs once`, async () => {
         const parent = parentKey();

@@ -130,6 +130,9 @@ export class SeamStore implements Store {
     if (before) return before;
     const out = await this.inner.replaceMany!(writes);
     out.forEach((o, i) => { if (o.outcome === 'written') this.count(writes[i]!.read.key); });
+    const then = this.afterBatch;
+    this.afterBatch = undefined;
+    await then?.(writes);
     this.hit(['replaceMany'], true);
     return this.outcomeFault(writes, true) ?? out;
   }
@@ -143,6 +146,16 @@ export class SeamStore implements Store {
       return writes.map(() => ({ outcome: 'error', error: error as Error }));
     }
   }
+  private afterBatch: ((writes: readonly ConditionalWrite[]) => Promise<void>) | undefined;
+
+  /**
+   * Runs `then` once, after the next `replaceMany` applied and before its answer (and before a
+   * fault at `replaceMany:outcome` with `applied`): what happened while that answer was on its way.
+   */
+  afterNextBatch(then: (writes: readonly ConditionalWrite[]) => Promise<void>): void {
+    this.afterBatch = then;
+  }
+
   init(): Promise<void> { return this.inner.init?.() ?? Promise.resolve(); }
   shutdown(): Promise<void> { return this.inner.shutdown?.() ?? Promise.resolve(); }
 }
