@@ -8,6 +8,9 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { Datastore } from '@google-cloud/datastore';
 import { childChain, fanOutId } from '../../src/fanout/records';
 import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../support/crash-app-run';
@@ -77,14 +80,26 @@ for (const [emulator, open] of [['legacy', legacyDatastore], ['firestore', fires
               return p?.lock_state === 'complete' ? true : undefined;
             }, second);
           } catch (error) {
-            // And where the children are (state and step, counted), which says what the join waits for.
+            // And where the children are (state and step, counted), which says what the join waits
+            // for; of those not complete, whether their step still has its ledger record (the
+            // sweep delivers a stalled step again only through it: a scheduled child without one
+            // waits for good).
             const children = new Map<string, number>();
+            const stuck: string[] = [];
             for (let i = 0; i < CHILDREN; i++) {
               const line = await get('FanCrashLine', `line-${i}`).catch(() => undefined);
               const where = `${String(line?.lock_state)}@${String(line?.lock_seq)}`;
               children.set(where, (children.get(where) ?? 0) + 1);
+              if (line?.lock_state !== 'complete' && stuck.length < 10) {
+                const record = typeof line?.lock_task === 'string' ? await get('LockerOutbox', line.lock_task).catch(() => undefined) : undefined;
+                stuck.push(`line-${i} ${where} ledger record ${record ? JSON.stringify({ task: record.task, sends: record.sends, due: record.due }) : 'missing'}`);
+              }
             }
-            throw new Error(`${error instanceof Error ? error.message : String(error)}\nthe parent's lock: ${parentLock}\nthe children (state@step: how many): ${JSON.stringify(Object.fromEntries(children))}`);
+            // Both processes' whole output, in a file: the message keeps only its tail (the app
+            // prints what has waited over 10 s, and every 30 s its queue's and sweeps' counts).
+            const saved = path.join(os.tmpdir(), `${namespace}.log`);
+            writeFileSync(saved, `${first.out.join('')}\n===== the restarted process =====\n${second.out.join('')}`);
+            throw new Error(`${error instanceof Error ? error.message : String(error)}\nthe parent's lock: ${parentLock}\nthe children (state@step: how many): ${JSON.stringify(Object.fromEntries(children))}\nchildren not complete (first 10): ${stuck.join('; ')}\nboth processes' output: ${saved}`);
           }
           // A few more sweeps (each `SWEEP_MS`): nothing runs again.
           await new Promise((resolve) => setTimeout(resolve, 3_000));

@@ -15,13 +15,17 @@
  * With `DROP_CHILDREN=1` the first process creates no child task (its children run only after the
  * restart, re-delivered by the sweep), so no child's handler is cut off by the kill. `START=1`
  * kicks the parent off; `NAMESPACE`, `PARENT`, `EMULATOR` (`legacy` or `firestore`).
- * It prints `fan-crash-app listening` once it serves.
+ * It prints `fan-crash-app listening` once it serves, and for the kill test's failure message, every
+ * 5 s what has waited over 10 s (store calls, through `inflight-store.ts`; requests being served; a
+ * sweep), else every 30 s its queue's counts and how many sweeps ran: a process whose sweeps run
+ * and find nothing due is told apart from one whose sweep never settles.
  */
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Datastore, type Key } from '@google-cloud/datastore';
 import { DatastoreStore, LocalQueue, Locker, withContentionRetry, type Properties, type Queue, type TaskRequest } from '../../src/index';
 import { SeamStore } from './seam-store';
+import { inflightStore } from './inflight-store';
 
 const env = process.env;
 const crashAt = env.CRASH_AT ?? '';
@@ -37,7 +41,8 @@ function die(point: string): Promise<void> {
   return new Promise<void>(() => undefined);
 }
 
-const store = new SeamStore(new DatastoreStore(datastore, { namespaces: [namespace] }));
+const inflight = inflightStore(new DatastoreStore(datastore, { namespaces: [namespace] }));
+const store = new SeamStore(inflight.store);
 if (crashAt === 'before-header') store.hold('LockerFanOut:writing', () => die(crashAt));
 if (crashAt === 'before-seal') store.hold('LockerFanOut:sealed', () => die(crashAt));
 if (crashAt === 'after-seal') store.hold('LockerFanOut:sealed', () => die(crashAt), { after: true });
@@ -74,6 +79,14 @@ const parentKey = (): Key => datastore.key({ namespace, path: ['FanCrashOrder', 
 const lineKey = (i: number): Key => datastore.key({ namespace, path: ['FanCrashLine', `line-${i}`] });
 
 const app = express();
+/** Requests being served, for the report of what is stuck (`report()`). */
+const serving = new Set<{ what: string; since: number }>();
+app.use((req, res, next) => {
+  const request = { what: `${req.path} ${String(req.headers['x-cloudtasks-taskname'])}`, since: Date.now() };
+  serving.add(request);
+  res.once('close', () => serving.delete(request));
+  next();
+});
 app.post('/parent', locker.handle(async (ctx) => {
   await ctx.fanOut(Array.from({ length: count }, (_, i) => ({ key: lineKey(i), path: '/child', payload: { i } })), { join: '/join' });
 }, (props) => props));
@@ -105,11 +118,43 @@ app.post('/join', locker.handle<Properties>(async (ctx) => {
   });
 }, (props) => props));
 
+const sweeps = { started: 0, done: 0, running: new Set<{ what: string; since: number }>() };
+let lastAlive = 0;
+
+/**
+ * Every 5 s: what has waited more than 10 s (store calls, requests being served, the sweep), and
+ * every 30 s a line saying the process is alive, with the queue's counts and the sweeps run.
+ */
+function report(): void {
+  const now = Date.now();
+  const old = (items: Iterable<{ what: string; since: number }>): string[] => {
+    const waiting = [...items].filter((i) => now - i.since > 10_000).map((i) => `${i.what} ${Math.round((now - i.since) / 1000)}s`);
+    return waiting.length > 20 ? [...waiting.slice(0, 20), `and ${waiting.length - 20} more`] : waiting;
+  };
+  const stuck = { store: old(inflight.pending), serving: old(serving), sweep: old(sweeps.running) };
+  const counts = { queue: local.stats(), sweeps: { started: sweeps.started, done: sweeps.done }, storeCalls: inflight.pending.size, serving: serving.size };
+  if (stuck.store.length + stuck.serving.length + stuck.sweep.length > 0) {
+    console.log(`fan-crash-app waiting over 10 s: ${JSON.stringify({ ...counts, ...stuck })}`);
+  } else if (now - lastAlive >= 30_000) {
+    lastAlive = now;
+    console.log(`fan-crash-app alive: ${JSON.stringify(counts)}`);
+  }
+}
+
 async function main(): Promise<void> {
   await store.init();
   const server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // Counted through `locker.sweep`, which the sweeping timer calls.
+  const sweep = locker.sweep.bind(locker);
+  locker.sweep = (limit?: number) => {
+    const run = { what: 'sweep', since: Date.now() };
+    sweeps.started++;
+    sweeps.running.add(run);
+    return sweep(limit).finally(() => { sweeps.running.delete(run); sweeps.done++; });
+  };
+  setInterval(report, 5_000).unref();
   locker.startSweeping(Number(env.SWEEP_MS ?? '200'));
   console.log('fan-crash-app listening');
   if (env.START === '1') await locker.schedule(parentKey(), { order: true }, '/parent');
