@@ -86,7 +86,9 @@ function ranToAnEnd(o: Observations): Violation[] {
   for (const [entity, locks] of o.locks) {
     for (const lock of locks) if (lock.state === 'failed' || lock.state === 'cancelled') ended.add(stepName({ entity, seq: lock.seq }));
     // A step the lock was later seen past finished (a fanning step's run may die after its seal, before its effect).
-    const furthest = Math.max(0, ...locks.filter((l) => l.state !== DELETED).map((l) => l.seq));
+    // Not on a schedule's run entity: no run there fans out, and a tick's kickoff that passed a step
+    // still scheduled is the loss (a) is there to find.
+    const furthest = o.recurring.runEntities.has(entity) ? 0 : Math.max(0, ...locks.filter((l) => l.state !== DELETED).map((l) => l.seq));
     for (const step of o.committed) if (step.entity === entity && step.seq < furthest) ended.add(stepName(step));
     // The app deleted the entity: the steps committed on it until then are gone with it.
     const deleted = Math.max(0, ...locks.filter((l) => l.state === DELETED).map((l) => l.seq));

@@ -120,6 +120,8 @@ export interface RecurringSeen {
   views: ScheduleView[];
   /** The lock state of every run entity a recurring task named, read from the store after quiet. */
   finalStates: Map<string, string | undefined>;
+  /** The run entities recurring tasks named; their locks are noted in `locks` after each operation, as the model's entities' are. */
+  runEntities: Set<string>;
   /** The operation `quiet()` began at (its ticks come after). */
   quietOp: number;
   /** Calls begun (the next `serial`). */
@@ -127,5 +129,5 @@ export interface RecurringSeen {
 }
 
 export function emptyRecurring(): RecurringSeen {
-  return { ticks: [], controls: [], runNows: [], views: [], finalStates: new Map(), quietOp: Number.POSITIVE_INFINITY, serials: 0 };
+  return { ticks: [], controls: [], runNows: [], views: [], finalStates: new Map(), runEntities: new Set(), quietOp: Number.POSITIVE_INFINITY, serials: 0 };
 }

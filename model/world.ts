@@ -408,12 +408,24 @@ export class World {
     return r && 'value' in r ? r.value : undefined;
   }
 
-  /** Reads every entity's lock from the store itself (no fault, no instance) and notes the ones that changed. */
+  /**
+   * Reads every entity's lock from the store itself (no fault, no instance) and notes the ones that
+   * changed: the model's entities, fan-out children, and the run entities recurring tasks named (a
+   * schedule's run chain is held to (a) and (c) as any chain: a step seen failed or cancelled there
+   * ended, and a claim seen there is owed). The app never deletes a run entity: one not found is
+   * not noted as deleted.
+   */
   async look(): Promise<void> {
     const names = [...this.watched];
-    const all = await Promise.all(names.map((entity) => this.backend.store.get(this.key(entity))));
-    for (const [i, entity] of names.entries()) {
+    const runs = [...this.runEntities].filter(([name]) => !this.watched.has(name));
+    const all = await Promise.all([...names.map((entity) => this.backend.store.get(this.key(entity))), ...runs.map(([, key]) => this.backend.store.get(key))]);
+    for (const [name] of runs) {
+      this.seen.recurring.runEntities.add(name);
+      if (!this.seen.locks.has(name)) this.seen.locks.set(name, []);
+    }
+    for (const [i, entity] of [...names, ...runs.map(([name]) => name)].entries()) {
       const props = all[i];
+      if (!props && i >= names.length) continue;
       if (!props) {
         const seen = this.seen.locks.get(entity)!;
         const last = seen.at(-1);
