@@ -41,6 +41,12 @@ function plan(p: Plan): string {
   return parts.join(', ');
 }
 
+/** The `pick`-th task (modulo their number) of `World.taskNames(late)`; undefined when there is none. */
+function taskAt(w: World, pick: number, late: boolean): string | undefined {
+  const names = w.taskNames(late);
+  return names.length === 0 ? undefined : names[pick % names.length];
+}
+
 /** `locker.schedule(entity)` on an instance (`firstOnly`: only if no kickoff of the sequence touched the entity yet). */
 export class Kickoff extends Op {
   constructor(readonly entity: string, readonly slot: number, readonly firstOnly = false) { super(); }
@@ -62,9 +68,8 @@ export class KickoffMany extends Op {
 export class Deliver extends Op {
   constructor(readonly pick: number, readonly slot: number, readonly plan: Plan, readonly late: boolean) { super(); }
   async act(w: World): Promise<void> {
-    const names = w.taskNames(this.late);
-    if (names.length === 0) return;
-    await w.deliver(names[this.pick % names.length]!, w.at(this.slot), this.plan);
+    const name = taskAt(w, this.pick, this.late);
+    if (name !== undefined) await w.deliver(name, w.at(this.slot), this.plan);
   }
   toString(): string { return `deliver(${this.late ? 'any' : 'open'} task #${this.pick} to slot ${this.slot}: ${plan(this.plan)})`; }
 }
@@ -83,9 +88,8 @@ export class DeliverOf extends Op {
 export class DeliverTwice extends Op {
   constructor(readonly pick: number, readonly slots: [number, number], readonly plans: [Plan, Plan]) { super(); }
   async act(w: World): Promise<void> {
-    const names = w.taskNames(false);
-    if (names.length === 0) return;
-    const name = names[this.pick % names.length]!;
+    const name = taskAt(w, this.pick, false);
+    if (name === undefined) return;
     const both = [w.start(name, w.at(this.slots[0]), this.plans[0]), w.start(name, w.at(this.slots[1]), this.plans[1])];
     await Promise.all(both.map((d) => w.settle(d)));
   }
@@ -103,9 +107,8 @@ export class DeliverTwice extends Op {
 export class Takeover extends Op {
   constructor(readonly pick: number, readonly slots: [number, number], readonly plans: [Plan, Plan]) { super(); }
   async act(w: World): Promise<void> {
-    const names = w.taskNames(false);
-    if (names.length === 0) return;
-    const name = names[this.pick % names.length]!;
+    const name = taskAt(w, this.pick, false);
+    if (name === undefined) return;
     await w.settle(w.start(name, w.at(this.slots[0]), this.plans[0]));
     w.advance(TIMINGS.leaseDuration + 1_000);
     w.restartDead();
@@ -199,8 +202,8 @@ export class Bulk extends Op {
 export class Forge extends Op {
   constructor(readonly pick: number, readonly slot: number, readonly how: Forgery) { super(); }
   async act(w: World): Promise<void> {
-    const names = w.taskNames(true);
-    if (names.length > 0) await w.deliverForged(names[this.pick % names.length]!, w.at(this.slot), this.how);
+    const name = taskAt(w, this.pick, true);
+    if (name !== undefined) await w.deliverForged(name, w.at(this.slot), this.how);
   }
   toString(): string { return `forge(task #${this.pick} as ${this.how}, to slot ${this.slot})`; }
 }

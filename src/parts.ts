@@ -63,7 +63,7 @@ export function buildParts(config: Config, ready: Promise<void>, emitter: EventE
   const emit = emitTo(emitter, config.logger, telemetry);
   const reads = new StoreReads(config.store);
   const dispatcher = new Dispatcher(settingsOf(config, DISPATCHER_SETTINGS), ready);
-  const ledger = new Ledger({ records: config.store, logger: config.logger }, (fn) => locks.transact(fn));
+  const ledger = new Ledger({ records: config.store, reads, logger: config.logger }, (fn) => locks.transact(fn));
   const alerts = new AlertSender(settingsOf(config, ALERT_SETTINGS), locks);
   const fanouts = new FanOuts({ config: settingsOf(config, FANOUT_SETTINGS), locks, reads, emit, dispatcher, ledger });
   return {

@@ -11,7 +11,8 @@ import type { Key } from '@google-cloud/datastore';
 import { nextSend } from '../rules/ledger-record';
 import { keyPath } from '../keys/key-codec';
 import { readLock } from '../rules/lock-fields';
-import { StepState, type LedgerRecord, type Properties, type Store, type StoreTransaction } from '../types';
+import { StepState, type LedgerRecord, type Properties, type StoreTransaction } from '../types';
+import type { StoreReads } from '../store/reads';
 import type { Timers } from '../config/timers';
 import { LedgerRemovals, type LedgerRemovalSettings } from './ledger-removals';
 
@@ -24,7 +25,7 @@ export class Ledger {
   private readonly removals: LedgerRemovals;
 
   constructor(
-    private readonly settings: Omit<LedgerRemovalSettings, 'transact' | 'records'> & { readonly records: Pick<Store, 'retireLedgerMany' | 'readLedgerMany'> },
+    private readonly settings: Omit<LedgerRemovalSettings, 'transact'> & { readonly reads: Pick<StoreReads, 'ledgers'> },
     private readonly transact: Transact,
     timers?: Timers,
   ) {
@@ -102,22 +103,15 @@ export class Ledger {
    * that a kickoff found started on its entity (an earlier write, answered by a store fault, that
    * landed after all). Its record was committed before the entity, so a sweep may have found the
    * entity absent meanwhile and cleared it; a scheduled step without its record is never delivered
-   * again if its task is lost. Each missing record (one lookup of them all where the store has
-   * `readLedgerMany`) is written again, due now, in a transaction that reads the entity and the
+   * again if its task is lost. Each missing record (looked up as `StoreReads.ledgers()` does: a
+   * lookup per 1,000 where the store has `readLedgerMany`) is written again, due now, in a transaction that reads the entity and the
    * record again: only while the entity is still scheduled at that step and the record still
    * absent. Resolves to how many were put back.
    */
   async restore(records: readonly LedgerRecord[], now: Date): Promise<number> {
     if (records.length === 0) return 0;
-    let missing = records;
-    const { records: store } = this.settings;
-    if (store.readLedgerMany) {
-      const found: (LedgerRecord | undefined)[] = [];
-      for (let start = 0; start < records.length; start += 1_000) {
-        found.push(...await store.readLedgerMany(records.slice(start, start + 1_000).map((r) => ({ key: r.key, id: r.id }))));
-      }
-      missing = records.filter((_, i) => !found[i]);
-    }
+    const found = await this.settings.reads.ledgers(records.map((r) => ({ key: r.key, id: r.id })));
+    const missing = records.filter((_, i) => !found[i]);
     const restored = await Promise.all(missing.map((record) => this.transact(async (tx) => {
       const [entity, current] = await Promise.all([tx.get(record.key), tx.getLedger(record.key, record.id)]);
       const lock = entity && readLock(entity);

@@ -12,7 +12,7 @@ import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support
 import { readAll } from '../chain/schedule-many-suite';
 import { readSchedule, scheduleKey } from '../../src/recurring/schedule-record';
 import { StepState } from '../../src/types';
-import { pointsToRun } from '../support/test-scale';
+import { onePoint, pointsToRun } from '../support/test-scale';
 
 const SCHEDULES = 300;
 const START = Date.UTC(2026, 0, 5, 9, 59, 0);
@@ -37,7 +37,7 @@ EMULATORS.forEach((emulator, e) => describe(`SIGKILL during a tick of 300 due sc
   // On the Firestore emulator a killed process's transactions keep their locks until they time out
   // (about a minute, which the next ticks wait out): one kill point per run there, chosen at random.
   // On the legacy emulator, `npm test` draws one point too, and `npm run test:long` runs all three.
-  const points = emulator.env === 'firestore' ? [POINTS[Math.floor(Math.random() * POINTS.length)]!] : pointsToRun(POINTS);
+  const points = emulator.env === 'firestore' ? onePoint(POINTS) : pointsToRun(POINTS);
   for (const point of points) {
     const n = point.range[0] + Math.floor(Math.random() * (point.range[1] - point.range[0] + 1));
     it(`killed before ${point.at} #${n}: every schedule's 10:00 run started once and ran once`, { timeout: 300_000 }, async () => {

@@ -12,7 +12,12 @@ export function scaled<T>(short: T, long: T): T {
   return LONG ? long : short;
 }
 
+/** One of `points`, drawn at random. */
+export function onePoint<T>(points: readonly T[]): T[] {
+  return [points[Math.floor(Math.random() * points.length)]!];
+}
+
 /** Every point in `npm run test:long`; one of them, at random, in `npm test`. */
 export function pointsToRun<T>(points: readonly T[]): T[] {
-  return LONG ? [...points] : [points[Math.floor(Math.random() * points.length)]!];
+  return LONG ? [...points] : onePoint(points);
 }
