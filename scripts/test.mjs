@@ -1,9 +1,9 @@
-// The body of `npm test`: runs every test/**/*.test.ts with node's test runner, two files side by
-// side (TEST_CONCURRENCY=1 runs one at a time), in groups of 20 files in path order
-// (TEST_GROUP_SIZE), the slowest of a group first (scripts/slow-tests.mjs), each group on both
-// Datastore emulators started for it, and exits with 1 when
-// any group failed. Each file works in a Datastore project of its own on the shared emulators
-// (test/support/own-project.mjs), so files side by side never see each other's data. Arguments
+// The body of `npm test`: runs every test/**/*.test.ts with node's test runner, each file in a
+// process of its own, in two lanes (TEST_CONCURRENCY=N for N; 1 runs one file at a time). A lane runs
+// one file at a time on both Datastore emulators of its own, started again every few minutes
+// (scripts/test-lanes.mjs), and takes the next file as soon as it is free: the slowest files first
+// (scripts/slow-tests.mjs), the rest in path order. Exits with 1 when any file failed. Each file
+// works in a Datastore project of its own (test/support/own-project.mjs). Arguments
 // filter the files by substring: `node scripts/test.mjs store` runs only the files whose path
 // contains "store". Work several files would repeat is done once per run (LOCKER_TEST_CACHE).
 // `--long` (`npm run test:long`, which CI runs after `npm test`) runs only the files that import
@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { runWithEmulators } from './emulators.mjs';
+import { runInLanes } from './test-lanes.mjs';
 import { slowestFiles } from './test-timings.mjs';
 import { SLOW_FIRST } from './slow-tests.mjs';
 
@@ -26,15 +26,6 @@ function findTests(dir) {
     return entry.isFile() && entry.name.endsWith('.test.ts') ? [relative(root, path)] : [];
   });
 }
-
-/**
- * Files per group: each group of files runs on emulators started for it and stopped after it. The
- * legacy Datastore emulator slows down over a long run (measured: 500-entity commits in a fresh
- * project took 1-5 s on one that had served 30 minutes of this suite, 0.2-0.6 s on a fresh one
- * beside it under the same load; it is not the data it holds, nor its heap), enough for calls to
- * hit their 5 s deadline; a group of this many files keeps each pair of emulators young.
- */
-const DEFAULT_GROUP_SIZE = 20;
 
 async function main() {
   const long = process.argv.includes('--long');
@@ -53,38 +44,36 @@ async function main() {
     console.error(`TEST_CONCURRENCY must be a whole number of files at a time, 1 or more; got ${JSON.stringify(process.env.TEST_CONCURRENCY)}`);
     return 1;
   }
-  const groupSize = Number(process.env.TEST_GROUP_SIZE ?? DEFAULT_GROUP_SIZE);
-  if (!Number.isInteger(groupSize) || groupSize < 1) {
-    console.error(`TEST_GROUP_SIZE must be a whole number of files, 1 or more; got ${JSON.stringify(process.env.TEST_GROUP_SIZE)}`);
-    return 1;
-  }
   const timings = pathToFileURL(join(root, 'scripts', 'test-timings.mjs')).href;
   const ownProject = pathToFileURL(join(root, 'test', 'support', 'own-project.mjs')).href;
-  const runnerArgs = ['--import', 'tsx', '--import', ownProject, '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${timings}`, '--test-reporter-destination=stdout'];
+  const runnerArgs = ['--import', 'tsx', '--import', ownProject, '--test', '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${timings}`, '--test-reporter-destination=stdout'];
   process.chdir(root);
   // What several files would each compute the same way (the documentation's type-check: see
   // test/support/doc-typecheck.ts) is kept here for the run, and removed with it.
   const cache = mkdtempSync(join(tmpdir(), 'datastore-locker-test-'));
   process.env.LOCKER_TEST_CACHE = cache;
-  const groups = [];
-  for (let i = 0; i < files.length; i += groupSize) groups.push(files.slice(i, i + groupSize));
-  const failed = [];
+  const started = Date.now();
+  let run;
   try {
-    for (const [n, group] of groups.entries()) {
-      if (groups.length > 1) console.log(`\n== test group ${n + 1} of ${groups.length}: ${group.length} files, ${group[0]} .. ${group.at(-1)}, on emulators of its own ==\n`);
-      const code = await runWithEmulators(process.execPath, [...runnerArgs, ...startSlowFirst(group)]);
-      if (code !== 0) failed.push(n + 1);
-    }
+    run = await runInLanes({ files: startSlowFirst(files), lanes: concurrency, command: process.execPath, args: runnerArgs, env: process.env });
     printTimings(cache);
   } finally {
     rmSync(cache, { recursive: true, force: true });
   }
-  if (groups.length > 1) {
-    console.log(failed.length === 0
-      ? `\nall ${groups.length} test groups passed (${files.length} files)`
-      : `\ntest groups that failed: ${failed.join(', ')} of ${groups.length} (search the output for "== test group")`);
-  }
-  return failed.length === 0 ? 0 : 1;
+  const failed = run.results.filter((r) => r.code !== 0).map((r) => r.file).sort();
+  console.log(laneReport(run, Date.now() - started));
+  if (failed.length > 0) console.log(`test files that failed (each one's output follows its line "── FILE: FAILED …"):\n${failed.map((f) => `  ${f}`).join('\n')}`);
+  if (run.notRun.length > 0) console.log(`test files never run (no lane could start its emulators):\n${run.notRun.map((f) => `  ${f}`).join('\n')}`);
+  if (failed.length === 0 && run.notRun.length === 0) console.log(`all ${files.length} test files passed`);
+  return failed.length === 0 && run.notRun.length === 0 ? 0 : 1;
+}
+
+/** The run's wall time, each lane's share, and the files that took longest (each file's process, start to end). */
+function laneReport(run, wallMs) {
+  const s = (ms) => `${(ms / 1000).toFixed(1)} s`;
+  const lanes = run.lanes.map((l, i) => `  lane ${i + 1}: ${l.files} files, ${s(l.busyMs)} running them, emulators started ${l.emulatorStarts} time(s)`);
+  const slowest = [...run.results].sort((a, b) => b.ms - a.ms).slice(0, 20).map((r) => `  ${s(r.ms).padStart(9)}  ${r.file}`);
+  return `\n${run.results.length} test files in ${run.lanes.length} lane(s), ${s(wallMs)} in all:\n${lanes.join('\n')}\nlongest files (each file's process, start to end):\n${slowest.join('\n')}\n`;
 }
 
 /** Whether a test file has a long version: it imports test/support/test-scale.ts. */
@@ -92,7 +81,7 @@ function scales(file) {
   return /from '\.\.\/support\/test-scale'/.test(readFileSync(join(root, file), 'utf8'));
 }
 
-/** The group's files with the slow ones first, longest first (`SLOW_FIRST`); the rest after them, in path order. */
+/** The files with the slow ones first, longest first (`SLOW_FIRST`); the rest after them, in path order. */
 function startSlowFirst(group) {
   const rank = (file) => {
     const i = SLOW_FIRST.indexOf(file.split('\\').join('/'));
@@ -107,12 +96,12 @@ function printTimings(cache) {
   try {
     text = readFileSync(join(cache, 'timings.jsonl'), 'utf8');
   } catch {
-    return; // no file reported a time (every group failed to start)
+    return; // no file reported a time (none ran)
   }
   const perFile = new Map();
   for (const line of text.split('\n').filter(Boolean)) {
     const { file, ms } = JSON.parse(line);
-    perFile.set(file, (perFile.get(file) ?? 0) + ms); // a suite shared by files of several groups adds up
+    perFile.set(file, (perFile.get(file) ?? 0) + ms); // a suite shared by several files adds up
   }
   console.log(slowestFiles(perFile, root));
 }

@@ -12,7 +12,7 @@ import { DatastoreStore } from '../../src/store/datastore/store';
 import { kickoffChainId } from '../../src/rules/kickoff-plan';
 import { keyString } from '../../src/keys/keys';
 import { StepState } from '../../src/types';
-import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../support/crash-app-run';
+import { crashAppEnd, runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../support/crash-app-run';
 import { legacyDatastore, uniqueNamespace } from '../support/emulator';
 import { readAll } from './schedule-many-suite';
 import { BATCH } from '../../src/chain/schedule-many';
@@ -55,7 +55,7 @@ describe('SIGKILL during a 5,000-item scheduleMany(), then the same call again (
       const chainOf = (key: Key): string => kickoffChainId(kickoffId, keyString(key));
 
       const first = run({ NAMESPACE: namespace, KICKOFF_ID: kickoffId, KILL_AT: point.at, KILL_AFTER: String(n) });
-      const ended = await Promise.race([first.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 120_000))]);
+      const ended = await crashAppEnd(first, 120_000);
       if (!ended) await stop(first);
       assert.equal(ended?.signal, 'SIGKILL', `the app died at ${point.at} #${n}\n${first.out.join('').slice(-3000)}`);
       assert.match(first.out.join(''), new RegExp(`killed at ${point.at} #${n}`));

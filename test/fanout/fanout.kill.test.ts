@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Datastore } from '@google-cloud/datastore';
 import { childChain, fanOutId } from '../../src/fanout/records';
-import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../support/crash-app-run';
+import { crashAppEnd, runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../support/crash-app-run';
 import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
 import { pointsToRun } from '../support/test-scale';
 
@@ -57,7 +57,7 @@ for (const [emulator, open] of [['legacy', legacyDatastore], ['firestore', fires
         const namespace = uniqueNamespace(`fan-kill-${point}`);
         const env = { NAMESPACE: namespace, EMULATOR: emulator, PARENT: 'order', ...(lockedByDeadTransaction ? { LEASE_MS: '60000', STALL_MS: '60000' } : {}) };
         const first = run({ ...env, START: '1', CRASH_AT: point, DROP_CHILDREN: '1' });
-        const ended = await Promise.race([first.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 120_000))]);
+        const ended = await crashAppEnd(first, 120_000);
         if (!ended) await stop(first);
         assert.equal(ended?.signal, 'SIGKILL', `the app died ${point}\n${first.out.join('').slice(-3000)}`);
         assert.match(first.out.join(''), new RegExp(`killed at ${point}`));

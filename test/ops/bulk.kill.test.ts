@@ -14,7 +14,7 @@ import { DatastoreStore } from '../../src/store/datastore/store';
 import { StepState } from '../../src/types';
 import { operationKey } from '../../src/ops/bulk/operation';
 import { viewOperation, type OperationView } from '../../src/ops/bulk/view';
-import { runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../support/crash-app-run';
+import { crashAppEnd, runCrashApp, stopCrashApp, untilCrashApp, type CrashAppRun } from '../support/crash-app-run';
 import { legacyDatastore, uniqueNamespace } from '../support/emulator';
 import { readAll } from '../chain/schedule-many-suite';
 
@@ -45,7 +45,7 @@ describe('SIGKILL in the middle of a bulk retry, then the app again (Datastore e
     const opId = `kill-test-${n}`;
     const keys: Key[] = Array.from({ length: ITEMS }, (_, i) => datastore.key({ namespace, path: ['CrashOrder', `order-${i}`] }));
     const first = run({ NAMESPACE: namespace, OP_ID: opId, PHASE: 'seed', KILL_AFTER: String(n) });
-    const ended = await Promise.race([first.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 240_000))]);
+    const ended = await crashAppEnd(first, 240_000);
     if (!ended) await stopCrashApp(first);
     assert.equal(ended?.signal, 'SIGKILL', `the app died before task #${n}\n${first.out.join('').slice(-3000)}`);
     assert.match(first.out.join(''), /operation-crash-app seeded/);

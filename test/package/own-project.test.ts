@@ -1,6 +1,6 @@
 /**
- * Test files run side by side (scripts/test.mjs, two at a time) on the same two emulators, each in
- * a Datastore project of its own (test/support/own-project.mjs): what one file writes, another
+ * Test files run one after another on the same two emulators (a lane of scripts/test-lanes.mjs),
+ * and side by side on the emulators a test command shares, each in a Datastore project of its own (test/support/own-project.mjs): what one file writes, another
  * file's reads, queries and sweeps (which look in every namespace of their project) cannot see.
  */
 import { describe, it } from 'node:test';

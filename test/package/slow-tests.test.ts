@@ -1,4 +1,4 @@
-// The list of slow test files that scripts/test.mjs starts first in their group names only test
+// The list of slow test files that scripts/test.mjs starts first names only test
 // files that exist, each once: an entry left behind by a rename would silently start nothing first.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

@@ -7,7 +7,7 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DatastoreStore } from '../../src/store/datastore/store';
-import { runCrashApp, stopCrashApp, untilCrashApp } from '../support/crash-app-run';
+import { crashAppEnd, runCrashApp, stopCrashApp, untilCrashApp } from '../support/crash-app-run';
 import { firestoreDatastore, legacyDatastore, uniqueNamespace } from '../support/emulator';
 import { readAll } from '../chain/schedule-many-suite';
 import { readSchedule, scheduleKey } from '../../src/recurring/schedule-record';
@@ -44,7 +44,7 @@ EMULATORS.forEach((emulator, e) => describe(`SIGKILL during a tick of 300 due sc
       const namespace = uniqueNamespace(`tick-kill-${point.at}`);
       const env = { NAMESPACE: namespace, SCHEDULES: String(SCHEDULES), START: String(START), TICK: String(TICK), EMULATOR: emulator.env };
       const first = runCrashApp('test/support/tick-crash-app.ts', { ...env, KILL_AT: point.at, KILL_AFTER: String(n) });
-      const ended = await Promise.race([first.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 120_000))]);
+      const ended = await crashAppEnd(first, 120_000);
       if (!ended) await stopCrashApp(first);
       assert.equal(ended?.signal, 'SIGKILL', `the app died at ${point.at} #${n}\n${first.out.join('').slice(-3000)}`);
 

@@ -12,6 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Key } from '@google-cloud/datastore';
 import { KILL_POINTS, type KillPoint } from '../support/kill-points';
+import { crashAppEnd } from '../support/crash-app-run';
 import { legacyDatastore, uniqueNamespace } from '../support/emulator';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -75,7 +76,7 @@ describe('SIGKILL at a kill point, then a restart: every chain completes (Datast
       const chains = [target]; // one chain: a second one could be mid-handler at the kill, which would make the outcome depend on timing
       const crashStep = point === 'kickoff-commit' ? 1 : CRASH_STEP;
       const first = run({ NAMESPACE: namespace, CHAINS: chains.join(','), CRASH_AT: point, CRASH_CHAIN: target, CRASH_STEP: String(crashStep) });
-      const ended = await Promise.race([first.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 60_000))]);
+      const ended = await crashAppEnd(first, 60_000);
       if (!ended) await stop(first);
       assert.equal(ended?.signal, 'SIGKILL', `the app died at ${point}\n${first.out.join('').slice(-3000)}`);
       assert.match(first.out.join(''), new RegExp(`killed at ${point}`));

@@ -1,0 +1,107 @@
+// Runs test files in lanes for scripts/test.mjs. A lane is one file at a time on emulators of the
+// lane's own; the lanes take the next file from one queue as soon as they are free, so the run
+// lasts about as long as its files' time divided by the lanes (the queue is given longest first),
+// not as long as fixed groups' longest files. Each file runs in a process of its own (node's test
+// runner, one file), whose output is kept and printed in one piece when it ends, so lanes side by
+// side never interleave their lines.
+import { spawn } from 'node:child_process';
+import { emulatorEnv, startEmulators } from './emulators.mjs';
+
+/**
+ * How long a lane keeps its emulators before it starts them again, checked before each file. The
+ * legacy Datastore emulator slows down over a long run (measured: 500-entity commits in a fresh
+ * project took 1-5 s on one that had served 30 minutes of this suite, 0.2-0.6 s on a fresh one
+ * beside it under the same load; it is not the data it holds, nor its heap), enough for calls to
+ * hit their 5 s deadline. Starting both emulators takes about 3.5 s.
+ */
+export const EMULATOR_LIFETIME_MS = 4 * 60_000;
+/** A file still running after this long is killed (its process group) and counts as failed. */
+export const FILE_TIMEOUT_MS = 20 * 60_000;
+
+/** Processes running a test file, killed with their whole group if this process exits first. */
+const runningFiles = new Set();
+process.once('exit', () => {
+  for (const child of runningFiles) killGroup(child);
+});
+
+/**
+ * Runs every file of `files`, in that order of start, `lanes` at a time.
+ * @param {{ files: string[], lanes: number, command: string, args: string[], env: NodeJS.ProcessEnv }} run
+ * @returns {Promise<{ results: Array<{ file: string, lane: number, code: number, ms: number, timedOut: boolean }>, notRun: string[], lanes: Array<{ files: number, busyMs: number, emulatorStarts: number }> }>}
+ */
+export async function runInLanes({ files, lanes, command, args, env }) {
+  const queue = [...files];
+  const results = [];
+  const laneStats = [];
+  const lane = async (n) => {
+    const stats = { files: 0, busyMs: 0, emulatorStarts: 0 };
+    laneStats[n - 1] = stats;
+    let emulators;
+    let startedAt = 0;
+    try {
+      while (queue.length > 0) {
+        if (emulators === undefined || Date.now() - startedAt >= EMULATOR_LIFETIME_MS) {
+          await emulators?.stop();
+          emulators = undefined;
+          try {
+            emulators = await startEmulators(['datastore', 'firestore']);
+          } catch (err) {
+            console.error(`lane ${n}: the emulators did not start, so this lane stops: ${err instanceof Error ? err.message : err}`);
+            return;
+          }
+          startedAt = Date.now();
+          stats.emulatorStarts += 1;
+        }
+        const file = queue.shift();
+        if (file === undefined) break;
+        const result = await runFile(command, [...args, file], { ...env, ...emulatorEnv(emulators) });
+        stats.files += 1;
+        stats.busyMs += result.ms;
+        results.push({ file, lane: n, code: result.code, ms: result.ms, timedOut: result.timedOut });
+        const status = result.timedOut ? `KILLED after ${FILE_TIMEOUT_MS / 60_000} min` : result.code === 0 ? 'passed' : `FAILED (exit code ${result.code})`;
+        process.stdout.write(`\n── ${file}: ${status} in ${(result.ms / 1000).toFixed(1)} s (lane ${n}) ──\n${result.output}`);
+      }
+    } finally {
+      await emulators?.stop();
+    }
+  };
+  await Promise.all(Array.from({ length: lanes }, (_, i) => lane(i + 1)));
+  return { results, notRun: queue, lanes: laneStats };
+}
+
+/** Runs one test file's command; resolves with its exit code, time and output (stdout and stderr as they came). */
+function runFile(command, args, env) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const chunks = [];
+    let timedOut = false;
+    // A group of its own, so that a file that must be killed goes with every process it started.
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    runningFiles.add(child);
+    child.stdout.on('data', (chunk) => chunks.push(chunk));
+    child.stderr.on('data', (chunk) => chunks.push(chunk));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child);
+    }, FILE_TIMEOUT_MS);
+    let finished = false;
+    const finish = (code, extra = '') => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      runningFiles.delete(child);
+      resolve({ code, ms: Date.now() - started, timedOut, output: Buffer.concat(chunks).toString('utf8') + extra });
+    };
+    child.once('error', (err) => finish(1, `\ncould not run ${command}: ${err.message}\n`));
+    child.once('close', (code, signal) => finish(code ?? (signal ? 1 : 0), signal ? `\n(ended by ${signal})\n` : ''));
+  });
+}
+
+/** Kills a file's process and every process it started (they share its process group). */
+function killGroup(child) {
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
