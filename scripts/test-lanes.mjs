@@ -24,12 +24,21 @@ process.once('exit', () => {
   for (const child of runningFiles) killGroup(child);
 });
 
+/** The emulators a lane starts: both Datastore emulators, with the environment that reaches them. */
+async function startBoth() {
+  const emulators = await startEmulators(['datastore', 'firestore']);
+  return { env: emulatorEnv(emulators), stop: () => emulators.stop() };
+}
+
 /**
- * Runs every file of `files`, in that order of start, `lanes` at a time.
- * @param {{ files: string[], lanes: number, command: string, args: string[], env: NodeJS.ProcessEnv }} run
+ * Runs every file of `files`, in that order of start, `lanes` at a time, and prints each file's
+ * output in one piece when it ends. `startLaneEmulators` (both Datastore emulators unless given),
+ * `emulatorLifetimeMs`, `fileTimeoutMs` and `print` are there for the runner's own test
+ * (test/package/test-lanes.test.ts).
+ * @param {{ files: string[], lanes: number, command: string, args: string[], env: NodeJS.ProcessEnv, startLaneEmulators?: () => Promise<{ env: Record<string, string>, stop(): Promise<void> }>, emulatorLifetimeMs?: number, fileTimeoutMs?: number, print?: (text: string) => void }} run
  * @returns {Promise<{ results: Array<{ file: string, lane: number, code: number, ms: number, timedOut: boolean }>, notRun: string[], lanes: Array<{ files: number, busyMs: number, emulatorStarts: number }> }>}
  */
-export async function runInLanes({ files, lanes, command, args, env }) {
+export async function runInLanes({ files, lanes, command, args, env, startLaneEmulators = startBoth, emulatorLifetimeMs = EMULATOR_LIFETIME_MS, fileTimeoutMs = FILE_TIMEOUT_MS, print = (text) => process.stdout.write(text) }) {
   const queue = [...files];
   const results = [];
   const laneStats = [];
@@ -40,11 +49,11 @@ export async function runInLanes({ files, lanes, command, args, env }) {
     let startedAt = 0;
     try {
       while (queue.length > 0) {
-        if (emulators === undefined || Date.now() - startedAt >= EMULATOR_LIFETIME_MS) {
+        if (emulators === undefined || Date.now() - startedAt >= emulatorLifetimeMs) {
           await emulators?.stop();
           emulators = undefined;
           try {
-            emulators = await startEmulators(['datastore', 'firestore']);
+            emulators = await startLaneEmulators();
           } catch (err) {
             console.error(`lane ${n}: the emulators did not start, so this lane stops: ${err instanceof Error ? err.message : err}`);
             return;
@@ -54,12 +63,12 @@ export async function runInLanes({ files, lanes, command, args, env }) {
         }
         const file = queue.shift();
         if (file === undefined) break;
-        const result = await runFile(command, [...args, file], { ...env, ...emulatorEnv(emulators) });
+        const result = await runFile(command, [...args, file], { ...env, ...emulators.env }, fileTimeoutMs);
         stats.files += 1;
         stats.busyMs += result.ms;
         results.push({ file, lane: n, code: result.code, ms: result.ms, timedOut: result.timedOut });
-        const status = result.timedOut ? `KILLED after ${FILE_TIMEOUT_MS / 60_000} min` : result.code === 0 ? 'passed' : `FAILED (exit code ${result.code})`;
-        process.stdout.write(`\n── ${file}: ${status} in ${(result.ms / 1000).toFixed(1)} s (lane ${n}) ──\n${result.output}`);
+        const status = result.timedOut ? `KILLED after ${fileTimeoutMs / 1000} s` : result.code === 0 ? 'passed' : `FAILED (exit code ${result.code})`;
+        print(`\n── ${file}: ${status} in ${(result.ms / 1000).toFixed(1)} s (lane ${n}) ──\n${result.output}`);
       }
     } finally {
       await emulators?.stop();
@@ -70,7 +79,7 @@ export async function runInLanes({ files, lanes, command, args, env }) {
 }
 
 /** Runs one test file's command; resolves with its exit code, time and output (stdout and stderr as they came). */
-function runFile(command, args, env) {
+function runFile(command, args, env, timeoutMs) {
   return new Promise((resolve) => {
     const started = Date.now();
     const chunks = [];
@@ -83,7 +92,7 @@ function runFile(command, args, env) {
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup(child);
-    }, FILE_TIMEOUT_MS);
+    }, timeoutMs);
     let finished = false;
     const finish = (code, extra = '') => {
       if (finished) return;
@@ -102,6 +111,6 @@ function killGroup(child) {
   try {
     process.kill(-child.pid, 'SIGKILL');
   } catch {
-    // already gone
+    child.kill('SIGKILL'); // no group of its own (or already gone): the process alone
   }
 }
