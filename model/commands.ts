@@ -215,6 +215,20 @@ export class Delete extends Op {
   toString(): string { return `the app deletes ${this.entity}`; }
 }
 
+/**
+ * The operator acts on a fan-out the status page shows waiting (`World.waitingParents()`), the
+ * `pick`-th of them when the command runs: cancels it (with or without the join) or retries its
+ * failed children; nothing when no parent waits at its join.
+ */
+export class OperateOnFanOut extends Op {
+  constructor(readonly action: FanOutAction, readonly pick: number, readonly slot: number) { super(); }
+  async act(w: World): Promise<void> {
+    const waiting = w.waitingParents();
+    if (waiting.length > 0) await w.fanOutAction(this.action, waiting[this.pick % waiting.length]!, w.at(this.slot));
+  }
+  toString(): string { return `${this.action === 'cancelFanOut+join' ? 'cancelFanOut({ join: true })' : `${this.action}()`} of waiting fan-out #${this.pick} on slot ${this.slot}`; }
+}
+
 /** An operator's `cancelFanOut()` (with or without the join) or `retryFanOutChildren()` on an entity's fan-out. */
 export class FanOutOp extends Op {
   constructor(readonly action: FanOutAction, readonly entity: string, readonly slot: number) { super(); }
@@ -363,9 +377,7 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
     open, open, open,
     fc.tuple(fc.nat({ max: 7 }), slot, plan, fc.boolean()).map(([p, s, pl, late]) => new Deliver(p, s, pl, late)),
     fc.tuple(fc.nat({ max: 7 }), fc.tuple(slot, slot), fc.tuple(plan, plan)).map(([p, s, pl]) => new DeliverTwice(p, s, pl)),
-    // The frozen run waits before or after its effect; the delivery that takes over runs through (a wait there adds nothing a later command cannot).
-    fc.tuple(fc.nat({ max: 7 }), fc.tuple(slot, slot), fc.tuple(plan, fc.constantFrom<Plan['block']>('before-effect', 'after-effect'), plan))
-      .map(([p, s, [frozen, block, again]]) => new Takeover(p, s, [stopsAfter(without, { ...frozen, block }), { ...again, block: 'none' }])),
+    takeoverOf(fc.tuple(plan, plan), without),
     fc.nat({ max: 3 }).map((p) => new Release(p)),
     fc.nat({ max: 3 }).map((p) => new Release(p)),
     fc.constantFrom(1_000, TIMINGS.leaseDuration + 1_000, TIMINGS.stallAfter + 10_000).map((ms) => new Advance(ms)),
@@ -384,6 +396,12 @@ export function commandArbitraries(without: ReadonlySet<Feature> = new Set()): A
     ...forgeries(without),
     ...(without.has('recurring') ? [] : recurringCommands()),
   ];
+}
+
+/** A takeover of an open task, its two runs' plans drawn from `plans`: the frozen run waits before or after its effect; the delivery that takes over runs through (a wait there adds nothing a later command cannot). */
+function takeoverOf(plans: fc.Arbitrary<[Plan, Plan]>, without: ReadonlySet<Feature>): fc.Arbitrary<Command> {
+  return fc.tuple(fc.nat({ max: 7 }), fc.tuple(slot, slot), plans, fc.constantFrom<Plan['block']>('before-effect', 'after-effect'))
+    .map(([p, s, [frozen, again], block]) => new Takeover(p, s, [stopsAfter(without, { ...frozen, block }), { ...again, block: 'none' }]));
 }
 
 /** Recurring work's commands: ticks and the clock moved by less than a minute (twice each: they are what drives it), pause and resume, run-now (twice), a deploy. */
@@ -415,11 +433,17 @@ function forgeries(without: ReadonlySet<Feature>): Array<fc.Arbitrary<Command>> 
 function fanOutCommands(
   plan: fc.Arbitrary<Plan>, fanSpec: fc.Arbitrary<FanSpec>, actions: ReadonlyArray<'retry' | 'resend' | 'cancel'>, without: ReadonlySet<Feature>,
 ): Array<fc.Arbitrary<Command>> {
-  const fanning = fc.tuple(fc.nat({ max: 7 }), slot, plan, fanSpec).map(([p, s, pl, fan]) => new Deliver(p, s, { ...pl, finish: 'fanout', fan }, false));
+  const fanningPlan = fc.tuple(plan, fanSpec).map(([pl, fan]): Plan => ({ ...pl, finish: 'fanout', fan }));
+  const fanning = fc.tuple(fc.nat({ max: 7 }), slot, fanningPlan).map(([p, s, pl]) => new Deliver(p, s, pl, false));
   const fanActions = (['cancelFanOut', 'cancelFanOut+join', 'retryFanOutChildren'] as const).filter((a) => actions.includes('cancel') || a === 'retryFanOutChildren');
   return [
     fanning,
+    // A takeover of a step that fans out (both runs are the step's handler, so both fan out): a long step, its children written page
+    // by page, is the kind that outlives its lease; the delivery that takes over seals the fan-out with the overwrite alert it claimed.
+    takeoverOf(fc.tuple(fanningPlan, fanningPlan), without),
     fc.tuple(fc.constantFrom(...fanActions), anyEntity, slot).map(([a, e, s]) => new FanOutOp(a, e, s)),
+    // The operator acts on what the status page shows: a fan-out whose parent waits at its join.
+    fc.tuple(fc.constantFrom(...fanActions), fc.nat({ max: 3 }), slot).map(([a, p, s]) => new OperateOnFanOut(a, p, s)),
     fc.tuple(fc.constantFrom(...actions), anyEntity, slot).map(([a, e, s]) => new Operate(a, e, s)),
     fc.tuple(anyEntity, slot).map(([e, s]) => new Kickoff(e, s)),
     ...(without.has('delete') ? [] : [anyEntity.map((e) => new Delete(e))]),

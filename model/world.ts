@@ -376,6 +376,20 @@ export class World {
     });
   }
 
+  /**
+   * The parents waiting at a fan-out's join as the model last read them, in a stable order: an
+   * entity whose lock is scheduled at the join step of a fan-out its chain's step started. What an
+   * operator sees of a fan-out on the status page.
+   */
+  waitingParents(): string[] {
+    const waiting = new Set<string>();
+    for (const f of this.seen.fanOuts) {
+      const last = this.seen.locks.get(f.entity)?.at(-1);
+      if (last !== undefined && last.state === 'scheduled' && last.seq === f.seq + 1 && last.chain === f.chain) waiting.add(f.entity);
+    }
+    return [...waiting];
+  }
+
   /** Whether `entity`'s lock, as the model last read it, is failed for good. */
   failed(entity: string): boolean {
     return this.seen.locks.get(entity)?.at(-1)?.state === 'failed';
