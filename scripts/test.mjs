@@ -82,12 +82,12 @@ function scales(file) {
 }
 
 /** The files with the slow ones first, longest first (`SLOW_FIRST`); the rest after them, in path order. */
-function startSlowFirst(group) {
+function startSlowFirst(files) {
   const rank = (file) => {
     const i = SLOW_FIRST.indexOf(file.split('\\').join('/'));
     return i === -1 ? SLOW_FIRST.length : i;
   };
-  return [...group].sort((a, b) => rank(a) - rank(b)); // stable: the rest keep their path order
+  return [...files].sort((a, b) => rank(a) - rank(b)); // stable: the rest keep their path order
 }
 
 /** Prints the slowest files of the whole run, from what the timings reporter recorded in `cache`. */
