@@ -99,8 +99,10 @@ async function putOne(store: Store, k: Key, properties: Properties, exclude: rea
 
 /** Runs the contract against the subjects `make` builds. */
 export function storeContract(name: string, make: MakeSubject): void {
-  describe(`${name}: store contract`, () => {
-    describe('reads and writes', () => {
+  // Its five parts run side by side (each test writes namespaces of its own), the tests of a part one
+  // at a time: on an emulator most of a test's time is round trips, so one part's overlap another's.
+  describe(`${name}: store contract`, { concurrency: true }, () => {
+    describe('reads and writes', { concurrency: 1 }, () => {
       it('reads a missing key as undefined, outside and inside a transaction', async () => {
         const [ns] = namespacesFor();
         const { store } = await make([ns]);
@@ -321,7 +323,7 @@ export function storeContract(name: string, make: MakeSubject): void {
       });
     });
 
-    describe('rollback', () => {
+    describe('rollback', { concurrency: 1 }, () => {
       it('applies nothing when fn throws, and rethrows the very same error', async () => {
         const [ns] = namespacesFor();
         const { store } = await make([ns]);
@@ -352,7 +354,7 @@ export function storeContract(name: string, make: MakeSubject): void {
       });
     });
 
-    describe('contention', () => {
+    describe('contention', { concurrency: 1 }, () => {
       it('never lets two transactions that read the same entity both commit', async () => {
         const [ns] = namespacesFor();
         const { store, lockingReads } = await make([ns]);
@@ -399,7 +401,7 @@ export function storeContract(name: string, make: MakeSubject): void {
       });
     });
 
-    describe('versioned reads and compare-and-swap', () => {
+    describe('versioned reads and compare-and-swap', { concurrency: 1 }, () => {
       it('reads an entity with a version, a missing one as undefined, and hands out copies', async () => {
         const [ns] = namespacesFor();
         const { store } = await make([ns]);
@@ -615,7 +617,7 @@ export function storeContract(name: string, make: MakeSubject): void {
 
     batchContract(make);
 
-    describe('the ledger', () => {
+    describe('the ledger', { concurrency: 1 }, () => {
       it('commits a record with the entity, in the same transaction, and reads it back whole', async () => {
         const [ns] = namespacesFor();
         const { store } = await make([ns]);
