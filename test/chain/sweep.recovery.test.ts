@@ -54,40 +54,44 @@ const subjects: Subject[] = [
 
 const ranOnce = (rig: ChainRig, chains: Key[]): void => assertRanOnce(rig, chains, STEPS);
 
-for (const subject of subjects) {
-  describe(`no step is lost, on ${subject.name}`, () => {
-    let rig: ChainRig | undefined;
-    after(async () => { await rig?.close(); });
-    const chainsIn = (namespace: string | undefined, n: number, tag: string): Key[] =>
-      Array.from({ length: n }, (_, i) => keys.key({ namespace, path: ['Chain', `${tag}-${i}-${Date.now()}`] }));
+// The stores run side by side, each with a rig and a namespace of its own: most of a run is
+// waiting for the sweep to find what the queue lost.
+describe('no step is lost, whatever the queue loses', { concurrency: true }, () => {
+  for (const subject of subjects) {
+    describe(`no step is lost, on ${subject.name}`, { concurrency: 1 }, () => {
+      let rig: ChainRig | undefined;
+      after(async () => { await rig?.close(); });
+      const chainsIn = (namespace: string | undefined, n: number, tag: string): Key[] =>
+        Array.from({ length: n }, (_, i) => keys.key({ namespace, path: ['Chain', `${tag}-${i}-${Date.now()}`] }));
 
-    it('a queue that silently drops every 4th task: every chain completes, each step once', { skip: subject.forgetOnly }, async () => {
-      const { store, namespace } = subject.open();
-      rig = await chainRig({ store, steps: STEPS, loss: { kind: 'drop', every: 4 }, timings: subject.timings });
-      const chains = chainsIn(namespace, 3, 'drop');
-      for (const key of chains) await rig.start(key);
-      await rig.allComplete(chains, 180_000);
-      assert.ok(rig.queue.lost.length >= 7, `tasks were lost (${rig.queue.lost.length})`);
-      ranOnce(rig, chains);
-      await rig.close();
-      rig = undefined;
-    });
+      it('a queue that silently drops every 4th task: every chain completes, each step once', { skip: subject.forgetOnly }, async () => {
+        const { store, namespace } = subject.open();
+        rig = await chainRig({ store, steps: STEPS, loss: { kind: 'drop', every: 4 }, timings: subject.timings });
+        const chains = chainsIn(namespace, 3, 'drop');
+        for (const key of chains) await rig.start(key);
+        await rig.allComplete(chains, 180_000);
+        assert.ok(rig.queue.lost.length >= 7, `tasks were lost (${rig.queue.lost.length})`);
+        ranOnce(rig, chains);
+        await rig.close();
+        rig = undefined;
+      });
 
-    it('a queue that answers ALREADY_EXISTS for a lost task\'s name: re-deliveries use new names, every chain completes', async () => {
-      const { store, namespace } = subject.open();
-      rig = await chainRig({ store, steps: STEPS, loss: { kind: 'forget', every: 3 }, timings: subject.timings });
-      const chains = chainsIn(namespace, 3, 'forget');
-      for (const key of chains) await rig.start(key);
-      await rig.allComplete(chains, 180_000);
-      assert.ok(rig.queue.lost.length >= 9, `tasks were lost (${rig.queue.lost.length})`);
-      assert.deepEqual(rig.queue.hidden, [], 'no re-delivery reused a lost name');
-      assert.equal(new Set(rig.queue.names).size, rig.queue.names.length, 'every task name is new');
-      ranOnce(rig, chains);
-      await rig.close();
-      rig = undefined;
+      it('a queue that answers ALREADY_EXISTS for a lost task\'s name: re-deliveries use new names, every chain completes', async () => {
+        const { store, namespace } = subject.open();
+        rig = await chainRig({ store, steps: STEPS, loss: { kind: 'forget', every: 3 }, timings: subject.timings });
+        const chains = chainsIn(namespace, 3, 'forget');
+        for (const key of chains) await rig.start(key);
+        await rig.allComplete(chains, 180_000);
+        assert.ok(rig.queue.lost.length >= 9, `tasks were lost (${rig.queue.lost.length})`);
+        assert.deepEqual(rig.queue.hidden, [], 'no re-delivery reused a lost name');
+        assert.equal(new Set(rig.queue.names).size, rig.queue.names.length, 'every task name is new');
+        ranOnce(rig, chains);
+        await rig.close();
+        rig = undefined;
+      });
     });
-  });
-}
+  }
+});
 
 describe('no step is lost: extra deliveries are harmless', () => {
   let rig: ChainRig | undefined;
