@@ -16,7 +16,7 @@ import type { StoreUnderTest } from '../step/handle-suite';
 let counter = 0;
 
 export function chainSuite(name: string, open: () => Promise<StoreUnderTest>): void {
-  describe(`chaining on ${name}`, () => {
+  describe(`chaining on ${name}`, { concurrency: 1 }, () => {
     let s: StoreUnderTest;
     before(async () => { s = await open(); });
     after(async () => { await s.close?.(); });

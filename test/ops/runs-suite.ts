@@ -60,7 +60,7 @@ export async function jobRig(store: Store): Promise<{ locker: Locker; local: Loc
 }
 
 export function runsSuite(name: string, open: () => Promise<StoreUnderTest>): void {
-  describe(`kickoffs and fan-outs as rows on ${name}`, () => {
+  describe(`kickoffs and fan-outs as rows on ${name}`, { concurrency: 1 }, () => {
     let s: StoreUnderTest;
     before(async () => { s = await open(); });
     after(async () => { await s.close?.(); });

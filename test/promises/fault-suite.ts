@@ -37,7 +37,7 @@ type ErrorClass = keyof typeof CLASSES;
 const OPTIONS: Partial<LockerOptions> = { contention: { attempts: 2, baseDelayMs: 1, maxDelayMs: 2 }, leaseDuration: 3_000, maxRetries: 3 };
 
 export function faultSuite(name: string, open: () => Promise<StoreUnderTest>): void {
-  describe(`handle() under store faults on ${name}`, () => {
+  describe(`handle() under store faults on ${name}`, { concurrency: 1 }, () => {
     let s: StoreUnderTest;
     before(async () => { s = await open(); });
     after(async () => { await s.close?.(); });

@@ -14,7 +14,7 @@ const MIN = 60_000;
 let counter = 0;
 
 export function recurringSuite(name: string, open: () => Promise<StoreUnderTest>): void {
-  describe(`recurring work on ${name}`, () => {
+  describe(`recurring work on ${name}`, { concurrency: 1 }, () => {
     let s: StoreUnderTest;
     before(async () => { s = await open(); });
     after(async () => { await s.close?.(); });

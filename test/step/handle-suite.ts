@@ -21,7 +21,7 @@ export interface StoreUnderTest {
 let counter = 0;
 
 export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): void {
-  describe(`handle() on ${name}`, () => {
+  describe(`handle() on ${name}`, { concurrency: 1 }, () => {
     let s: StoreUnderTest;
     before(async () => { s = await open(); });
     after(async () => { await s.close?.(); });

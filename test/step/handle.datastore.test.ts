@@ -1,5 +1,6 @@
 // handle() and chaining against the legacy Datastore emulator (optimistic transactions) and the
 // Firestore emulator in Datastore mode (locking reads, as production is).
+import { describe } from 'node:test';
 import { handleSuite } from './handle-suite';
 import { chainSuite } from '../chain/chain-suite';
 import { DatastoreStore } from '../../src/store/datastore/store';
@@ -17,7 +18,10 @@ const firestore = async () => {
   return { store: new DatastoreStore(firestoreDatastore(), { namespaces: [namespace] }), namespace };
 };
 
-handleSuite('the Datastore emulator', legacy);
-chainSuite('the Datastore emulator', legacy);
-handleSuite('the Firestore emulator in Datastore mode', firestore);
-chainSuite('the Firestore emulator in Datastore mode', firestore);
+// The emulators' suites run side by side (each in a namespace of its own; a suite's tests one at a time).
+describe('handle() and chaining on both emulators', { concurrency: true }, () => {
+  handleSuite('the Datastore emulator', legacy);
+  chainSuite('the Datastore emulator', legacy);
+  handleSuite('the Firestore emulator in Datastore mode', firestore);
+  chainSuite('the Firestore emulator in Datastore mode', firestore);
+});
