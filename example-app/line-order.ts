@@ -120,6 +120,9 @@ async function splitStep(deps: ChainDeps, ctx: TaskContext<LineOrder>): Promise<
   const effect = `split into ${DEMO_LINES.length} line items`;
   await deps.records.countAttempt(ctx.key, ctx.seq, effect);
   const order = String(ctx.key.name);
+  // The step's effect comes before fanOut(), which is the step's finishing write (its seal): code
+  // after it runs once the step has ended, so an effect there is lost if the process dies first.
+  await deps.records.countRun(ctx.key, ctx.seq, effect);
   // Deterministic child keys: a retried step resumes the same fan-out and starts no child twice.
   const started = await ctx.fanOut(DEMO_LINES.map((line, i) => ({
     key: lineKey(deps, order, i + 1),
@@ -127,7 +130,6 @@ async function splitStep(deps: ChainDeps, ctx: TaskContext<LineOrder>): Promise<
     payload: { sku: line.sku, quantity: line.quantity, unitCents: line.unitCents },
     entity: new LineItem({ order, line: i + 1, sku: line.sku, quantity: line.quantity }),
   })), { join: LINE_ORDER_PATHS.invoice });
-  await deps.records.countRun(ctx.key, ctx.seq, effect);
   deps.say(`line-order ${keyPath(ctx.key)} step ${ctx.seq} ran: fanned out ${started.started} line items (fan-out ${started.id}); the invoice is step ${started.joinSeq}`);
 }
 
