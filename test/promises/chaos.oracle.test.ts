@@ -242,6 +242,17 @@ describe('chaos oracle', () => {
       assert.equal(failed.fanOut.joinsFailed, 1);
     });
 
+    it('flags a fanning step whose effect was lost although its children and join ran (the worker records it before fanOut())', () => {
+      const w = world();
+      const outer = judge(['p'], 3, w.effects.filter((e) => !(e.key === 'p' && e.seq === 1)), w.alerts, { runs: w.runs, finals: w.finals, fanOuts });
+      assert.deepEqual(rules(outer), ['p/2/out-of-order', 'p/3/out-of-order', 'p/1/lost-step']);
+      assert.equal(outer.lostSteps, 1);
+      const inner = judge(['p'], 3, w.effects.filter((e) => !(e.key === 'p.f2' && e.seq === 1)), w.alerts, { runs: w.runs, finals: w.finals, fanOuts });
+      // p.f2 stuck at its lost step never ended: p's join, which saw it succeeded, came early and misinformed.
+      assert.deepEqual(rules(inner), ['p.f2/2/out-of-order', 'p.f2/1/lost-step', 'p/2/join-early', 'p/2/join-misinformed']);
+      assert.equal(inner.lostSteps, 1);
+    });
+
     it('flags a join that started before a child ended, or while a child never ended', () => {
       // The join entered before p.f0's last step ran.
       const w = world();
