@@ -59,7 +59,17 @@ describe('SIGKILL during a tick, on both emulators', { concurrency: true }, () =
         }, second, 240_000, 500);
         const runs = props.map((p) => p?.runs);
         assert.deepEqual(runs.filter((r) => r !== 1), [], 'every run ran exactly once');
-        const records = (await readAll(store, Array.from({ length: SCHEDULES }, (_, i) => scheduleKey(`report-${i}`, namespace)))).map(readSchedule);
+        // A run starts through its kickoff, and its schedule's record lists it `pending` until a tick
+        // settles it. On the Firestore emulator the killed tick's transaction keeps the records it
+        // read locked for 60 s, so that settle can fail and wait for a later tick (the sweeps tick
+        // every 300 ms): wait for the settles (the killed lock's 60 s and more), then check each record.
+        const scheduleKeys = Array.from({ length: SCHEDULES }, (_, i) => scheduleKey(`report-${i}`, namespace));
+        const readRecords = async () => (await readAll(store, scheduleKeys)).map(readSchedule);
+        await untilCrashApp('every run settled on its schedule', async () => {
+          const all = await readRecords();
+          return all.every((r) => r?.pending.length === 0) ? all : undefined;
+        }, second, 150_000, 500).catch(() => undefined); // the assertions below say which record kept what
+        const records = await readRecords();
         for (const [i, r] of records.entries()) {
           assert.equal(r?.next?.toISOString(), '2026-01-05T11:00:00.000Z', `report-${i}: its next tick advanced`);
           assert.deepEqual(r?.pending, [], `report-${i}: no run left pending`);
