@@ -65,11 +65,10 @@ describe('SIGKILL during a tick, on both emulators', { concurrency: true }, () =
         // every 300 ms): wait for the settles (the killed lock's 60 s and more), then check each record.
         const scheduleKeys = Array.from({ length: SCHEDULES }, (_, i) => scheduleKey(`report-${i}`, namespace));
         const readRecords = async () => (await readAll(store, scheduleKeys)).map(readSchedule);
-        await untilCrashApp('every run settled on its schedule', async () => {
+        const records = await untilCrashApp('every run settled on its schedule', async () => {
           const all = await readRecords();
           return all.every((r) => r?.pending.length === 0) ? all : undefined;
-        }, second, 150_000, 500).catch(() => undefined); // the assertions below say which record kept what
-        const records = await readRecords();
+        }, second, 150_000, 500).catch(readRecords); // not settled in time: the assertions below say which record kept what
         for (const [i, r] of records.entries()) {
           assert.equal(r?.next?.toISOString(), '2026-01-05T11:00:00.000Z', `report-${i}: its next tick advanced`);
           assert.deepEqual(r?.pending, [], `report-${i}: no run left pending`);
