@@ -7,7 +7,8 @@
 // filter the files by substring: `node scripts/test.mjs store` runs only the files whose path
 // contains "store". Work several files would repeat is done once per run (LOCKER_TEST_CACHE).
 // `--long` (`npm run test:long`, which CI runs after `npm test`) runs only the files that import
-// test/support/test-scale.ts, at full size (LOCKER_TEST_LONG=1): every kill point, thousands of chains.
+// test/support/test-scale.ts, at full size (LOCKER_TEST_LONG=1): every kill point, thousands of chains;
+// and the files named `*.long.test.ts`, which only it runs.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -32,7 +33,7 @@ async function main() {
   const filters = process.argv.slice(2).filter((a) => a !== '--long');
   const files = findTests(join(root, 'test'))
     .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
-    .filter((file) => !long || scales(file))
+    .filter((file) => (long ? scales(file) || longOnly(file) : !longOnly(file)))
     .sort();
   if (long) process.env.LOCKER_TEST_LONG = '1';
   if (files.length === 0) {
@@ -79,6 +80,11 @@ function laneReport(run, wallMs) {
 /** Whether a test file has a long version: it imports test/support/test-scale.ts. */
 function scales(file) {
   return /from '\.\.\/support\/test-scale'/.test(readFileSync(join(root, file), 'utf8'));
+}
+
+/** Whether a test file runs only in `npm run test:long`: it is named `*.long.test.ts`. */
+function longOnly(file) {
+  return file.endsWith('.long.test.ts');
 }
 
 /** The files with the slow ones first, longest first (`SLOW_FIRST`); the rest after them, in path order. */

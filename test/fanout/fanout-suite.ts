@@ -814,21 +814,39 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>): 
   });
 }
 
+/** The number of children of the many-children case: `n`, or FANOUT_BIG where it is set. */
+export function manyChildren(n: number): number {
+  n = Number(process.env.FANOUT_BIG ?? n);
+  if (!Number.isInteger(n) || n < 1) throw new RangeError(`FANOUT_BIG must be a whole number of children; got ${JSON.stringify(process.env.FANOUT_BIG)}`);
+  return n;
+}
+
 /**
- * One fan-out of `n` plain children on `name` (test/fanout/fanout-big.test.ts): the join runs once,
+ * One fan-out of `n` plain children on `name` (test/fanout/fanout-big.*.test.ts): the join runs once,
  * sees every child succeeded, and each child ran once. In a namespace of its own, with no other rig
  * sweeping it: another rig's sweep would re-send this rig's waiting children to its own app, whose
  * runs this rig does not count. The Locker's own 60 s lease, and `stallAfter` above the time the
  * queue takes to dispatch every child, as the fan-out guide asks (the default 5 minutes is not, on
  * a loaded machine: the children still waiting are then re-sent, and the re-sends slow it further).
+ *
+ * The wait for the join: 120 ms a child (about 30 children a second on an emulator alone, a third
+ * of that beside other runs), at least 2 minutes, and at most 16 minutes, so that the test fails
+ * with its evidence before the runner's 20-minute limit for a file kills it. While it waits it
+ * prints, once a minute, how many children ran and how many tasks were answered, so that a slow
+ * run shows whether it moves.
  */
-export function manyChildrenCase(name: string, open: () => Promise<StoreUnderTest>, n: number, limitMs: number): void {
+export function manyChildrenCase(name: string, open: () => Promise<StoreUnderTest>, n: number): void {
+  const limitMs = Math.min(Math.max(120_000, n * 120), 16 * 60_000);
   describe(`ctx.fanOut() of ${n} children on ${name}`, () => {
     let s: StoreUnderTest;
     before(async () => { s = await open(); });
     after(async () => { await s.close?.(); });
-    nodeIt(`${n} children: the join runs once and sees them all`, { timeout: limitMs + 120_000 }, async () => {
+    nodeIt(`${n} children: the join runs once and sees them all`, { timeout: limitMs + 150_000 }, async () => {
       const rig = await fanRig(s.store, s.namespace, undefined, 'defaults', { stallAfter: limitMs });
+      const started = Date.now();
+      const progress = setInterval(() => {
+        console.log(`[fanout-big ${name}] ${Math.round((Date.now() - started) / 1000)} s: ${rig.childRuns.size} of ${n} children ran, ${rig.delivered.length} tasks answered 2xx, ${rig.joins.length} joins`);
+      }, 60_000);
       try {
         const parent = rig.key('Order', `o${++counter}`);
         const children = lines(`big${counter}`, n);
@@ -841,6 +859,7 @@ export function manyChildrenCase(name: string, open: () => Promise<StoreUnderTes
         assert.equal(run.counts.succeeded, n);
         await assertChildrenRanOnce(rig, children);
       } finally {
+        clearInterval(progress);
         await rig.close();
       }
     });
