@@ -32,16 +32,20 @@ async function startBoth() {
 
 /**
  * Runs every file of `files`, in that order of start, `lanes` at a time, and prints each file's
- * output in one piece when it ends. `startLaneEmulators` (both Datastore emulators unless given),
+ * output in one piece when it ends. A name of `batches` stands for several files run in one process
+ * (a file that imports them: see scripts/test.mjs), which saves each of them a process's start; when
+ * it fails, its files are queued again, each alone, and their own results count, so a file never
+ * fails for what another left behind in a shared process. `startLaneEmulators` (both Datastore emulators unless given),
  * `emulatorLifetimeMs`, `fileTimeoutMs` and `print` are there for the runner's own test
  * (test/package/test-lanes.test.ts).
- * @param {{ files: string[], lanes: number, command: string, args: string[], env: NodeJS.ProcessEnv, startLaneEmulators?: () => Promise<{ env: Record<string, string>, stop(): Promise<void> }>, emulatorLifetimeMs?: number, fileTimeoutMs?: number, print?: (text: string) => void }} run
- * @returns {Promise<{ results: Array<{ file: string, lane: number, code: number, ms: number, timedOut: boolean }>, notRun: string[], lanes: Array<{ files: number, busyMs: number, emulatorStarts: number }> }>}
+ * @param {{ files: string[], batches?: Map<string, string[]>, lanes: number, command: string, args: string[], env: NodeJS.ProcessEnv, startLaneEmulators?: () => Promise<{ env: Record<string, string>, stop(): Promise<void> }>, emulatorLifetimeMs?: number, fileTimeoutMs?: number, print?: (text: string) => void }} run
+ * @returns {Promise<{ results: Array<{ file: string, lane: number, code: number, ms: number, timedOut: boolean, batch?: string }>, notRun: string[], lanes: Array<{ files: number, busyMs: number, emulatorStarts: number }>, batchesRunAgain: string[] }>}
  */
-export async function runInLanes({ files, lanes, command, args, env, startLaneEmulators = startBoth, emulatorLifetimeMs = EMULATOR_LIFETIME_MS, fileTimeoutMs = FILE_TIMEOUT_MS, print = (text) => process.stdout.write(text) }) {
+export async function runInLanes({ files, batches = new Map(), lanes, command, args, env, startLaneEmulators = startBoth, emulatorLifetimeMs = EMULATOR_LIFETIME_MS, fileTimeoutMs = FILE_TIMEOUT_MS, print = (text) => process.stdout.write(text) }) {
   const queue = [...files];
   const results = [];
   const laneStats = [];
+  const batchesRunAgain = [];
   const lane = async (n) => {
     const stats = { files: 0, busyMs: 0, emulatorStarts: 0 };
     laneStats[n - 1] = stats;
@@ -64,18 +68,29 @@ export async function runInLanes({ files, lanes, command, args, env, startLaneEm
         const file = queue.shift();
         if (file === undefined) break;
         const result = await runFile(command, [...args, file], { ...env, ...emulators.env }, fileTimeoutMs);
-        stats.files += 1;
         stats.busyMs += result.ms;
-        results.push({ file, lane: n, code: result.code, ms: result.ms, timedOut: result.timedOut });
         const status = result.timedOut ? `KILLED after ${fileTimeoutMs / 1000} s` : result.code === 0 ? 'passed' : `FAILED (exit code ${result.code})`;
-        print(`\n── ${file}: ${status} in ${(result.ms / 1000).toFixed(1)} s (lane ${n}) ──\n${result.output}`);
+        const batch = batches.get(file);
+        if (batch === undefined) {
+          stats.files += 1;
+          results.push({ file, lane: n, code: result.code, ms: result.ms, timedOut: result.timedOut });
+          print(`\n── ${file}: ${status} in ${(result.ms / 1000).toFixed(1)} s (lane ${n}) ──\n${result.output}`);
+        } else if (result.code === 0) {
+          stats.files += batch.length;
+          for (const member of batch) results.push({ file: member, lane: n, code: 0, ms: result.ms / batch.length, timedOut: false, batch: file });
+          print(`\n── ${batch.length} files in one process (${batch.join(', ')}): ${status} in ${(result.ms / 1000).toFixed(1)} s (lane ${n}) ──\n${result.output}`);
+        } else {
+          batchesRunAgain.push(file);
+          queue.unshift(...batch);
+          print(`\n── ${batch.length} files in one process (${batch.join(', ')}): ${status} in ${(result.ms / 1000).toFixed(1)} s (lane ${n}); each runs again alone, and its own result counts ──\n${result.output}`);
+        }
       }
     } finally {
       await emulators?.stop();
     }
   };
   await Promise.all(Array.from({ length: lanes }, (_, i) => lane(i + 1)));
-  return { results, notRun: queue, lanes: laneStats };
+  return { results, notRun: queue.flatMap((f) => batches.get(f) ?? [f]), lanes: laneStats, batchesRunAgain };
 }
 
 /** Runs one test file's command; resolves with its exit code, time and output (stdout and stderr as they came). */

@@ -5,13 +5,16 @@
 // (scripts/slow-tests.mjs), the rest in path order. Exits with 1 when any file failed. Each file
 // works in a Datastore project of its own (test/support/own-project.mjs). Arguments
 // filter the files by substring: `node scripts/test.mjs store` runs only the files whose path
-// contains "store". Work several files would repeat is done once per run (LOCKER_TEST_CACHE).
+// contains "store". Work several files would repeat is done once per run (LOCKER_TEST_CACHE). The
+// light files (no emulator, no child process, no browser, not among the slow ones) run 12 to a process
+// (TEST_BATCH_SIZE=N for N; 1 runs each alone), which saves each one its process's start; a process
+// of them that fails has its files run again one at a time, whose own results count.
 // `--long` (`npm run test:long`, which CI runs after `npm test`) runs only the files that import
 // test/support/test-scale.ts, at full size (LOCKER_TEST_LONG=1): every kill point, thousands of chains;
 // and the files named `*.long.test.ts`, which only it runs.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runInLanes } from './test-lanes.mjs';
 import { slowestFiles } from './test-timings.mjs';
@@ -40,6 +43,10 @@ async function main() {
     console.error(`no test files match ${filters.map((f) => JSON.stringify(f)).join(', ')}`);
     return 1;
   }
+  if (!Number.isInteger(BATCH_SIZE) || BATCH_SIZE < 1) {
+    console.error(`TEST_BATCH_SIZE must be a whole number of files a process, 1 or more; got ${JSON.stringify(process.env.TEST_BATCH_SIZE)}`);
+    return 1;
+  }
   const concurrency = Number(process.env.TEST_CONCURRENCY || 2);
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     console.error(`TEST_CONCURRENCY must be a whole number of files at a time, 1 or more; got ${JSON.stringify(process.env.TEST_CONCURRENCY)}`);
@@ -55,8 +62,11 @@ async function main() {
   process.env.LOCKER_TEST_CACHE = cache;
   const started = Date.now();
   let run;
+  let batches = new Map();
   try {
-    run = await runInLanes({ files: startSlowFirst(files), lanes: concurrency, command: process.execPath, args: runnerArgs, env: process.env });
+    let jobs;
+    ({ jobs, batches } = batched(startSlowFirst(files), cache));
+    run = await runInLanes({ files: jobs, batches, lanes: concurrency, command: process.execPath, args: runnerArgs, env: process.env });
     printTimings(cache);
   } finally {
     rmSync(cache, { recursive: true, force: true });
@@ -65,6 +75,7 @@ async function main() {
   console.log(laneReport(run, Date.now() - started));
   if (failed.length > 0) console.log(`test files that failed (each one's output follows its line "── FILE: FAILED …"):\n${failed.map((f) => `  ${f}`).join('\n')}`);
   if (run.notRun.length > 0) console.log(`test files never run (no lane could start its emulators):\n${run.notRun.map((f) => `  ${f}`).join('\n')}`);
+  if (run.batchesRunAgain.length > 0) console.log(`files run together that failed and then ran again one at a time: ${run.batchesRunAgain.map((b) => batches.get(b).length).join(', ')} files in ${run.batchesRunAgain.length} process(es) (see "each runs again alone" above)`);
   if (failed.length === 0 && run.notRun.length === 0) console.log(`all ${files.length} test files passed`);
   return failed.length === 0 && run.notRun.length === 0 ? 0 : 1;
 }
@@ -85,6 +96,56 @@ function scales(file) {
 /** Whether a test file runs only in `npm run test:long`: it is named `*.long.test.ts`. */
 function longOnly(file) {
   return file.endsWith('.long.test.ts');
+}
+
+/** How many light files share one process (see `batched`): 12, or TEST_BATCH_SIZE (1: each alone). */
+const BATCH_SIZE = Number(process.env.TEST_BATCH_SIZE || 12);
+
+/**
+ * The run's jobs: the light files (`light`) in processes of BATCH_SIZE files each, after the
+ * others, and every other file alone. Starting a file's process costs about 1.5 s of CPU (node,
+ * tsx, the runner, the library's modules): 20 light files took 31 s of CPU one by one and 5 s in
+ * one process. Each batch is a file in `cache` that imports its files; node's test runner runs their
+ * tests one file after another, as it would one file's. A batch that fails has its files run again
+ * one at a time (scripts/test-lanes.mjs), so each file's result is its own.
+ */
+function batched(files, cache) {
+  const light = BATCH_SIZE > 1 ? files.filter((file) => isLight(file)) : [];
+  const jobs = files.filter((file) => !light.includes(file));
+  const batches = new Map();
+  for (let i = 0; i < light.length; i += BATCH_SIZE) {
+    const members = light.slice(i, i + BATCH_SIZE);
+    const entry = join(cache, `batch-${batches.size + 1}.test.mjs`);
+    writeFileSync(entry, members.map((file) => `import ${JSON.stringify(pathToFileURL(join(root, file)).href)};\n`).join(''));
+    batches.set(entry, members);
+    jobs.push(entry);
+  }
+  return { jobs, batches };
+}
+
+/**
+ * Whether a file may share a process with others: it is not among the slow ones (SLOW_FIRST, which
+ * start first, each alone), and neither it nor any test module it imports (followed through relative
+ * imports under test/) reaches the emulators (files on one project would sweep each other's records),
+ * starts processes, or drives a browser.
+ */
+function isLight(file) {
+  if (SLOW_FIRST.includes(file.split('\\').join('/')) || /\.browser\./.test(file)) return false;
+  const seen = new Set();
+  const heavy = (path) => {
+    if (seen.has(path)) return false;
+    seen.add(path);
+    const text = readFileSync(path, 'utf8');
+    if (/from '(node:)?child_process'|support\/emulator'|support\/namespaced-store'/.test(text)) return true;
+    for (const [, spec] of text.matchAll(/from '(\.{1,2}\/[^']+)'/g)) {
+      const target = resolve(dirname(path), spec);
+      if (!target.startsWith(join(root, 'test'))) continue; // the library's own modules are no test's doing
+      const found = [`${target}.ts`, `${target}.mjs`, join(target, 'index.ts')].find((candidate) => existsSync(candidate));
+      if (found !== undefined && heavy(found)) return true;
+    }
+    return false;
+  };
+  return !heavy(join(root, file));
 }
 
 /** The files with the slow ones first, longest first (`SLOW_FIRST`); the rest after them, in path order. */

@@ -4,5 +4,6 @@
 import { fanOutSuite } from './fanout-suite';
 import { firestoreDatastore } from '../support/emulator';
 import { namespacedStore } from '../support/namespaced-store';
+import { pointsToRun } from '../support/test-scale';
 
-fanOutSuite('the Firestore emulator in Datastore mode', namespacedStore(firestoreDatastore, 'fan'));
+fanOutSuite('the Firestore emulator in Datastore mode', namespacedStore(firestoreDatastore, 'fan'), pointsToRun);

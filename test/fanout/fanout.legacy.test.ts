@@ -4,5 +4,6 @@
 import { fanOutSuite } from './fanout-suite';
 import { legacyDatastore } from '../support/emulator';
 import { namespacedStore } from '../support/namespaced-store';
+import { pointsToRun } from '../support/test-scale';
 
-fanOutSuite('the Datastore emulator', namespacedStore(legacyDatastore, 'fan'));
+fanOutSuite('the Datastore emulator', namespacedStore(legacyDatastore, 'fan'), pointsToRun);

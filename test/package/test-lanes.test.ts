@@ -1,6 +1,7 @@
 // scripts/test-lanes.mjs, the runner behind `npm test`: every file runs once, a free lane takes the
 // next file, a file's output comes out in one piece, a failing file is reported, and a file that
-// outlives its limit is killed with every process it started. The files here are small node
+// outlives its limit is killed with every process it started; files run together in one process
+// count each, and when that process fails, each of its files runs again alone and its own result counts. The files here are small node
 // scripts; the lanes' emulators are a counter (the real ones are started by every other test file).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,12 +12,14 @@ import { join } from 'node:path';
 const ROOT = join(__dirname, '..', '..');
 
 interface LaneRun {
-  results: Array<{ file: string; lane: number; code: number; ms: number; timedOut: boolean }>;
+  results: Array<{ file: string; lane: number; code: number; ms: number; timedOut: boolean; batch?: string }>;
   notRun: string[];
   lanes: Array<{ files: number; busyMs: number; emulatorStarts: number }>;
+  batchesRunAgain: string[];
 }
 interface LaneOptions {
   files: string[];
+  batches?: Map<string, string[]>;
   lanes: number;
   command: string;
   args: string[];
@@ -104,6 +107,37 @@ describe('scripts/test-lanes.mjs', () => {
     assert.equal(run.results.find((r) => r.file === passes)?.code, 0);
     assert.match(printed.join(''), /fails\.mjs: FAILED \(exit code 3\) in [\d.]+ s \(lane 1\) ──\nsomething broke\n/);
     assert.equal(started, 2, 'emulators past their lifetime are started again before the next file');
+  });
+
+  it('counts each file of a batch that passed; when a batch fails, runs each of its files again alone, and their own results count', async () => {
+    // `poisoned.mjs` fails only in a process where `poisons.mjs` ran first (what one file can leave
+    // behind for another in a shared process); `broken.mjs` fails anywhere.
+    const flag = 'globalThis.__poisoned';
+    const poisons = script('poisons.mjs', `${flag} = true;\n`);
+    const poisoned = script('poisoned.mjs', `if (${flag}) { console.error('left behind by another file'); process.exitCode = 4; }\n`);
+    const broken = script('broken.mjs', "console.error('broken alone too');\nprocess.exitCode = 5;\n");
+    const fine = [script('fine1.mjs', ''), script('fine2.mjs', '')];
+    const entry = (name: string, members: string[]) => script(name, members.map((m) => `import ${JSON.stringify(`file://${m}`)};\n`).join(''));
+    const good = entry('batch-good.mjs', fine);
+    const bad = entry('batch-bad.mjs', [poisons, poisoned, broken]);
+    const printed: string[] = [];
+    const run = await runInLanes({
+      files: [good, bad], batches: new Map([[good, fine], [bad, [poisons, poisoned, broken]]]), lanes: 1, command: process.execPath, args: [], env: process.env,
+      startLaneEmulators: async () => ({ env: {}, stop: async () => {} }),
+      print: (text) => printed.push(text),
+    });
+    assert.deepEqual(run.results.map((r) => r.file).sort(), [...fine, poisons, poisoned, broken].sort(), 'each file has one result, the batches none of their own');
+    assert.ok(fine.every((f) => run.results.find((r) => r.file === f)?.batch === good), 'the passing batch counted its files');
+    assert.deepEqual(run.batchesRunAgain, [bad]);
+    const code = (f: string) => run.results.find((r) => r.file === f)?.code;
+    assert.equal(code(poisons), 0);
+    assert.equal(code(poisoned), 0, 'alone, the file that failed for another one passes');
+    assert.equal(code(broken), 5, 'alone, the broken file still fails, with its own exit code');
+    assert.equal(run.lanes[0]!.files, 5);
+    const text = printed.join('');
+    assert.match(text, /2 files in one process \(.*fine1\.mjs, .*fine2\.mjs\): passed/);
+    assert.match(text, /3 files in one process \(.*\): FAILED \(exit code \d\) in [\d.]+ s \(lane 1\); each runs again alone/);
+    assert.match(text, /broken\.mjs: FAILED \(exit code 5\)/);
   });
 
   it('kills a file past its limit together with the processes it started', { timeout: 30_000 }, async () => {

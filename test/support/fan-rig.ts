@@ -86,8 +86,9 @@ let rigs = 0;
 
 /**
  * `timing`: the Locker's lease and `stallAfter`; by default 3 s each, so that the sweep's repairs
- * show within a test. `'defaults'` keeps the Locker's own (a 60 s lease, `stallAfter` 5 minutes),
- * as the fan-out guide advises for a fan-out whose children wait in the queue longer than 3 s.
+ * show within a test, and 3 retries. `'defaults'` keeps the Locker's own (a 60 s lease, `stallAfter`
+ * 5 minutes, 10 retries), as the fan-out guide advises for a fan-out whose children wait in the
+ * queue longer than 3 s.
  */
 export async function fanRig(
   inner: Store, namespace: string | undefined, loss?: { kind: Loss; every: number }, timing: 'short' | 'defaults' = 'short', extra: Partial<LockerOptions> = {},
@@ -101,7 +102,7 @@ export async function fanRig(
   const local = new LocalQueue({ baseUrl: `http://127.0.0.1:${port}`, logger, minBackoffMs: 20, maxBackoffMs: 200, onDelivered: (task) => { delivered.push(task); } });
   const queue = lossyQueue(local, loss?.kind ?? 'drop', loss?.every ?? Number.MAX_SAFE_INTEGER);
   const store = new SeamStore(inner);
-  const locker = new Locker({ store, queue, logger, ...(timing === 'short' && { leaseDuration: 3_000, stallAfter: 3_000 }), maxRetries: 3, ...extra });
+  const locker = new Locker({ store, queue, logger, ...(timing === 'short' && { leaseDuration: 3_000, stallAfter: 3_000, maxRetries: 3 }), ...extra });
   const rig = ++rigs;
   const joins: JoinRun[] = [];
   const joinAttempts: string[] = [];
