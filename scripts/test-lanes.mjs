@@ -53,21 +53,23 @@ export async function runInLanes({ files, batches = new Map(), lanes, command, a
     let startedAt = 0;
     try {
       while (queue.length > 0) {
-        if (emulators === undefined || Date.now() - startedAt >= emulatorLifetimeMs) {
+        const file = queue.shift();
+        if (file === undefined) break;
+        // A batch of light files reaches no emulator: it neither waits for them nor starts them again.
+        if (!batches.has(file) && (emulators === undefined || Date.now() - startedAt >= emulatorLifetimeMs)) {
           await emulators?.stop();
           emulators = undefined;
           try {
             emulators = await startLaneEmulators();
           } catch (err) {
             console.error(`lane ${n}: the emulators did not start, so this lane stops: ${err instanceof Error ? err.message : err}`);
+            queue.unshift(file);
             return;
           }
           startedAt = Date.now();
           stats.emulatorStarts += 1;
         }
-        const file = queue.shift();
-        if (file === undefined) break;
-        const result = await runFile(command, [...args, file], { ...env, ...emulators.env }, fileTimeoutMs);
+        const result = await runFile(command, [...args, file], { ...env, ...emulators?.env }, fileTimeoutMs);
         stats.busyMs += result.ms;
         const status = result.timedOut ? `KILLED after ${fileTimeoutMs / 1000} s` : result.code === 0 ? 'passed' : `FAILED (exit code ${result.code})`;
         const batch = batches.get(file);

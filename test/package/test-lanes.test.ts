@@ -109,7 +109,7 @@ describe('scripts/test-lanes.mjs', () => {
     assert.equal(started, 2, 'emulators past their lifetime are started again before the next file');
   });
 
-  it('counts each file of a batch that passed; when a batch fails, runs each of its files again alone, and their own results count', async () => {
+  it('counts each file of a batch that passed, starting no emulators for it; when a batch fails, runs each of its files again alone, and their own results count', async () => {
     // `poisoned.mjs` fails only in a process where `poisons.mjs` ran first (what one file can leave
     // behind for another in a shared process); `broken.mjs` fails anywhere.
     const flag = 'globalThis.__poisoned';
@@ -121,9 +121,13 @@ describe('scripts/test-lanes.mjs', () => {
     const good = entry('batch-good.mjs', fine);
     const bad = entry('batch-bad.mjs', [poisons, poisoned, broken]);
     const printed: string[] = [];
+    let started = 0;
     const run = await runInLanes({
       files: [good, bad], batches: new Map([[good, fine], [bad, [poisons, poisoned, broken]]]), lanes: 1, command: process.execPath, args: [], env: process.env,
-      startLaneEmulators: async () => ({ env: {}, stop: async () => {} }),
+      startLaneEmulators: async () => {
+        started += 1;
+        return { env: {}, stop: async () => {} };
+      },
       print: (text) => printed.push(text),
     });
     assert.deepEqual(run.results.map((r) => r.file).sort(), [...fine, poisons, poisoned, broken].sort(), 'each file has one result, the batches none of their own');
@@ -134,6 +138,7 @@ describe('scripts/test-lanes.mjs', () => {
     assert.equal(code(poisoned), 0, 'alone, the file that failed for another one passes');
     assert.equal(code(broken), 5, 'alone, the broken file still fails, with its own exit code');
     assert.equal(run.lanes[0]!.files, 5);
+    assert.equal(started, 1, 'the batches started no emulators; the files run alone afterwards did, once');
     const text = printed.join('');
     assert.match(text, /2 files in one process \(.*fine1\.mjs, .*fine2\.mjs\): passed/);
     assert.match(text, /3 files in one process \(.*\): FAILED \(exit code \d\) in [\d.]+ s \(lane 1\); each runs again alone/);
