@@ -115,6 +115,10 @@ function batched(files, cache) {
   const batches = new Map();
   for (let i = 0; i < light.length; i += BATCH_SIZE) {
     const members = light.slice(i, i + BATCH_SIZE);
+    if (members.length === 1) {
+      jobs.push(members[0]); // alone, as it would be anyway
+      continue;
+    }
     const entry = join(cache, `batch-${batches.size + 1}.test.mjs`);
     writeFileSync(entry, members.map((file) => `import ${JSON.stringify(pathToFileURL(join(root, file)).href)};\n`).join(''));
     batches.set(entry, members);
