@@ -140,7 +140,7 @@ function isLight(file) {
     if (seen.has(path)) return false;
     seen.add(path);
     const text = readFileSync(path, 'utf8');
-    if (/from '(node:)?child_process'|support\/emulator'|support\/namespaced-store'/.test(text)) return true;
+    if (/from '(node:)?child_process'|support\/(emulator|namespaced-store|firestore-native)'|emulators\.mjs/.test(text)) return true;
     for (const [, spec] of text.matchAll(/from '(\.{1,2}\/[^']+)'/g)) {
       const target = resolve(dirname(path), spec);
       if (!target.startsWith(join(root, 'test'))) continue; // the library's own modules are no test's doing
