@@ -3,6 +3,7 @@
  * goes through {@link call}), with the same classes and the same contention rule as
  * `DatastoreStore` (`../datastore/errors.ts`): ABORTED and the emulator's lock timeouts are
  * contention; UNAVAILABLE, DEADLINE_EXCEEDED and the other transient codes are unavailability;
+ * a transaction the server closed meanwhile ("Transaction is invalid or closed") is contention too;
  * INVALID_ARGUMENT and OUT_OF_RANGE refuse the write for good; PERMISSION_DENIED,
  * UNAUTHENTICATED, NOT_FOUND (the database), FAILED_PRECONDITION (a missing index) and
  * UNIMPLEMENTED are set-up errors whose message says what to fix. A conditional write's own
@@ -18,6 +19,13 @@ const ALREADY_EXISTS = 6;
 const FAILED_PRECONDITION = 9;
 
 const REJECTED: ReadonlySet<number> = new Set([3, 11]);
+
+/**
+ * The emulator's answer to the commit of a transaction it closed while another writer waited for
+ * its locks (INVALID_ARGUMENT, found with a compare-and-swap that waited a minute for a
+ * transaction's read lock): the transaction lost, as on contention.
+ */
+const CLOSED_TRANSACTION = /transaction is invalid or closed/i;
 
 /** What an operator must do about each configuration error. */
 const CONFIG_FIXES: ReadonlyMap<number, string> = new Map([
@@ -39,7 +47,7 @@ export function toStoreError(operation: string, error: unknown): LockerError {
   if (error instanceof LockerError) return error;
   const message = error instanceof Error ? error.message : String(error);
   const code = grpcCode(error);
-  if (isContention(error)) return new ContentionError(`Firestore ${operation} aborted on contention: ${message}`, { cause: error });
+  if (isContention(error) || CLOSED_TRANSACTION.test(message)) return new ContentionError(`Firestore ${operation} aborted on contention: ${message}`, { cause: error });
   if (code !== undefined && REJECTED.has(code)) return new StoreRejectedError(`Firestore refused the ${operation}: ${message}`, { cause: error });
   const fix = code === undefined ? undefined : CONFIG_FIXES.get(code);
   if (fix) return new StoreConfigError(`Firestore ${operation} failed: ${message}. To fix: ${fix}`, { cause: error });

@@ -83,7 +83,7 @@ export async function queryLocks(firestore: Firestore, query: LockQuery): Promis
 export async function countLocks(firestore: Firestore, query: LockCountQuery): Promise<LockCount> {
   checkLockCount(query);
   const counted = await call('lock count', () => lockFilter(firestore, query).limit(query.cap + 1).count().get());
-  const n = counted.data().count;
+  const n = Number(counted.data().count); // a bigint on a client built with useBigInt
   return n > query.cap ? { count: query.cap, exact: false } : { count: n, exact: true };
 }
 

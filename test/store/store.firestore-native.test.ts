@@ -1,0 +1,83 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Datastore, Key } from '@google-cloud/datastore';
+import { StoreRejectedError } from '../../src/errors/errors';
+import { FirestoreStore } from '../../src/store/firestore/store';
+import { documentOf, keyOf } from '../../src/store/firestore/paths';
+import { storeContract } from './store-contract';
+import { storeQueryContract } from './store-query-contract';
+import { useFirestoreNative } from '../support/firestore-native';
+import { uniqueNamespace } from '../support/emulator';
+
+const emulator = useFirestoreNative();
+
+// The Native-mode emulator locks what a transaction reads (pessimistic, as the service does): run
+// optimistic, the contract's lost-update checks fail (the second writer waits for the first).
+storeContract('FirestoreStore on the Firestore emulator in Native mode', (namespaces) => ({
+  store: new FirestoreStore(emulator.client(), { namespaces }),
+  lockingReads: true,
+}));
+
+storeQueryContract('FirestoreStore on the Firestore emulator in Native mode', () => new FirestoreStore(emulator.client()));
+
+describe('FirestoreStore: keys as document paths', () => {
+  it('maps kinds to collections, names and ids to documents, ancestors to subcollections, a namespace to a root prefix', async () => {
+    const client = emulator.client();
+    const ns = uniqueNamespace('paths');
+    const cases: Array<[Key, string]> = [
+      [new Key({ path: ['Order', 'a'] }), 'Order/a'],
+      [new Key({ path: ['Order', 42] }), 'Order/#42'],
+      [new Key({ path: ['Order', '42'] }), 'Order/42'],
+      [new Key({ path: ['Order', '#42'] }), 'Order/##42'],
+      [new Key({ path: ['Order', '__x__'] }), 'Order/#__x__'],
+      [new Key({ path: ['Order', Datastore.int('9223372036854775807'), 'Line', 'x'] }), 'Order/#9223372036854775807/Line/x'],
+      [new Key({ namespace: ns, path: ['Order', 'a'] }), `LockerNamespaces/${ns}/Order/a`],
+    ];
+    for (const [key, path] of cases) {
+      const ref = documentOf(client, key);
+      assert.equal(ref.path, path);
+      const back = keyOf(ref);
+      assert.ok(back);
+      assert.equal(back.namespace, key.namespace);
+      assert.deepEqual(back.path.map(String), key.path.map(String), path);
+      assert.equal(back.name, key.name);
+    }
+  });
+
+  it('refuses keys Firestore cannot hold, saying why', async () => {
+    const store = new FirestoreStore(emulator.client());
+    for (const key of [
+      new Key({ path: ['Order', 'a/b'] }),
+      new Key({ path: ['__kind__', 'a'] }),
+      new Key({ path: ['LockerNamespaces', 'a'] }),
+    ]) {
+      await assert.rejects(store.get(key), StoreRejectedError, key.path.join(':'));
+    }
+  });
+
+  it('keeps the lock fields on the user\'s own document, under their own names, and the ledger record in LockerOutbox', async () => {
+    const client = emulator.client();
+    const store = new FirestoreStore(client);
+    const ns = uniqueNamespace('own-doc');
+    const key = new Key({ namespace: ns, path: ['Order', 'mine'] });
+    const at = new Date('2024-01-01T00:00:00.000Z');
+    await store.transaction(async (tx) => {
+      tx.put(key, { total: 5, lock_ts: at, lock_req: '', lock_seq: 2, lock_try: 0, lock_state: 'scheduled' }, ['lock_req']);
+      tx.putLedger({ id: 'task-1', key, seq: 2, chain: 'c', path: '/p', body: '{}', createdAt: at, task: 'task-1', sends: 1, sentAt: at, failures: 0, due: at });
+    });
+    const doc = (await client.doc(`LockerNamespaces/${ns}/Order/mine`).get()).data();
+    assert.deepEqual({ ...doc, lock_ts: undefined }, { total: 5n, lock_ts: undefined, lock_req: '', lock_seq: 2n, lock_try: 0n, lock_state: 'scheduled' });
+    assert.equal(doc?.lock_ts.toDate().getTime(), at.getTime());
+    const record = (await client.doc(`LockerNamespaces/${ns}/LockerOutbox/task-1`).get()).data();
+    assert.equal(record?.key.path, `LockerNamespaces/${ns}/Order/mine`, 'the record names its entity by a document reference');
+  });
+
+  it('keeps an integer beyond 2^53 an integer in the document', async () => {
+    const client = emulator.client();
+    const store = new FirestoreStore(client);
+    const key = new Key({ namespace: uniqueNamespace('int'), path: ['Order', 'big'] });
+    await store.transaction(async (tx) => tx.put(key, { big: Datastore.int('9007199254740993') }, []));
+    const doc = (await documentOf(client, key).get()).data();
+    assert.equal(doc?.big, 9007199254740993n);
+  });
+});
