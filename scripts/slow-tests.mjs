@@ -8,6 +8,7 @@ export const SLOW_FIRST = [
   'test/fanout/fanout-big.firestore.long.test.ts', // the same
   'test/fanout/fanout.firestore.test.ts',
   'test/fanout/fanout.legacy.test.ts',
+  'test/fanout/fanout.firestore-native.test.ts', // 310 s alone on 2026-11-29 (its own Native-mode emulator)
   'test/promises/model.test.ts',
   'test/store/store.firestore.test.ts',
   'test/chain/sweep.recovery.test.ts',
