@@ -81,3 +81,29 @@ describe('FirestoreStore: keys as document paths', () => {
     assert.equal(doc?.big, 9007199254740993n);
   });
 });
+
+describe('FirestoreStore: every namespace, with no namespaces option (collection-group queries)', () => {
+  it('lists due records and finds keys in every namespace, and only top-level documents of the kind', async () => {
+    const client = emulator.client();
+    const store = new FirestoreStore(client);
+    const [a, b] = [uniqueNamespace('group-a'), uniqueNamespace('group-b')];
+    const due = new Date('2001-01-01T00:00:00.000Z'); // earlier than any other test's records
+    const record = (namespace: string, id: string) => ({
+      id, key: new Key({ namespace, path: ['Order', id] }), seq: 1, chain: 'c', path: '/p', body: '{}', createdAt: due, task: id, sends: 1, sentAt: due, failures: 0, due,
+    });
+    await store.transaction(async (tx) => {
+      tx.putLedger(record(a, 'group-1'));
+      tx.putLedger(record(b, 'group-2'));
+      // A user's kind named like the ledger's, below an ancestor: not a ledger record.
+      tx.put(new Key({ namespace: a, path: ['Shop', 'x', 'LockerOutbox', 'nested'] }), { due, seq: 'x' }, []);
+      tx.put(new Key({ namespace: a, path: ['Marker', 'm1'] }), { tag: 'group-test' }, []);
+      tx.put(new Key({ namespace: b, path: ['Marker', 'm2'] }), { tag: 'group-test' }, []);
+      tx.put(new Key({ namespace: b, path: ['Shop', 'y', 'Marker', 'm3'] }), { tag: 'group-test' }, []);
+    });
+    const listed = await store.listDue(due, 10);
+    assert.deepEqual(listed.records.map((r) => `${r.key.namespace}:${r.id}`).sort(), [`${a}:group-1`, `${b}:group-2`].sort());
+    assert.deepEqual(listed.malformed, [], 'the nested document of the same kind is not read as a record');
+    const keys = await store.findKeys({ kind: 'Marker', property: 'tag', equals: 'group-test', limit: 10 });
+    assert.deepEqual(keys.map((k) => `${k.namespace}:${k.name}`).sort(), [`${a}:m1`, `${b}:m2`].sort());
+  });
+});
