@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { StoreRejectedError } from '../../src/errors/errors';
+import { ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../src/errors/errors';
+import { toStoreError } from '../../src/store/firestore/errors';
 import { FirestoreStore } from '../../src/store/firestore/store';
 import { documentOf, keyOf } from '../../src/store/firestore/paths';
 import { storeContract } from './store-contract';
@@ -105,5 +106,48 @@ describe('FirestoreStore: every namespace, with no namespaces option (collection
     assert.deepEqual(listed.malformed, [], 'the nested document of the same kind is not read as a record');
     const keys = await store.findKeys({ kind: 'Marker', property: 'tag', equals: 'group-test', limit: 10 });
     assert.deepEqual(keys.map((k) => `${k.namespace}:${k.name}`).sort(), [`${a}:m1`, `${b}:m2`].sort());
+  });
+});
+
+describe('FirestoreStore: values Firestore cannot hold', () => {
+  it('refuses an empty or reserved field name before anything is sent, naming the property', async () => {
+    const store = new FirestoreStore(emulator.client());
+    const key = new Key({ namespace: uniqueNamespace('fields'), path: ['Order', 'fields'] });
+    for (const [bad, path] of [[{ '': 1 }, ''], [{ __name__: 1 }, '__name__'], [{ inner: { '': 1 } }, 'inner.']] as const) {
+      await assert.rejects(
+        store.transaction(async (tx) => tx.put(key, bad, [])),
+        (err: Error) => err instanceof StoreRejectedError && err.message.includes(`property ${path} cannot be stored`),
+        JSON.stringify(bad),
+      );
+    }
+    assert.equal(await store.get(key), undefined);
+  });
+});
+
+describe('Firestore errors as store errors', () => {
+  const grpcError = (code: number, details: string) => Object.assign(new Error(`${code} ${details}`), { code, details });
+
+  it('maps ABORTED, lock timeouts and a transaction the emulator closed to ContentionError, keeping the cause', () => {
+    for (const cause of [
+      grpcError(10, 'ABORTED: Transaction lock timeout.'),
+      grpcError(10, 'ABORTED: too much contention'),
+      grpcError(3, 'INVALID_ARGUMENT: Transaction is invalid or closed.'),
+    ]) {
+      const mapped = toStoreError('commit', cause);
+      assert.ok(mapped instanceof ContentionError, cause.message);
+      assert.equal(mapped.cause, cause);
+    }
+  });
+
+  it('maps transient failures to StoreUnavailableError, refusals to StoreRejectedError, set-up errors to StoreConfigError', () => {
+    for (const code of [14, 4, 13, 8, 1, 2]) assert.ok(toStoreError('lookup', grpcError(code, 'failed')) instanceof StoreUnavailableError, `code ${code}`);
+    for (const code of [3, 11]) assert.ok(toStoreError('commit', grpcError(code, 'document too big')) instanceof StoreRejectedError, `code ${code}`);
+    for (const [code, fix] of [[7, /roles\/datastore.user/], [16, /credentials/], [5, /Datastore mode/], [9, /index/]] as const) {
+      const mapped = toStoreError('commit', grpcError(code, 'refused'));
+      assert.ok(mapped instanceof StoreConfigError, `code ${code}`);
+      assert.match(mapped.message, fix);
+    }
+    const lost = new LeaseLostError('lost');
+    assert.equal(toStoreError('commit', lost), lost);
   });
 });

@@ -81,16 +81,17 @@ export class FirestoreStore implements Store {
     try {
       return await this.firestore.runTransaction(async (t) => {
         const tx = new FirestoreTransaction(this.firestore, t, this.ledgerKind);
+        let result: T;
         try {
-          const result = await fn(tx);
-          tx.apply();
-          return result;
+          result = await fn(tx);
         } catch (error) {
-          thrown = { error };
+          thrown = { error }; // rethrown as it is: the caller's own error, or a store error already classified
           throw error;
         } finally {
           tx.finish();
         }
+        tx.apply();
+        return result;
       }, { maxAttempts: 1 });
     } catch (error) {
       if (thrown && error === thrown.error) throw error;

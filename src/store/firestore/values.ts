@@ -19,10 +19,12 @@
  * double with an integral value in a user's document (`1.0`) becomes an integer when a step
  * writes the document back: its value is kept, its type is not (Datastore keeps both). Values
  * are checked and copied first (`copyProperties`): what Datastore cannot store is refused with the
- * same `StoreRejectedError` as in every store.
+ * same `StoreRejectedError` as in every store, and so is a field name Firestore refuses (empty, or
+ * `__…__`), before anything is sent.
  */
 import { Datastore } from '@google-cloud/datastore';
 import { DocumentReference, GeoPoint, Timestamp, type DocumentData, type Firestore } from '@google-cloud/firestore';
+import { StoreRejectedError } from '../../errors/errors';
 import type { Properties } from '../../types';
 import { copyProperties, isPlainObject } from '../values';
 import { documentOf, keyOf } from './paths';
@@ -31,11 +33,21 @@ import { documentOf, keyOf } from './paths';
 export function toDocument(firestore: Firestore, properties: Properties): DocumentData {
   const copy = copyProperties(properties);
   const data: DocumentData = {};
-  for (const [name, value] of Object.entries(copy)) data[name] = toFirestore(firestore, value);
+  for (const [name, value] of Object.entries(copy)) data[fieldName(name, name)] = toFirestore(firestore, value, name);
   return data;
 }
 
-function toFirestore(firestore: Firestore, value: unknown): unknown {
+/** Firestore's field names are not empty and not `__…__` (it reserves those). */
+const RESERVED_FIELD = /^__.*__$/;
+
+function fieldName(name: string, path: string): string {
+  if (name === '' || RESERVED_FIELD.test(name)) {
+    throw new StoreRejectedError(`property ${path} cannot be stored: Firestore field names are not empty and not "__…__"`);
+  }
+  return name;
+}
+
+function toFirestore(firestore: Firestore, value: unknown, path: string): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (value instanceof Date || Buffer.isBuffer(value)) return value;
   if (Datastore.isKey(value)) return documentOf(firestore, value);
@@ -45,10 +57,10 @@ function toFirestore(firestore: Firestore, value: unknown): unknown {
   }
   if (Datastore.isDouble(value)) return value.value;
   if (Datastore.isGeoPoint(value)) return new GeoPoint(value.value.latitude, value.value.longitude);
-  if (Array.isArray(value)) return value.map((item: unknown) => toFirestore(firestore, item));
+  if (Array.isArray(value)) return value.map((item: unknown, i) => toFirestore(firestore, item, `${path}[${i}]`));
   if (isPlainObject(value)) {
     const map: DocumentData = {};
-    for (const [name, item] of Object.entries(value)) map[name] = toFirestore(firestore, item);
+    for (const [name, item] of Object.entries(value)) map[fieldName(name, `${path}.${name}`)] = toFirestore(firestore, item, `${path}.${name}`);
     return map;
   }
   return value;
