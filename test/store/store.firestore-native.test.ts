@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
+import { setLogFunction } from '@google-cloud/firestore';
 import { ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../src/errors/errors';
 import { toStoreError } from '../../src/store/firestore/errors';
 import { FirestoreStore } from '../../src/store/firestore/store';
@@ -149,5 +150,48 @@ describe('Firestore errors as store errors', () => {
     }
     const lost = new LeaseLostError('lost');
     assert.equal(toStoreError('commit', lost), lost);
+  });
+});
+
+/** The requests the Firestore client sends while `run` runs, as its log shows them (`setLogFunction`, its public hook). */
+async function requestsDuring(run: () => Promise<unknown>): Promise<Array<Record<string, unknown>>> {
+  const sent: Array<Record<string, unknown>> = [];
+  setLogFunction((line) => {
+    const at = line.indexOf('Sending request: ');
+    if (at >= 0) sent.push(JSON.parse(line.slice(at + 'Sending request: '.length)) as Record<string, unknown>);
+  });
+  try {
+    await run();
+  } finally {
+    setLogFunction(null);
+  }
+  return sent;
+}
+
+describe('FirestoreStore: compare-and-swap on the wire', () => {
+  it('replaces with one commit of one update whose precondition is the updateTime read, in no transaction', async () => {
+    const store = new FirestoreStore(emulator.client());
+    const key = new Key({ namespace: uniqueNamespace('wire'), path: ['Order', 'wire'] });
+    await store.transaction(async (tx) => tx.put(key, { n: 0, gone: 'x' }, []));
+    const read = await store.read(key);
+    assert.ok(read);
+    let written: Awaited<ReturnType<typeof store.replaceIfUnchanged>>;
+    const sent = await requestsDuring(async () => { written = await store.replaceIfUnchanged(key, read, { n: 1 }, []); });
+    assert.equal(sent.length, 1, `one request: ${JSON.stringify(sent)}`);
+    const [commit] = sent as [{ transaction?: unknown; writes: Array<{ update?: { fields: object }; updateMask?: { fieldPaths: string[] }; currentDocument?: { updateTime?: unknown } }> }];
+    assert.equal(commit.transaction, undefined, 'no transaction');
+    assert.equal(commit.writes.length, 1);
+    assert.ok(commit.writes[0]!.currentDocument?.updateTime, 'the precondition is the updateTime read');
+    assert.deepEqual(commit.writes[0]!.updateMask?.fieldPaths.sort(), ['gone', 'n'], 'a field left out is deleted');
+    assert.ok(written!);
+    assert.deepEqual(await store.get(key), { n: 1 });
+
+    const absent = await store.readMany!([new Key({ namespace: key.namespace, path: ['Order', 'new'] })]);
+    const record = { id: 'wire-task', key: absent[0]!.key, seq: 1, chain: 'c', path: '/p', body: '{}', createdAt: new Date(0), task: 'wire-task', sends: 1, sentAt: new Date(0), failures: 0, due: new Date(0) };
+    const batch = await requestsDuring(() => store.replaceMany!([{ read: absent[0]!, properties: { n: 1 }, excludeFromIndexes: [], record }]));
+    assert.equal(batch.length, 1, 'one commit for the entity and its record');
+    const writes = (batch[0] as { writes: Array<{ currentDocument?: { exists?: boolean } }> }).writes;
+    assert.equal(writes.length, 2);
+    assert.ok(writes.some((w) => w.currentDocument?.exists === false), 'the absent entity is created only if still absent');
   });
 });
