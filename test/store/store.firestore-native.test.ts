@@ -175,6 +175,7 @@ describe('FirestoreStore: compare-and-swap on the wire', () => {
     await store.transaction(async (tx) => tx.put(key, { n: 0, gone: 'x' }, []));
     const read = await store.read(key);
     assert.ok(read);
+    await store.checkPreconditions(); // the store's one check of the backend, before its first compare-and-swap
     let written: Awaited<ReturnType<typeof store.replaceIfUnchanged>>;
     const sent = await requestsDuring(async () => { written = await store.replaceIfUnchanged(key, read, { n: 1 }, []); });
     assert.equal(sent.length, 1, `one request: ${JSON.stringify(sent)}`);
@@ -193,5 +194,24 @@ describe('FirestoreStore: compare-and-swap on the wire', () => {
     const writes = (batch[0] as { writes: Array<{ currentDocument?: { exists?: boolean } }> }).writes;
     assert.equal(writes.length, 2);
     assert.ok(writes.some((w) => w.currentDocument?.exists === false), 'the absent entity is created only if still absent');
+  });
+});
+
+describe('FirestoreStore: the backend check', () => {
+  it('checks once, before its first compare-and-swap, that a stale lastUpdateTime is refused, and leaves no scratch document', async () => {
+    const client = emulator.client();
+    const store = new FirestoreStore(client);
+    const key = new Key({ namespace: uniqueNamespace('check'), path: ['Order', 'check'] });
+    await store.transaction(async (tx) => tx.put(key, { n: 0 }, []));
+    const first = await store.read(key);
+    assert.ok(first);
+    const firstSent = await requestsDuring(() => store.replaceIfUnchanged(key, first, { n: 1 }, []));
+    const probes = firstSent.filter((r) => JSON.stringify(r).includes('/documents/LockerProbe/'));
+    assert.equal(probes.length, 4, 'create, a fresh update, a stale update, a delete');
+    assert.equal(firstSent.length, 5, 'then the replace itself');
+    const second = await store.read(key);
+    assert.ok(second);
+    assert.equal((await requestsDuring(() => store.replaceIfUnchanged(key, second, { n: 2 }, []))).length, 1, 'the check is not run again');
+    assert.equal((await client.collection('LockerProbe').get()).size, 0, 'the scratch documents are deleted');
   });
 });

@@ -14,7 +14,8 @@
  *   the kinds the Datastore store uses, as collection ids.
  * - A read is one `get()` or `getAll()`; its version is the document's `updateTime`
  *   (`version.ts`). Compare-and-swap is one write with no transaction: `update()` with a
- *   `lastUpdateTime` precondition, `create()` for an absent document (`replace.ts`).
+ *   `lastUpdateTime` precondition, `create()` for an absent document (`replace.ts`), once a check
+ *   found that the backend refuses a stale precondition (`preconditions.ts`).
  * - `transaction()` runs one attempt of a Firestore transaction (`transaction.ts`); contention
  *   (ABORTED, the emulator's and the service's lock timeouts under pessimistic locking) is a
  *   `ContentionError` (`errors.ts`), which the Locker retries whole.
@@ -26,7 +27,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { Firestore } from '@google-cloud/firestore';
-import { ConfigError } from '../../errors/errors';
+import { ConfigError, StoreConfigError } from '../../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
 import type {
   ConditionalOutcome, ConditionalWrite, DueLedger, KeyQuery, LedgerLookup, LedgerNeeded, LedgerRecord, LedgerRef, LockCount,
@@ -37,6 +38,7 @@ import { readMany, replaceMany } from './batch';
 import { call, isConflict, toStoreError } from './errors';
 import { documentOf } from './paths';
 import { countLocks, findKeys, listDue, listRecords, queryLocks, type Scope } from './queries';
+import { checkPreconditions } from './preconditions';
 import { replacement } from './replace';
 import { retireLedgerMany } from './retire';
 import { FirestoreTransaction } from './transaction';
@@ -62,6 +64,8 @@ export class FirestoreStore implements Store {
   readonly projectId?: string;
   private readonly scope: Scope;
   private readonly ledgerKind = LEDGER_KIND;
+  /** The backend check's finding (`preconditions.ts`), once it ran; forgotten when it could not run. */
+  private preconditions?: Promise<void>;
 
   constructor(private readonly firestore: Firestore, options: FirestoreStoreOptions = {}) {
     if (typeof firestore?.collection !== 'function' || typeof firestore.runTransaction !== 'function') {
@@ -74,6 +78,21 @@ export class FirestoreStore implements Store {
       throw new ConfigError('FirestoreStore: namespaces, when given, names at least one namespace ("" is the default one)');
     }
     this.scope = options.namespaces ? [...options.namespaces] : 'all';
+  }
+
+  /**
+   * Checks, once, that the database refuses a write at a stale `updateTime` (`preconditions.ts`):
+   * run before the first compare-and-swap; a `StoreConfigError` when it does not.
+   */
+  checkPreconditions(): Promise<void> {
+    if (!this.preconditions) {
+      const check = checkPreconditions(this.firestore);
+      this.preconditions = check;
+      check.catch((error: unknown) => {
+        if (!(error instanceof StoreConfigError)) this.preconditions = undefined;
+      });
+    }
+    return this.preconditions;
   }
 
   async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
@@ -145,6 +164,7 @@ export class FirestoreStore implements Store {
     const ref = documentOf(this.firestore, key);
     const data = toDocument(this.firestore, properties);
     const [field, value, ...rest] = replacement(data, version);
+    await this.checkPreconditions();
     try {
       const written = await ref.update(field, value, ...rest, { lastUpdateTime: version.updateTime });
       return { properties: asRead(properties), version: new DocumentVersion(written.writeTime, Object.keys(data)) };
@@ -158,7 +178,8 @@ export class FirestoreStore implements Store {
     return readMany(this.firestore, keys);
   }
 
-  replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
+  async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
+    if (writes.length > 0) await this.checkPreconditions();
     return replaceMany(this.firestore, this.ledgerKind, writes);
   }
 
@@ -166,7 +187,8 @@ export class FirestoreStore implements Store {
     return listDue(this.firestore, this.ledgerKind, this.scope, now, limit);
   }
 
-  retireLedgerMany(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
+  async retireLedgerMany(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
+    if (records.length > 0) await this.checkPreconditions();
     return retireLedgerMany(this.firestore, this.ledgerKind, records, needed);
   }
 
