@@ -8,10 +8,12 @@
  *
  * - The lock fields live on the user's own document, with the names they have on a Datastore
  *   entity (`lock_ts`, `lock_req`, `lock_seq`, ...).
- * - The library's records are documents in collections of its own, in the entity's namespace:
- *   the ledger in `LockerOutbox`, bulk kickoffs' markers in `LockerKickoff` (and their runs in
- *   `LockerKickoffRun`), fan-out in its header and child kinds, recurring schedules in theirs:
- *   the kinds the Datastore store uses, as collection ids.
+ * - The library's records are documents in collections of its own, the kinds the Datastore store
+ *   uses, as collection ids, in the entity's namespace: the ledger in `LockerOutbox`, bulk
+ *   kickoffs' markers in `LockerKickoff` and their runs in `LockerKickoffRun`, fan-out in
+ *   `LockerFanOut`, `LockerFanOutChild`, `LockerFanOutPage` and `LockerFanOutDone`, recurring
+ *   work in `LockerSchedule` and `LockerRecurringRun`, bulk operations in `LockerOperation`; the
+ *   backend check's scratch documents in `LockerProbe` (deleted at once).
  * - A read is one `get()` or `getAll()`; its version is the document's `updateTime`
  *   (`version.ts`). Compare-and-swap is one write with no transaction: `update()` with a
  *   `lastUpdateTime` precondition, `create()` for an absent document (`replace.ts`), once a check
