@@ -1,6 +1,8 @@
 // Starts the real Datastore emulators (the legacy Cloud Datastore emulator and the Firestore
 // emulator in Datastore mode) as plain JVMs on free loopback ports, health-checks them, and stops
-// exactly the processes it started. Used by scripts/test.mjs and scripts/with-emulators.mjs.
+// exactly the processes it started. Used by scripts/test.mjs and scripts/with-emulators.mjs. A
+// third kind, the same Firestore emulator in Native mode (`firestoreNative`), is started only by
+// the test files that ask for it (test/support/firestore-native.ts): not every lane pays its JVM.
 import { spawn, execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -40,6 +42,17 @@ const EMULATORS = {
       'install the Google Cloud SDK component cloud-firestore-emulator ' +
       '(apt-get install google-cloud-cli-firestore-emulator, or gcloud components install cloud-firestore-emulator) and Java 17',
   },
+  firestoreNative: {
+    title: 'Firestore emulator in Native mode',
+    jar: 'platform/cloud-firestore-emulator/cloud-firestore-emulator.jar',
+    mainClass: 'com.google.cloud.datastore.emulator.firestore.CloudFirestore',
+    jvmFlags: ['-Duser.language=en'],
+    // Native mode is the emulator's default (`--help`: CLOUD_FIRESTORE); said here so it never drifts.
+    flags: ['--database-mode=firestore-native'],
+    install:
+      'install the Google Cloud SDK component cloud-firestore-emulator ' +
+      '(apt-get install google-cloud-cli-firestore-emulator, or gcloud components install cloud-firestore-emulator) and Java 17',
+  },
 };
 
 /** Processes started by this module and not yet stopped, stopped again on exit and on signals. */
@@ -47,12 +60,12 @@ const running = new Set();
 
 /**
  * Starts the named emulators in parallel and resolves once each answers its health check.
- * @param {Array<'datastore' | 'firestore'>} names
- * @returns {Promise<{ datastore?: { host: string, pid: number }, firestore?: { host: string, pid: number }, stop(): Promise<void> }>}
+ * @param {Array<'datastore' | 'firestore' | 'firestoreNative'>} names
+ * @returns {Promise<{ datastore?: { host: string, pid: number }, firestore?: { host: string, pid: number }, firestoreNative?: { host: string, pid: number }, stop(): Promise<void> }>}
  */
 export async function startEmulators(names) {
   for (const name of names) {
-    if (!(name in EMULATORS)) throw new Error(`unknown emulator "${name}": use datastore or firestore`);
+    if (!(name in EMULATORS)) throw new Error(`unknown emulator "${name}": use datastore, firestore or firestoreNative`);
   }
   const sdkRoot = await findSdkRoot();
   const plans = names.map((name) => ({ name, ...EMULATORS[name], jarPath: join(sdkRoot, EMULATORS[name].jar) }));

@@ -8,7 +8,7 @@ import { toStoreError } from '../../src/store/datastore/errors';
 import { EntityVersion } from '../../src/store/datastore/snapshot';
 import type { LedgerRecord, Snapshot } from '../../src/types';
 import { storeContract } from './store-contract';
-import { closedPort, legacyDatastore, uniqueNamespace, unreachableDatastore } from '../support/emulator';
+import { closedPort, datastoreRaw, legacyDatastore, uniqueNamespace, unreachableDatastore } from '../support/emulator';
 
 const client = legacyDatastore();
 
@@ -17,7 +17,7 @@ const client = legacyDatastore();
 for (const options of [{}, { beginWithFirstRead: false }, { conditionalWrites: false }] as const) {
   storeContract(`DatastoreStore on the Datastore emulator (${JSON.stringify(options)})`, (namespaces) => ({
     store: new DatastoreStore(client, { ...options, namespaces }),
-    raw: client,
+    raw: datastoreRaw(client),
   }));
 }
 

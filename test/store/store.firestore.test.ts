@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Key } from '@google-cloud/datastore';
 import { DatastoreStore } from '../../src/store/datastore/store';
 import { storeContract } from './store-contract';
-import { firestoreDatastore, uniqueNamespace } from '../support/emulator';
+import { datastoreRaw, firestoreDatastore, uniqueNamespace } from '../support/emulator';
 
 // The Firestore emulator mishandles transactions that begin with their first read (it leaves the
 // keys locked for a minute) and ignores Mutation.base_version: the store finds both out itself,
@@ -12,7 +12,7 @@ const client = firestoreDatastore();
 
 storeContract('DatastoreStore on the Firestore emulator in Datastore mode', (namespaces) => ({
   store: new DatastoreStore(client, { namespaces }),
-  raw: client,
+  raw: datastoreRaw(client),
   lockingReads: true,
 }));
 

@@ -73,6 +73,22 @@ export async function rawProperties(datastore: Datastore, key: Key): Promise<Rec
   }
 }
 
+/**
+ * The store contract's look behind a Datastore store (`RawEntities`, test/store/store-contract.ts):
+ * what is stored, read with {@link rawProperties}, and entities saved with the client itself.
+ */
+export function datastoreRaw(datastore: Datastore): {
+  properties(key: Key): Promise<Record<string, RawValue> | undefined>;
+  save(key: Key, data: Record<string, unknown>, excludeFromIndexes: string[]): Promise<void>;
+} {
+  return {
+    properties: (key) => rawProperties(datastore, key),
+    save: async (key, data, excludeFromIndexes) => {
+      await datastore.save({ key, data, excludeFromIndexes });
+    },
+  };
+}
+
 function ancestry(key: Key): Key[] {
   const keys: Key[] = [];
   for (let k: Key | undefined = key; k; k = k.parent) keys.unshift(k);

@@ -1,0 +1,43 @@
+/**
+ * Knowing the backend, as `DatastoreStore` does (`../datastore/backend.ts`): before its first
+ * compare-and-swap a `FirestoreStore` checks once that the database refuses a write whose
+ * `lastUpdateTime` precondition is stale, instead of trusting documentation. It creates a scratch
+ * document of its own (`LockerProbe/precondition-<random>`, default namespace), updates it at the
+ * `updateTime` written (must apply), updates it again at that now stale time (must be refused),
+ * and deletes it. A backend that applies the stale write would let two attempts both believe they
+ * hold a lease: the store then refuses every compare-and-swap with a `StoreConfigError` (there is
+ * no transactional fallback: Firestore in Native mode, and its emulator, honour preconditions). A
+ * check that fails for another reason (the backend unreachable) fails the operation that needed
+ * it, and runs again next time.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Firestore } from '@google-cloud/firestore';
+import { StoreConfigError } from '../../errors/errors';
+import { call, isConflict, toStoreError } from './errors';
+
+/** The collection of the scratch documents: no user kind, never read by the library's queries. */
+export const PROBE_COLLECTION = 'LockerProbe';
+
+/** Resolves when a stale `lastUpdateTime` precondition is refused; a `StoreConfigError` when it is not. */
+export async function checkPreconditions(firestore: Firestore): Promise<void> {
+  const ref = firestore.collection(PROBE_COLLECTION).doc(`precondition-${randomBytes(12).toString('hex')}`);
+  const created = await call('precondition check', () => ref.create({ step: 0 }));
+  try {
+    const fresh = await call('precondition check', () => ref.update({ step: 1 }, { lastUpdateTime: created.writeTime }));
+    let staleApplied = false;
+    try {
+      await ref.update({ step: 2 }, { lastUpdateTime: created.writeTime });
+      staleApplied = true;
+    } catch (error) {
+      if (!isConflict(error)) throw toStoreError('precondition check', error);
+    }
+    if (staleApplied || fresh.writeTime.isEqual(created.writeTime)) {
+      throw new StoreConfigError(
+        'Firestore applied a write whose lastUpdateTime precondition was stale: FirestoreStore cannot fence leases on this backend. ' +
+          'To fix: use a Firestore database in Native mode (or its emulator); a Datastore-mode database takes DatastoreStore',
+      );
+    }
+  } finally {
+    await ref.delete().catch(() => undefined);
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * The store's queries on Firestore (Native mode): the sweep's due ledger records, the operator's
+ * lock pages, counts and record lists, and fan-out's key lookups. A kind in a namespace is one
+ * collection (`paths.ts`): these queries read the kind's top-level collection, so an entity
+ * stored under an ancestor is not listed (a Datastore kind query would list it). Queries that span
+ * every namespace (the sweep, fan-out's `findKeys` without a namespace) are collection-group
+ * queries kept to top-level documents, unless the store is pinned to `namespaces`.
+ *
+ * The indexes they need in a real database (the emulator needs none):
+ * - `LockerOutbox.due` (`listDue`) and the fan-out header's `due` (`findKeys`): the single-field
+ *   index Firestore builds, enabled for **collection group** scope too (an index exemption:
+ *   `gcloud firestore indexes fields update due --collection-group=LockerOutbox --index=order=ascending,query-scope=collection-group`);
+ * - `queryLocks`/`countLocks`, per lockable kind: composite (`lock_state` ascending, `lock_ts`
+ *   ascending) and (`lock_state` ascending, `lock_ts` descending); with a run, the same with
+ *   `lock_run` ascending between them;
+ * - `listRecords`: the built-in single-field index of its time property (descending);
+ * - `findKeys` by one property equal to a string: the built-in single-field index.
+ */
+import type { Key } from '@google-cloud/datastore';
+import { FieldPath, Timestamp, type DocumentData, type DocumentReference, type Firestore, type Query, type QueryDocumentSnapshot } from '@google-cloud/firestore';
+import type { DueLedger, KeyQuery, LockCount, LockCountQuery, LockPage, LockQuery, RecordQuery } from '../../types';
+import { dueFirst, readLedger } from '../ledger-entity';
+import { checkLockCount, checkLockQuery } from '../lock-query';
+import { checkRecordQuery } from '../record-query';
+import { checkKeyQuery } from '../key-query';
+import { call } from './errors';
+import { isTopLevel, keyOf, kindCollection, namespaceOf } from './paths';
+import { fromDocument } from './values';
+
+/** The most malformed records one namespace's query reads past before it stops looking for well-formed ones. */
+const MAX_MALFORMED = 10_000;
+
+/** Where a query over "every namespace" looks: the namespaces the store is pinned to, or all (a collection group). */
+export type Scope = readonly string[] | 'all';
+
+/** The ledger records due at `now` in `scope`, oldest due first, at most `limit` (`Store.listDue`). */
+export async function listDue(firestore: Firestore, kind: string, scope: Scope, now: Date, limit: number): Promise<DueLedger> {
+  const queries = scope === 'all' ? [firestore.collectionGroup(kind)] : scope.map((ns) => kindCollection(firestore, ns, kind));
+  const found: DueLedger = { records: [], malformed: [] };
+  const parts = await Promise.all(queries.map((q) => dueIn(q, now, limit)));
+  for (const part of parts) {
+    found.records.push(...part.records);
+    found.malformed.push(...part.malformed);
+  }
+  found.records = found.records.sort(dueFirst).slice(0, Math.max(0, limit));
+  return found;
+}
+
+async function dueIn(base: Query, now: Date, limit: number): Promise<DueLedger> {
+  const found: DueLedger = { records: [], malformed: [] };
+  if (limit <= 0) return found;
+  const query = base.where('due', '<=', Timestamp.fromDate(now)).orderBy('due');
+  let after: QueryDocumentSnapshot | undefined;
+  while (found.records.length < limit && found.malformed.length < MAX_MALFORMED) {
+    const asked = limit - found.records.length;
+    const page = await call('ledger query', () => (after ? query.startAfter(after) : query).limit(asked).get());
+    for (const doc of page.docs) {
+      if (!isTopLevel(doc.ref)) continue; // the kind's name used below an ancestor: not a ledger record
+      const record = readLedger(keyOf(doc.ref)?.name ?? doc.id, fromDocument(doc.data()));
+      if ('malformed' in record) found.malformed.push(`${namespaceOf(doc.ref)}:${doc.id}: ${record.malformed}`);
+      else if (found.records.length < limit) found.records.push(record);
+    }
+    if (page.docs.length < asked) break;
+    after = page.docs[page.docs.length - 1];
+  }
+  return found;
+}
+
+/** One page of locks by state, ordered by `lock_ts` (`Store.queryLocks`). */
+export async function queryLocks(firestore: Firestore, query: LockQuery): Promise<LockPage> {
+  checkLockQuery(query);
+  const direction = query.order === 'desc' ? 'desc' : 'asc';
+  let q = lockFilter(firestore, query).orderBy('lock_ts', direction).orderBy(FieldPath.documentId(), direction);
+  if (query.cursor !== undefined) {
+    const [ms, id] = readCursor(query.cursor);
+    q = q.startAfter(Timestamp.fromMillis(ms), id);
+  }
+  const docs = (await call('lock query', () => q.limit(query.limit + 1).get())).docs;
+  return pageOf(docs, query.limit, (doc) => timeOf(doc.get('lock_ts')));
+}
+
+/** How many locks match, up to the cap (`Store.countLocks`): one count aggregation. */
+export async function countLocks(firestore: Firestore, query: LockCountQuery): Promise<LockCount> {
+  checkLockCount(query);
+  const counted = await call('lock count', () => lockFilter(firestore, query).limit(query.cap + 1).count().get());
+  const n = Number(counted.data().count); // a bigint on a client built with useBigInt
+  return n > query.cap ? { count: query.cap, exact: false } : { count: n, exact: true };
+}
+
+function lockFilter(firestore: Firestore, query: Omit<LockCountQuery, 'cap'>): Query {
+  let q: Query = kindCollection(firestore, query.namespace, query.kind).where('lock_state', '==', query.state);
+  if (query.run !== undefined) q = q.where('lock_run', '==', query.run);
+  if (query.tsFrom !== undefined) q = q.where('lock_ts', '>=', Timestamp.fromDate(query.tsFrom));
+  if (query.tsBefore !== undefined) q = q.where('lock_ts', '<', Timestamp.fromDate(query.tsBefore));
+  return q;
+}
+
+/** Records of one kind, newest first by a time property (`Store.listRecords`). */
+export async function listRecords(firestore: Firestore, query: RecordQuery): Promise<LockPage> {
+  checkRecordQuery(query);
+  let q = kindCollection(firestore, query.namespace, query.kind).orderBy(query.newestBy, 'desc').orderBy(FieldPath.documentId(), 'desc');
+  if (query.cursor !== undefined) {
+    const [ms, id] = readCursor(query.cursor);
+    q = q.startAfter(Timestamp.fromMillis(ms), id);
+  }
+  const docs = (await call('record query', () => q.limit(query.limit + 1).get())).docs;
+  return pageOf(docs.filter((doc) => doc.get(query.newestBy) instanceof Timestamp), query.limit, (doc) => timeOf(doc.get(query.newestBy)));
+}
+
+/** Keys of the entities one property matches (`Store.findKeys`): keys-only queries. */
+export async function findKeys(firestore: Firestore, query: KeyQuery, scope: Scope): Promise<Key[]> {
+  checkKeyQuery(query);
+  const bases: Query[] = query.namespace !== undefined
+    ? [kindCollection(firestore, query.namespace, query.kind)]
+    : scope === 'all' ? [firestore.collectionGroup(query.kind)] : scope.map((ns) => kindCollection(firestore, ns, query.kind));
+  const keys: Key[] = [];
+  for (const base of bases) {
+    const filtered = query.equals !== undefined
+      ? base.where(query.property, '==', query.equals)
+      : base.where(query.property, '<=', Timestamp.fromDate(query.atOrBefore!));
+    const docs = (await call('key query', () => filtered.select().limit(query.limit).get())).docs;
+    for (const doc of docs) {
+      const key = isTopLevel(doc.ref) ? keyOf(doc.ref) : undefined;
+      if (key && keys.length < query.limit) keys.push(key);
+    }
+  }
+  return keys;
+}
+
+/** The first `limit` documents as a page, with a cursor when one more was found behind them. */
+function pageOf(docs: QueryDocumentSnapshot[], limit: number, at: (doc: QueryDocumentSnapshot) => number): LockPage {
+  const page = docs.slice(0, limit);
+  const out: LockPage = { entities: page.flatMap((doc) => entityOf(doc.ref, doc.data())) };
+  const last = page.at(-1);
+  if (last && docs.length > limit) out.cursor = Buffer.from(JSON.stringify([at(last), last.id])).toString('base64url');
+  return out;
+}
+
+function entityOf(ref: DocumentReference, data: DocumentData): LockPage['entities'] {
+  const key = keyOf(ref);
+  return key ? [{ key, properties: fromDocument(data) }] : [];
+}
+
+function timeOf(value: unknown): number {
+  return value instanceof Timestamp ? value.toMillis() : 0;
+}
+
+function readCursor(cursor: string): [number, string] {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString());
+    if (Array.isArray(value) && typeof value[0] === 'number' && typeof value[1] === 'string') return [value[0], value[1]];
+  } catch {
+    // fall through
+  }
+  throw new RangeError('the cursor is not one this store handed out');
+}

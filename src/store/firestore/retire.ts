@@ -1,0 +1,44 @@
+/**
+ * `retireLedgerMany`: the grouped removals of finished steps' ledger records. A record named with
+ * its version is deleted with a `lastUpdateTime` precondition at that version, nothing read (one
+ * written again since is at a new `updateTime` and stays). The others are read with their entities
+ * in one `getAll`, judged by `needed` on the entity as stored, and deleted at the version read.
+ * Each delete is a write of its own, sent concurrently (a refused precondition is a record kept,
+ * no error): Firestore has no non-atomic commit of several preconditioned deletes short of
+ * `BulkWriter`, whose throttling would hold a step's removal back.
+ */
+import type { Firestore, DocumentReference, Timestamp } from '@google-cloud/firestore';
+import type { LedgerNeeded, LedgerRef } from '../../types';
+import { ledgerKey } from '../ledger-entity';
+import { call, isConflict, toStoreError } from './errors';
+import { documentOf } from './paths';
+import { fromDocument } from './values';
+import { documentVersion } from './version';
+
+/** Removes the records named that are still at their version, or that their entities no longer need. */
+export async function retireLedgerMany(firestore: Firestore, ledgerKind: string, records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
+  if (records.length > 500) throw new RangeError('retireLedgerMany removes at most 500 records a call');
+  const deletes = new Map<string, { ref: DocumentReference; at: Timestamp }>();
+  const judged: { ref: DocumentReference; entity: DocumentReference; id: string }[] = [];
+  for (const { key, id, version } of records) {
+    const ref = documentOf(firestore, ledgerKey(ledgerKind, key.namespace, id));
+    if (version === undefined) {
+      judged.push({ ref, entity: documentOf(firestore, key), id });
+      continue;
+    }
+    const at = documentVersion(version, 'retireLedgerMany').updateTime;
+    if (at) deletes.set(ref.path, { ref, at });
+  }
+  if (judged.length > 0) {
+    const snapshots = await call('lookup', () => firestore.getAll(...judged.flatMap((j) => [j.ref, j.entity])));
+    judged.forEach(({ ref, id }, i) => {
+      const record = snapshots[2 * i]!;
+      const entity = snapshots[2 * i + 1]!.data();
+      if (!record.exists || deletes.has(ref.path)) return;
+      if (!needed(entity && fromDocument(entity), id)) deletes.set(ref.path, { ref, at: record.updateTime! });
+    });
+  }
+  const results = await Promise.allSettled([...deletes.values()].map(({ ref, at }) => ref.delete({ lastUpdateTime: at })));
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected' && !isConflict(r.reason));
+  if (failure) throw toStoreError('delete', failure.reason);
+}

@@ -1,0 +1,9 @@
+// Kickoffs and fan-outs as rows on FirestoreStore against the Firestore emulator in Native mode, in a namespace of its own;
+// the file starts the emulator itself (test/support/firestore-native.ts).
+import { runsSuite } from './runs-suite';
+import { useFirestoreNative } from '../support/firestore-native';
+import { nativeStore } from '../support/native-store';
+
+const emulator = useFirestoreNative();
+
+runsSuite('the Firestore emulator in Native mode', nativeStore(emulator, 'runs'));

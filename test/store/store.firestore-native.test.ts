@@ -1,0 +1,217 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Datastore, Key } from '@google-cloud/datastore';
+import { setLogFunction } from '@google-cloud/firestore';
+import { ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../src/errors/errors';
+import { toStoreError } from '../../src/store/firestore/errors';
+import { FirestoreStore } from '../../src/store/firestore/store';
+import { documentOf, keyOf } from '../../src/store/firestore/paths';
+import { storeContract } from './store-contract';
+import { storeQueryContract } from './store-query-contract';
+import { useFirestoreNative } from '../support/firestore-native';
+import { uniqueNamespace } from '../support/emulator';
+
+const emulator = useFirestoreNative();
+
+// The Native-mode emulator locks what a transaction reads (pessimistic, as the service does): run
+// optimistic, the contract's lost-update checks fail (the second writer waits for the first).
+storeContract('FirestoreStore on the Firestore emulator in Native mode', (namespaces) => ({
+  store: new FirestoreStore(emulator.client(), { namespaces }),
+  lockingReads: true,
+}));
+
+storeQueryContract('FirestoreStore on the Firestore emulator in Native mode', () => new FirestoreStore(emulator.client()));
+
+describe('FirestoreStore: keys as document paths', () => {
+  it('maps kinds to collections, names and ids to documents, ancestors to subcollections, a namespace to a root prefix', async () => {
+    const client = emulator.client();
+    const ns = uniqueNamespace('paths');
+    const cases: Array<[Key, string]> = [
+      [new Key({ path: ['Order', 'a'] }), 'Order/a'],
+      [new Key({ path: ['Order', 42] }), 'Order/#42'],
+      [new Key({ path: ['Order', '42'] }), 'Order/42'],
+      [new Key({ path: ['Order', '#42'] }), 'Order/##42'],
+      [new Key({ path: ['Order', '__x__'] }), 'Order/#__x__'],
+      [new Key({ path: ['Order', Datastore.int('9223372036854775807'), 'Line', 'x'] }), 'Order/#9223372036854775807/Line/x'],
+      [new Key({ namespace: ns, path: ['Order', 'a'] }), `LockerNamespaces/${ns}/Order/a`],
+    ];
+    for (const [key, path] of cases) {
+      const ref = documentOf(client, key);
+      assert.equal(ref.path, path);
+      const back = keyOf(ref);
+      assert.ok(back);
+      assert.equal(back.namespace, key.namespace);
+      assert.deepEqual(back.path.map(String), key.path.map(String), path);
+      assert.equal(back.name, key.name);
+    }
+  });
+
+  it('refuses keys Firestore cannot hold, saying why', async () => {
+    const store = new FirestoreStore(emulator.client());
+    for (const key of [
+      new Key({ path: ['Order', 'a/b'] }),
+      new Key({ path: ['__kind__', 'a'] }),
+      new Key({ path: ['LockerNamespaces', 'a'] }),
+    ]) {
+      await assert.rejects(store.get(key), StoreRejectedError, key.path.join(':'));
+    }
+  });
+
+  it('keeps the lock fields on the user\'s own document, under their own names, and the ledger record in LockerOutbox', async () => {
+    const client = emulator.client();
+    const store = new FirestoreStore(client);
+    const ns = uniqueNamespace('own-doc');
+    const key = new Key({ namespace: ns, path: ['Order', 'mine'] });
+    const at = new Date('2024-01-01T00:00:00.000Z');
+    await store.transaction(async (tx) => {
+      tx.put(key, { total: 5, lock_ts: at, lock_req: '', lock_seq: 2, lock_try: 0, lock_state: 'scheduled' }, ['lock_req']);
+      tx.putLedger({ id: 'task-1', key, seq: 2, chain: 'c', path: '/p', body: '{}', createdAt: at, task: 'task-1', sends: 1, sentAt: at, failures: 0, due: at });
+    });
+    const doc = (await client.doc(`LockerNamespaces/${ns}/Order/mine`).get()).data();
+    assert.deepEqual({ ...doc, lock_ts: undefined }, { total: 5n, lock_ts: undefined, lock_req: '', lock_seq: 2n, lock_try: 0n, lock_state: 'scheduled' });
+    assert.equal(doc?.lock_ts.toDate().getTime(), at.getTime());
+    const record = (await client.doc(`LockerNamespaces/${ns}/LockerOutbox/task-1`).get()).data();
+    assert.equal(record?.key.path, `LockerNamespaces/${ns}/Order/mine`, 'the record names its entity by a document reference');
+  });
+
+  it('keeps an integer beyond 2^53 an integer in the document', async () => {
+    const client = emulator.client();
+    const store = new FirestoreStore(client);
+    const key = new Key({ namespace: uniqueNamespace('int'), path: ['Order', 'big'] });
+    await store.transaction(async (tx) => tx.put(key, { big: Datastore.int('9007199254740993') }, []));
+    const doc = (await documentOf(client, key).get()).data();
+    assert.equal(doc?.big, 9007199254740993n);
+  });
+});
+
+describe('FirestoreStore: every namespace, with no namespaces option (collection-group queries)', () => {
+  it('lists due records and finds keys in every namespace, and only top-level documents of the kind', async () => {
+    const client = emulator.client();
+    const store = new FirestoreStore(client);
+    const [a, b] = [uniqueNamespace('group-a'), uniqueNamespace('group-b')];
+    const due = new Date('2001-01-01T00:00:00.000Z'); // earlier than any other test's records
+    const record = (namespace: string, id: string) => ({
+      id, key: new Key({ namespace, path: ['Order', id] }), seq: 1, chain: 'c', path: '/p', body: '{}', createdAt: due, task: id, sends: 1, sentAt: due, failures: 0, due,
+    });
+    await store.transaction(async (tx) => {
+      tx.putLedger(record(a, 'group-1'));
+      tx.putLedger(record(b, 'group-2'));
+      // A user's kind named like the ledger's, below an ancestor: not a ledger record.
+      tx.put(new Key({ namespace: a, path: ['Shop', 'x', 'LockerOutbox', 'nested'] }), { due, seq: 'x' }, []);
+      tx.put(new Key({ namespace: a, path: ['Marker', 'm1'] }), { tag: 'group-test' }, []);
+      tx.put(new Key({ namespace: b, path: ['Marker', 'm2'] }), { tag: 'group-test' }, []);
+      tx.put(new Key({ namespace: b, path: ['Shop', 'y', 'Marker', 'm3'] }), { tag: 'group-test' }, []);
+    });
+    const listed = await store.listDue(due, 10);
+    assert.deepEqual(listed.records.map((r) => `${r.key.namespace}:${r.id}`).sort(), [`${a}:group-1`, `${b}:group-2`].sort());
+    assert.deepEqual(listed.malformed, [], 'the nested document of the same kind is not read as a record');
+    const keys = await store.findKeys({ kind: 'Marker', property: 'tag', equals: 'group-test', limit: 10 });
+    assert.deepEqual(keys.map((k) => `${k.namespace}:${k.name}`).sort(), [`${a}:m1`, `${b}:m2`].sort());
+  });
+});
+
+describe('FirestoreStore: values Firestore cannot hold', () => {
+  it('refuses an empty or reserved field name before anything is sent, naming the property', async () => {
+    const store = new FirestoreStore(emulator.client());
+    const key = new Key({ namespace: uniqueNamespace('fields'), path: ['Order', 'fields'] });
+    for (const [bad, path] of [[{ '': 1 }, ''], [{ __name__: 1 }, '__name__'], [{ inner: { '': 1 } }, 'inner.']] as const) {
+      await assert.rejects(
+        store.transaction(async (tx) => tx.put(key, bad, [])),
+        (err: Error) => err instanceof StoreRejectedError && err.message.includes(`property ${path} cannot be stored`),
+        JSON.stringify(bad),
+      );
+    }
+    assert.equal(await store.get(key), undefined);
+  });
+});
+
+describe('Firestore errors as store errors', () => {
+  const grpcError = (code: number, details: string) => Object.assign(new Error(`${code} ${details}`), { code, details });
+
+  it('maps ABORTED, lock timeouts and a transaction the emulator closed to ContentionError, keeping the cause', () => {
+    for (const cause of [
+      grpcError(10, 'ABORTED: Transaction lock timeout.'),
+      grpcError(10, 'ABORTED: too much contention'),
+      grpcError(3, 'INVALID_ARGUMENT: Transaction is invalid or closed.'),
+    ]) {
+      const mapped = toStoreError('commit', cause);
+      assert.ok(mapped instanceof ContentionError, cause.message);
+      assert.equal(mapped.cause, cause);
+    }
+  });
+
+  it('maps transient failures to StoreUnavailableError, refusals to StoreRejectedError, set-up errors to StoreConfigError', () => {
+    for (const code of [14, 4, 13, 8, 1, 2]) assert.ok(toStoreError('lookup', grpcError(code, 'failed')) instanceof StoreUnavailableError, `code ${code}`);
+    for (const code of [3, 11]) assert.ok(toStoreError('commit', grpcError(code, 'document too big')) instanceof StoreRejectedError, `code ${code}`);
+    for (const [code, fix] of [[7, /roles\/datastore.user/], [16, /credentials/], [5, /Datastore mode/], [9, /index/]] as const) {
+      const mapped = toStoreError('commit', grpcError(code, 'refused'));
+      assert.ok(mapped instanceof StoreConfigError, `code ${code}`);
+      assert.match(mapped.message, fix);
+    }
+    const lost = new LeaseLostError('lost');
+    assert.equal(toStoreError('commit', lost), lost);
+  });
+});
+
+/** The requests the Firestore client sends while `run` runs, as its log shows them (`setLogFunction`, its public hook). */
+async function requestsDuring(run: () => Promise<unknown>): Promise<Array<Record<string, unknown>>> {
+  const sent: Array<Record<string, unknown>> = [];
+  setLogFunction((line) => {
+    const at = line.indexOf('Sending request: ');
+    if (at >= 0) sent.push(JSON.parse(line.slice(at + 'Sending request: '.length)) as Record<string, unknown>);
+  });
+  try {
+    await run();
+  } finally {
+    setLogFunction(null);
+  }
+  return sent;
+}
+
+describe('FirestoreStore: compare-and-swap on the wire', () => {
+  it('replaces with one commit of one update whose precondition is the updateTime read, in no transaction', async () => {
+    const store = new FirestoreStore(emulator.client());
+    const key = new Key({ namespace: uniqueNamespace('wire'), path: ['Order', 'wire'] });
+    await store.transaction(async (tx) => tx.put(key, { n: 0, gone: 'x' }, []));
+    const read = await store.read(key);
+    assert.ok(read);
+    await store.checkPreconditions(); // the store's one check of the backend, before its first compare-and-swap
+    let written: Awaited<ReturnType<typeof store.replaceIfUnchanged>>;
+    const sent = await requestsDuring(async () => { written = await store.replaceIfUnchanged(key, read, { n: 1 }, []); });
+    assert.equal(sent.length, 1, `one request: ${JSON.stringify(sent)}`);
+    const [commit] = sent as [{ transaction?: unknown; writes: Array<{ update?: { fields: object }; updateMask?: { fieldPaths: string[] }; currentDocument?: { updateTime?: unknown } }> }];
+    assert.equal(commit.transaction, undefined, 'no transaction');
+    assert.equal(commit.writes.length, 1);
+    assert.ok(commit.writes[0]!.currentDocument?.updateTime, 'the precondition is the updateTime read');
+    assert.deepEqual(commit.writes[0]!.updateMask?.fieldPaths.sort(), ['gone', 'n'], 'a field left out is deleted');
+    assert.ok(written!);
+    assert.deepEqual(await store.get(key), { n: 1 });
+
+    const absent = await store.readMany!([new Key({ namespace: key.namespace, path: ['Order', 'new'] })]);
+    const record = { id: 'wire-task', key: absent[0]!.key, seq: 1, chain: 'c', path: '/p', body: '{}', createdAt: new Date(0), task: 'wire-task', sends: 1, sentAt: new Date(0), failures: 0, due: new Date(0) };
+    const batch = await requestsDuring(() => store.replaceMany!([{ read: absent[0]!, properties: { n: 1 }, excludeFromIndexes: [], record }]));
+    assert.equal(batch.length, 1, 'one commit for the entity and its record');
+    const writes = (batch[0] as { writes: Array<{ currentDocument?: { exists?: boolean } }> }).writes;
+    assert.equal(writes.length, 2);
+    assert.ok(writes.some((w) => w.currentDocument?.exists === false), 'the absent entity is created only if still absent');
+  });
+});
+
+describe('FirestoreStore: the backend check', () => {
+  it('checks once, before its first compare-and-swap, that a stale lastUpdateTime is refused, and leaves no scratch document', async () => {
+    const client = emulator.client();
+    const store = new FirestoreStore(client);
+    const key = new Key({ namespace: uniqueNamespace('check'), path: ['Order', 'check'] });
+    await store.transaction(async (tx) => tx.put(key, { n: 0 }, []));
+    const first = await store.read(key);
+    assert.ok(first);
+    const firstSent = await requestsDuring(() => store.replaceIfUnchanged(key, first, { n: 1 }, []));
+    const probes = firstSent.filter((r) => JSON.stringify(r).includes('/documents/LockerProbe/'));
+    assert.equal(probes.length, 4, 'create, a fresh update, a stale update, a delete');
+    assert.equal(firstSent.length, 5, 'then the replace itself');
+    const second = await store.read(key);
+    assert.ok(second);
+    assert.equal((await requestsDuring(() => store.replaceIfUnchanged(key, second, { n: 2 }, []))).length, 1, 'the check is not run again');
+    assert.equal((await client.collection('LockerProbe').get()).size, 0, 'the scratch documents are deleted');
+  });
+});
