@@ -3,7 +3,8 @@
 import { fanOutSuite } from './fanout-suite';
 import { useFirestoreNative } from '../support/firestore-native';
 import { nativeStore } from '../support/native-store';
+import { pointsToRun } from '../support/test-scale';
 
 const emulator = useFirestoreNative();
 
-fanOutSuite('the Firestore emulator in Native mode', nativeStore(emulator, 'fan'));
+fanOutSuite('the Firestore emulator in Native mode', nativeStore(emulator, 'fan'), pointsToRun);
