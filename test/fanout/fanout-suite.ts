@@ -141,6 +141,51 @@ async function until(what: string, check: () => Promise<boolean>, limitMs = 120_
   }
 }
 
+/**
+ * One round of "cancelFanOut() while the parent is still writing": 150 hanging children, the
+ * second page's transaction held until the cancel is under way. Checks what holds whichever way
+ * the race went, and the fencing of the seal when the cancel found the fan-out writing; resolves
+ * to what the cancel found (`writing`, or `sealed` when the seal won: see the test).
+ */
+async function cancelWhileWriting(rig: FanRig, parent: Key): Promise<string> {
+  const children = lines(`cw${counter}`, 150, 'hang');
+  // The first page (100 children) is started; the second page's child records are written and
+  // its page transaction waits before its commit. It has read the header (a page is listed
+  // before a cancel or not at all): on a store with locking reads (the Firestore emulator) the
+  // cancel waits for it, so it is released while the cancel is under way. Either the second
+  // page is listed first and cancelled with the rest, or it is refused and its unlisted child
+  // records removed; its children never start.
+  const { atPage, release } = holdSecondPage(rig);
+  await rig.start(parent, children);
+  await atPage;
+  await firstPageStarted(rig, children);
+  await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), /never sealed/);
+  const cancelling = rig.locker.cancelFanOut(parent);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  release();
+  const result = await cancelling;
+  assert.ok(result.was === 'writing' || result.was === 'sealed', `the cancel found the fan-out writing, or sealed after a lost race (${result.was})`);
+  await rig.settle(); // the attempt adding children has ended (its second page listed, or refused and cleaned up)
+  const listed = (await Promise.all([0, 1].map(async (n) => (await rig.store.get(pageKey(result.fanout, n, rig.namespace)))?.ids as string[] | undefined))).flatMap((x) => x ?? []);
+  const ids = children.map((c) => childChain(result.fanout, rig.key('Line', c.name)));
+  const records = await Promise.all(ids.map((id) => rig.store.get(childKey(id, rig.namespace))));
+  const recorded = ids.filter((_, i) => records[i] !== undefined);
+  if (result.was === 'sealed') assert.equal(listed.length, 150, 'sealed: every page was listed');
+  assert.ok(listed.length === 100 || listed.length === 150, `the first page, and the second if it was listed before the cancel (${listed.length})`);
+  assert.deepEqual(recorded.sort(), [...listed].sort(), 'a child has a record exactly when a page lists it: the refused page\'s records were removed');
+  assert.ok(records.every((r) => r === undefined || r.state === 'cancelled'), 'every child recorded is cancelled');
+  assert.equal(result.children, listed.length, 'the children of the pages listed before the cancel are cancelled');
+  for (const [i, c] of children.entries()) {
+    if (!listed.includes(ids[i]!)) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, undefined, `${c.name}, never listed, never started`);
+  }
+  const header = await rig.store.get(headerKey(result.fanout, rig.namespace));
+  assert.equal(header?.state, 'cancelled', 'the seal did not overwrite the cancel');
+  assert.equal((await rig.store.get(parent))?.lock_state, StepState.cancelled, 'the parent\'s fanning-out step is cancelled');
+  for (const c of children.slice(0, 100)) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, StepState.cancelled);
+  assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join ran');
+  return result.was;
+}
+
 /** Where a parent's fanning attempt fails, before or after its write applied (150 children each). */
 const FAULT_POINTS = ['LockerFanOut:writing', 'LockerFanOutPage', 'replaceMany', 'LockerFanOut:sealed', 'LockerFanOutDone']
   .flatMap((point) => [false, true].map((applied) => ({ point, applied })));
@@ -495,41 +540,17 @@ export function fanOutSuite(name: string, open: () => Promise<StoreUnderTest>, f
         });
 
         it('cancelFanOut() while the parent is still writing: the seal is fenced off, no join runs; asking for the join is refused', async () => {
-          const parent = parentKey();
-          const children = lines(`cw${counter}`, 150, 'hang');
-          // The first page (100 children) is started; the second page's child records are written and
-          // its page transaction waits before its commit. It has read the header (a page is listed
-          // before a cancel or not at all): on a store with locking reads (the Firestore emulator) the
-          // cancel waits for it, so it is released while the cancel is under way. Either the second
-          // page is listed first and cancelled with the rest, or it is refused and its unlisted child
-          // records removed; its children never start.
-          const { atPage, release } = holdSecondPage(rig);
-          await rig.start(parent, children);
-          await atPage;
-          await firstPageStarted(rig, children);
-          await assert.rejects(rig.locker.cancelFanOut(parent, { join: true }), /never sealed/);
-          const cancelling = rig.locker.cancelFanOut(parent);
-          await new Promise((resolve) => setTimeout(resolve, 100));
-          release();
-          const result = await cancelling;
-          assert.equal(result.was, 'writing');
-          await rig.settle(); // the attempt adding children has ended (its second page listed, or refused and cleaned up)
-          const listed = (await Promise.all([0, 1].map(async (n) => (await rig.store.get(pageKey(result.fanout, n, rig.namespace)))?.ids as string[] | undefined))).flatMap((x) => x ?? []);
-          const ids = children.map((c) => childChain(result.fanout, rig.key('Line', c.name)));
-          const records = await Promise.all(ids.map((id) => rig.store.get(childKey(id, rig.namespace))));
-          const recorded = ids.filter((_, i) => records[i] !== undefined);
-          assert.ok(listed.length === 100 || listed.length === 150, `the first page, and the second if it was listed before the cancel (${listed.length})`);
-          assert.deepEqual(recorded.sort(), [...listed].sort(), 'a child has a record exactly when a page lists it: the refused page\'s records were removed');
-          assert.ok(records.every((r) => r === undefined || r.state === 'cancelled'), 'every child recorded is cancelled');
-          assert.equal(result.children, listed.length, 'the children of the pages listed before the cancel are cancelled');
-          for (const [i, c] of children.entries()) {
-            if (!listed.includes(ids[i]!)) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, undefined, `${c.name}, never listed, never started`);
+          // On a store with locking reads the cancel's transaction waits for the held page's locks,
+          // and may be aborted (a lock timeout); the Locker then runs it again, and by then the
+          // attempt may have sealed: the cancel is then one of a sealed fan-out (what holds then is
+          // checked by cancelWhileWriting), not the case this test is for, which it tries again, at most
+          // three times in all (the clean-clone CI of 2026-11-29, 06:07, on the Firestore emulator:
+          // the cancel found it sealed, after 87 s).
+          const outcomes: string[] = [];
+          for (let round = 0; round < 3 && !outcomes.includes('writing'); round += 1) {
+            outcomes.push(await cancelWhileWriting(rig, parentKey()));
           }
-          const header = await rig.store.get(headerKey(result.fanout, rig.namespace));
-          assert.equal(header?.state, 'cancelled', 'the seal did not overwrite the cancel');
-          assert.equal((await rig.store.get(parent))?.lock_state, StepState.cancelled, 'the parent\'s fanning-out step is cancelled');
-          for (const c of children.slice(0, 100)) assert.equal((await rig.store.get(rig.key('Line', c.name)))?.lock_state, StepState.cancelled);
-          assert.equal(rig.joins.filter((j) => j.parent === keyPath(parent)).length, 0, 'no join ran');
+          assert.ok(outcomes.includes('writing'), `a cancel found the fan-out writing in one of three rounds (${outcomes.join(', ')})`);
         });
 
         it('retryFanOutChildren(): failed children are retried before the join; a child with no chain of its own is skipped; the join sees them succeed', async () => {

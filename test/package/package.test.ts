@@ -32,12 +32,32 @@ describe('the built package', () => {
     }
   });
 
+  it('serves FirestoreStore from datastore-locker/firestore only: the main entry never loads @google-cloud/firestore', () => {
+    const out = run(['-e', `
+      const main = require('datastore-locker');
+      const loadedByMain = Object.keys(require.cache).some((f) => f.includes('@google-cloud/firestore'));
+      const sub = require('datastore-locker/firestore');
+      const loadedBySub = Object.keys(require.cache).some((f) => f.includes('@google-cloud/firestore'));
+      console.log(JSON.stringify({ inMain: 'FirestoreStore' in main, loadedByMain, loadedBySub, type: typeof sub.FirestoreStore }));
+    `]);
+    assert.deepEqual(JSON.parse(out), { inMain: false, loadedByMain: false, loadedBySub: true, type: 'function' });
+    const esm = run(['--input-type=module', '-e', `
+      import { createRequire } from 'node:module';
+      import { FirestoreStore } from 'datastore-locker/firestore';
+      console.log(JSON.stringify(FirestoreStore === createRequire(import.meta.url)('datastore-locker/firestore').FirestoreStore));
+    `]);
+    assert.equal(JSON.parse(esm), true, 'one class for import and require');
+  });
+
   it('declares the public types, resolved through the exports map', () => {
     const dir = mkdtempSync(join(root, 'test', '.package-'));
     try {
       const file = join(dir, 'consumer.ts');
       writeFileSync(file, [
         "import { Locker, MemoryStore, type LockerOptions, type TaskContext, type Store, type Queue, type AlertEvent } from 'datastore-locker';",
+        "import { FirestoreStore, type FirestoreStoreOptions } from 'datastore-locker/firestore';",
+        "export const firestoreOptions: FirestoreStoreOptions = { namespaces: [''] };",
+        'export type Stores = [Store, FirestoreStore];',
         'const store: Store = new MemoryStore();',
         'const options: LockerOptions = { store, authenticate: false };',
         'export const locker: Locker = new Locker(options);',
@@ -51,6 +71,7 @@ describe('the built package', () => {
       assert.deepEqual(problems, []);
       const resolved = program.getSourceFiles().map((f) => f.fileName).filter((f) => f.includes('/dist/'));
       assert.ok(resolved.some((f) => f.endsWith('dist/index.d.ts')), 'types come from dist/index.d.ts');
+      assert.ok(resolved.some((f) => f.endsWith('dist/firestore.d.ts')), 'and the subpath\'s from dist/firestore.d.ts');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
