@@ -57,15 +57,17 @@ const tablesOf = (what: string): Table[] => tables.filter((t) => t.what === what
 // ---------------------------------------------------------------------------------------------
 // The code's side: the package's exported types, read by the compiler.
 
-const program = ts.createProgram([join(root, 'src', 'index.ts')], { strict: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.CommonJS, types: ['node'] });
+// Both entries of the package: `datastore-locker` (src/index.ts) and `datastore-locker/firestore`.
+const ENTRIES = [join(root, 'src', 'index.ts'), join(root, 'src', 'firestore.ts')];
+const program = ts.createProgram(ENTRIES, { strict: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.CommonJS, types: ['node'] });
 const checker = program.getTypeChecker();
-const entry = program.getSourceFile(join(root, 'src', 'index.ts'))!;
-const exported = new Map(checker.getExportsOfModule(checker.getSymbolAtLocation(entry)!).map((s) => [s.name, s]));
+const entry = program.getSourceFile(ENTRIES[0]!)!;
+const exported = new Map(ENTRIES.flatMap((file) => checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)!)!)).map((s) => [s.name, s]));
 
 /** The declared type of an exported interface or type alias. */
 function exportedType(name: string): ts.Type {
   const symbol = exported.get(name);
-  assert.ok(symbol, `${name} is exported by src/index.ts`);
+  assert.ok(symbol, `${name} is exported by src/index.ts or src/firestore.ts`);
   const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
   return checker.getDeclaredTypeOfSymbol(target);
 }
