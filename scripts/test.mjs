@@ -10,7 +10,7 @@
 // (TEST_BATCH_SIZE=N for N; 1 runs each alone), which saves each one its process's start; a process
 // of them that fails has its files run again one at a time, whose own results count.
 // `--long` (`npm run test:long`, which CI runs after `npm test`) runs only the files that import
-// test/support/test-scale.ts, at full size (LOCKER_TEST_LONG=1): every kill point, thousands of chains;
+// test/support/test-scale.ts, at full size (LOCKER_TEST_LONG=1), one file at a time: every kill point, thousands of chains;
 // and the files named `*.long.test.ts`, which only it runs.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,7 +47,11 @@ async function main() {
     console.error(`TEST_BATCH_SIZE must be a whole number of files a process, 1 or more; got ${JSON.stringify(process.env.TEST_BATCH_SIZE)}`);
     return 1;
   }
-  const concurrency = Number(process.env.TEST_CONCURRENCY || 2);
+  // `--long` runs one file at a time unless told otherwise: its files are the heaviest (10,000-child
+  // fan-outs, 5,000-item kills), and side by side on two cores they ran past their own time limits
+  // (the clean-clone CI of 2026-11-29, 06:47-07:07: the Native-mode fan-out's 250-child join and a
+  // 5,000-item kill, each beside a 10,000-child run).
+  const concurrency = Number(process.env.TEST_CONCURRENCY || (long ? 1 : 2));
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     console.error(`TEST_CONCURRENCY must be a whole number of files at a time, 1 or more; got ${JSON.stringify(process.env.TEST_CONCURRENCY)}`);
     return 1;
