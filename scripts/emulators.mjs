@@ -20,6 +20,16 @@ const TAIL_BYTES = 4_000;
  */
 const HEAP = heapSize(process.env.LOCKER_EMULATOR_HEAP);
 
+/** The Firestore emulator's JVM, which serves Datastore mode or Native mode by a flag. */
+const FIRESTORE_JVM = {
+  jar: 'platform/cloud-firestore-emulator/cloud-firestore-emulator.jar',
+  mainClass: 'com.google.cloud.datastore.emulator.firestore.CloudFirestore',
+  jvmFlags: ['-Duser.language=en'],
+  install:
+    'install the Google Cloud SDK component cloud-firestore-emulator ' +
+    '(apt-get install google-cloud-cli-firestore-emulator, or gcloud components install cloud-firestore-emulator) and Java 17',
+};
+
 /** What each emulator needs: its jar under the SDK, its main class, its flags, how to install it. */
 const EMULATORS = {
   datastore: {
@@ -32,27 +42,9 @@ const EMULATORS = {
       'install the Google Cloud SDK component cloud-datastore-emulator ' +
       '(apt-get install google-cloud-cli-datastore-emulator, or gcloud components install cloud-datastore-emulator) and Java 17',
   },
-  firestore: {
-    title: 'Firestore emulator',
-    jar: 'platform/cloud-firestore-emulator/cloud-firestore-emulator.jar',
-    mainClass: 'com.google.cloud.datastore.emulator.firestore.CloudFirestore',
-    jvmFlags: ['-Duser.language=en'],
-    flags: ['--database-mode=datastore-mode'],
-    install:
-      'install the Google Cloud SDK component cloud-firestore-emulator ' +
-      '(apt-get install google-cloud-cli-firestore-emulator, or gcloud components install cloud-firestore-emulator) and Java 17',
-  },
-  firestoreNative: {
-    title: 'Firestore emulator in Native mode',
-    jar: 'platform/cloud-firestore-emulator/cloud-firestore-emulator.jar',
-    mainClass: 'com.google.cloud.datastore.emulator.firestore.CloudFirestore',
-    jvmFlags: ['-Duser.language=en'],
-    // Native mode is the emulator's default (`--help`: CLOUD_FIRESTORE); said here so it never drifts.
-    flags: ['--database-mode=firestore-native'],
-    install:
-      'install the Google Cloud SDK component cloud-firestore-emulator ' +
-      '(apt-get install google-cloud-cli-firestore-emulator, or gcloud components install cloud-firestore-emulator) and Java 17',
-  },
+  firestore: { ...FIRESTORE_JVM, title: 'Firestore emulator', flags: ['--database-mode=datastore-mode'] },
+  // Native mode is the emulator's default (`--help`: CLOUD_FIRESTORE); said here so it never drifts.
+  firestoreNative: { ...FIRESTORE_JVM, title: 'Firestore emulator in Native mode', flags: ['--database-mode=firestore-native'] },
 };
 
 /** Processes started by this module and not yet stopped, stopped again on exit and on signals. */
