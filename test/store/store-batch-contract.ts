@@ -54,7 +54,9 @@ export function batchContract(make: MakeSubject): void {
         { read: created!, properties: { n: 13 }, excludeFromIndexes: [], record: recordFor(k('created'), 'r-created') },
         { read: refused!, properties: { n: 14n }, excludeFromIndexes: [], record: recordFor(k('refused'), 'r-refused') },
       ]);
-      assert.deepEqual(outcomes.slice(0, 4).map((o) => o.outcome), ['written', 'written', 'conflict', 'conflict']);
+      // Each outcome with its error's name and message, so that a failure shows why a write was not written.
+      const told = outcomes.map((o) => (o.outcome === 'error' ? `error: ${o.error.name}: ${o.error.message}` : o.outcome));
+      assert.deepEqual(outcomes.slice(0, 4).map((o) => o.outcome), ['written', 'written', 'conflict', 'conflict'], `outcomes: ${JSON.stringify(told)}`);
       const last = outcomes[4]!;
       assert.ok(last.outcome === 'error' && last.error instanceof StoreRejectedError, `a bigint is refused: ${JSON.stringify(last)}`);
       const after = await store.readMany([k('absent'), k('kept'), k('changed'), k('created'), k('refused')]);
