@@ -187,6 +187,32 @@ describe('DatastoreStore on the Datastore emulator', () => {
     await other.transaction(async (tx) => tx.deleteLedger(again.key, again.id));
   });
 
+  it('replaceMany sends again a non-transactional commit aborted on contention (it applied nothing): records and entities written once each', async () => {
+    const ns = uniqueNamespace('batch-aborted');
+    // The first commit of records and the first commit of entities are answered ABORTED before
+    // they are sent, as the legacy emulator answers a commit to an entity it is still applying.
+    const aborted = new Set<string>();
+    const spy = spyClient(client, {
+      hold: (method, request) => {
+        if (method !== 'commit' || request.mode !== 'NON_TRANSACTIONAL') return undefined;
+        const which = request.mutations?.some((m) => 'baseVersion' in m) ? 'entities' : 'records';
+        if (aborted.has(which)) return undefined;
+        aborted.add(which);
+        return Promise.reject(Object.assign(new Error('10 ABORTED: too much contention on these datastore entities. please try again.'), { code: 10, details: 'too much contention on these datastore entities. please try again.' }));
+      },
+    });
+    const store = new DatastoreStore(client, { namespaces: [ns], conditionalWrites: true, beginWithFirstRead: true, client: spy.client });
+    const keys = ['a', 'b'].map((name) => new Key({ namespace: ns, path: ['Order', name] }));
+    const reads = await store.readMany(keys);
+    const outcomes = await store.replaceMany(reads.map((read, i) => ({ read, properties: { n: i }, excludeFromIndexes: [], record: { ...ledgerRecord(ns, `r-${i}`), key: keys[i]! } })));
+    assert.deepEqual(aborted, new Set(['records', 'entities']), 'both commits were aborted once');
+    assert.deepEqual(outcomes.map((o) => (o.outcome === 'error' ? `error: ${o.error.message}` : o.outcome)), ['written', 'written']);
+    assert.deepEqual((await store.readMany(keys)).map((r) => r.properties?.n), [0, 1]);
+    const due = (await store.listDue(new Date('2100-01-01T00:00:00.000Z'), 10)).records.map((r) => r.id).sort();
+    assert.deepEqual(due, ['r-0', 'r-1'], 'each entity\'s record is stored');
+    await spy.close();
+  });
+
   it('takes the project id from its client', () => {
     // The project the emulator client was made for (test/support/emulator.ts): each test file gets its own.
     assert.equal(new DatastoreStore(client).projectId, process.env.DATASTORE_PROJECT_ID ?? 'locker-test');

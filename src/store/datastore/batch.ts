@@ -20,6 +20,12 @@
  *   their versions and commits the unchanged ones with their records and unchanged markers; one that aborts on contention is run again,
  *   and when it keeps aborting it is split in halves, so a contended entity fails alone.
  *
+ * A NON_TRANSACTIONAL commit aborted on contention (ABORTED: it applied nothing) is sent again
+ * under the contention retry, as the transactions are run again: Datastore may abort writes to one
+ * entity close together, and the legacy emulator, loaded, aborts a commit to an entity whose
+ * previous commit it is still applying (measured 2026-11-29). When every attempt aborts, the
+ * commit's writes fail with `StoreUnavailableError` (its cause the `ContentionError`).
+ *
  * Commits stay within Datastore's 500 mutations and its request size. A commit the store refuses
  * (`StoreRejectedError`: an entity too large, a value Datastore cannot hold) is split in halves
  * until the refused write is alone, so it is reported on that write only.
@@ -132,7 +138,7 @@ async function conditional(config: BatchConfig, writes: Encoded[], outcomes: Con
   for (const chunk of chunks(writes, MAX_MUTATIONS, (w) => approxBytes(w.record))) {
     await splitting(chunk, outcomes, async (part) => {
       for (const w of part) config.onLedgerNamespace(w.key.namespace ?? '');
-      await config.rpc.commit(part.map((w) => ({ upsert: w.record })));
+      await withContentionRetry(() => config.rpc.commit(part.map((w) => ({ upsert: w.record }))));
       recorded.push(...part);
     });
   }
@@ -146,7 +152,7 @@ async function conditional(config: BatchConfig, writes: Encoded[], outcomes: Con
         mutations.push(...entityMutations(w));
         return first;
       });
-      const response = await config.rpc.commit(mutations);
+      const response = await withContentionRetry(() => config.rpc.commit(mutations));
       part.forEach((w, i) => {
         const result = response.mutationResults?.[at[i]!];
         outcomes[w.index] = result?.conflictDetected === true ? { outcome: 'conflict' } : { outcome: 'written' };
@@ -171,7 +177,7 @@ async function restoreRecords(config: BatchConfig, written: Encoded[], outcomes:
     try {
       const found = await lookupMany(config.rpc, part.map((w) => w.recordKey));
       const gone = part.filter((_, i) => !found[i]!.entity);
-      for (const chunk of chunks(gone, MAX_MUTATIONS, (w) => approxBytes(w.record))) await config.rpc.commit(chunk.map((w) => ({ upsert: w.record })));
+      for (const chunk of chunks(gone, MAX_MUTATIONS, (w) => approxBytes(w.record))) await withContentionRetry(() => config.rpc.commit(chunk.map((w) => ({ upsert: w.record }))));
     } catch (error) {
       const cause = error instanceof Error ? error.message : String(error);
       for (const w of part) outcomes[w.index] = failed(new StoreUnavailableError(`the entity was written, but whether its ledger record is still there is not known: ${cause}`));
