@@ -51,7 +51,7 @@ describe('the built package', () => {
 
   it('runs the built datastore-locker-indexes --firestore without loading @google-cloud/firestore', () => {
     const out = run(['-e', `
-      process.argv.push('--firestore', 'Order');
+      process.argv = [process.execPath, 'dist/bin/indexes.js', '--firestore', 'Order'];
       const write = process.stdout.write.bind(process.stdout);
       let printed = '';
       process.stdout.write = (text) => { printed += text; return true; };
