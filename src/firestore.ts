@@ -13,3 +13,7 @@
  * @module
  */
 export { FirestoreStore, type FirestoreStoreOptions } from './store/firestore/store';
+export {
+  firestoreIndexes, type FirestoreIndexes, type FirestoreCompositeIndex, type FirestoreFieldOverride, type FirestoreFieldIndex,
+  type FirestoreIndexField, type FirestoreIndexOrder, type FirestoreQueryScope,
+} from './store/firestore/indexes';

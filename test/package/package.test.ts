@@ -49,6 +49,19 @@ describe('the built package', () => {
     assert.equal(JSON.parse(esm), true, 'one class for import and require');
   });
 
+  it('runs the built datastore-locker-indexes --firestore without loading @google-cloud/firestore', () => {
+    const out = run(['-e', `
+      process.argv = [process.execPath, 'dist/bin/indexes.js', '--firestore', 'Order'];
+      const write = process.stdout.write.bind(process.stdout);
+      let printed = '';
+      process.stdout.write = (text) => { printed += text; return true; };
+      require('./dist/bin/indexes.js');
+      const files = Object.keys(require.cache);
+      write(JSON.stringify({ loaded: files.some((f) => f.includes('@google-cloud/firestore')), indexes: JSON.parse(printed).indexes.length }));
+    `]);
+    assert.deepEqual(JSON.parse(out), { loaded: false, indexes: 4 });
+  });
+
   it('declares the public types, resolved through the exports map', () => {
     const dir = mkdtempSync(join(root, 'test', '.package-'));
     try {

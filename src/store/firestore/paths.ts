@@ -37,8 +37,13 @@ function nameId(name: string, key: Key): string {
   return id;
 }
 
+/** Whether a kind can be a Firestore collection id: not empty, no `/`, not `__…__`, at most 1,500 bytes. */
+export function isCollectionId(kind: string): boolean {
+  return kind !== '' && !kind.includes('/') && !RESERVED.test(kind) && Buffer.byteLength(kind) <= MAX_ID_BYTES;
+}
+
 function checkKind(kind: string, key: Key): void {
-  if (kind === '' || kind.includes('/') || RESERVED.test(kind) || Buffer.byteLength(kind) > MAX_ID_BYTES) {
+  if (!isCollectionId(kind)) {
     throw unmappable(key, `the kind ${JSON.stringify(kind)} cannot be a Firestore collection id (no "/", not "__…__", at most ${MAX_ID_BYTES} bytes)`);
   }
 }

@@ -6,10 +6,13 @@
  * every namespace (the sweep, fan-out's `findKeys` without a namespace) are collection-group
  * queries kept to top-level documents, unless the store is pinned to `namespaces`.
  *
- * The indexes they need in a real database (the emulator needs none):
+ * The indexes they need in a real database (the emulator needs none), which `firestoreIndexes(kinds)`
+ * (`indexes.ts`) returns as a `firestore.indexes.json` document and
+ * `npx datastore-locker-indexes --firestore KIND...` prints:
  * - `LockerOutbox.due` (`listDue`) and the fan-out header's `due` (`findKeys`): the single-field
- *   index Firestore builds, enabled for **collection group** scope too (an index exemption:
- *   `gcloud firestore indexes fields update due --collection-group=LockerOutbox --index=order=ascending,query-scope=collection-group`);
+ *   index Firestore builds, enabled for **collection group** scope too (an index exemption, which
+ *   replaces the field's built-in indexes, so it lists the collection-scope one again:
+ *   `gcloud firestore indexes fields update due --collection-group=LockerOutbox --index=order=ascending,query-scope=collection --index=order=ascending,query-scope=collection-group`);
  * - `queryLocks`/`countLocks`, per lockable kind: composite (`lock_state` ascending, `lock_ts`
  *   ascending) and (`lock_state` ascending, `lock_ts` descending); with a run, the same with
  *   `lock_run` ascending between them;
