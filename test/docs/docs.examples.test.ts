@@ -15,6 +15,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Firestore } from '@google-cloud/firestore';
 import { docBlocks, docPages, ROOT, type DocBlock } from '../support/doc-blocks';
 import { startCloudTasksServer, type CloudTasksServer, type ReceivedCall } from '../support/cloud-tasks-server';
 import { freePort } from '../support/free-port';
@@ -211,6 +213,38 @@ const EXAMPLES: Example[] = [
   },
   { page: 'docs/guides/deploy-cloud-run.md', index: 0, shows: 'async function start(env: NodeJS.ProcessEnv)', runBy: 'test/docs/guide.cloud-run.test.ts' },
   {
+    // On the Firestore emulator in Native mode, which this row starts for itself (the lanes run the
+    // Datastore-mode emulators only): a request to /orders/o-1 writes the document Order/o-1 with
+    // the order and its lock fields, and creates the task for /charge with the tasks account's token.
+    page: 'docs/guides/firestore-native.md', index: 0, shows: 'store: new FirestoreStore(new Firestore())',
+    async check({ tasks, start }) {
+      const emulators = (await import(pathToFileURL(join(ROOT, 'scripts', 'emulators.mjs')).href)) as {
+        startEmulators(names: string[]): Promise<{ firestoreNative?: { host: string }; stop(): Promise<void> }>;
+      };
+      const native = await emulators.startEmulators(['firestoreNative']);
+      const host = native.firestoreNative!.host;
+      const firestore = new Firestore({ projectId: 'my-project', host, ssl: false, credentials: { client_email: 'test@example.com', private_key: 'unused' } });
+      try {
+        const run = await start({ FIRESTORE_EMULATOR_HOST: host, GOOGLE_CLOUD_PROJECT: 'my-project', K_SERVICE: 'orders' });
+        await loads(run, { locker: 'Locker' });
+        assert.equal(await serving(run), 404);
+        const from = tasks.calls.length;
+        const answer = await fetch(`http://127.0.0.1:${run.port}/orders/o-1`, { method: 'POST' });
+        assert.equal(answer.status, 202, run.stderr());
+        const call = await created(tasks, from, '/charge');
+        assert.equal(call.task?.httpRequest?.url, 'https://orders-abc123-ew.a.run.app/charge');
+        assert.equal(call.task?.httpRequest?.oidcToken?.serviceAccountEmail, 'tasks@my-project.iam.gserviceaccount.com');
+        const order = (await firestore.doc('Order/o-1').get()).data();
+        assert.equal(order?.amountCents, 1200, 'the order is the document Order/o-1');
+        assert.equal(order?.lock_seq, 1, 'with the lock fields of its first step');
+        assert.equal(typeof order?.lock_chain, 'string');
+      } finally {
+        await firestore.terminate();
+        await native.stop();
+      }
+    },
+  },
+  {
     // Builds the Locker and mounts the three routes of the invoice example; the fan-out itself is run
     // by test/fanout/fanout-suite.ts on every store, and by the example app's order flow.
     page: 'docs/guides/fan-out.md', index: 0, shows: "await ctx.fanOut(ctx.payload.lines.map(",
@@ -301,6 +335,7 @@ describe('every documented example that builds a Locker runs', { concurrency: 4,
     const to = (target: string): string => relative(DIR, join(ROOT, target)).replace(/\\/g, '/');
     writeFileSync(file, `${block.code
       .replace(/from 'datastore-locker'/g, `from '${to('src/index')}'`)
+      .replace(/from 'datastore-locker\/firestore'/g, `from '${to('src/firestore')}'`)
       .replace(/from '@google-cloud\/tasks'/g, `from '${to('test/support/docs-tasks-client')}'`)}\nexport {};\n`);
     return {
       tasks,

@@ -47,9 +47,11 @@ function typeCheck(blocks: DocBlock[]): BlockProblem[] {
   mkdirSync(dir, { recursive: true });
   try {
     const index = relative(dir, join(ROOT, 'src', 'index')).replace(/\\/g, '/');
+    const firestore = relative(dir, join(ROOT, 'src', 'firestore')).replace(/\\/g, '/');
     const files = blocks.map((block) => {
       const file = join(dir, `${block.page.replace(/[/.]/g, '_')}-${block.index}.ts`);
-      writeFileSync(file, `${block.code.replace(/from 'datastore-locker'/g, `from '${index}'`)}\nexport {};\n`);
+      const code = block.code.replace(/from 'datastore-locker'/g, `from '${index}'`).replace(/from 'datastore-locker\/firestore'/g, `from '${firestore}'`);
+      writeFileSync(file, `${code}\nexport {};\n`);
       return { block, file };
     });
     const config = ts.getParsedCommandLineOfConfigFile(join(ROOT, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
