@@ -21,6 +21,11 @@
  * - `transaction()` runs one attempt of a Firestore transaction (`transaction.ts`); contention
  *   (ABORTED, the emulator's and the service's lock timeouts under pessimistic locking) is a
  *   `ContentionError` (`errors.ts`), which the Locker retries whole.
+ * - Deadline: every call to Firestore ends within `callTimeoutMs` (default 5,000 ms), else it is
+ *   given up as a `StoreUnavailableError` (`deadline.ts`: the client has no per-call deadline of
+ *   its own, and a write given up may still apply, which the Locker's fenced writes make safe).
+ *   A transaction is bounded call by call, as on `DatastoreStore`: each read inside it, and its
+ *   commit (see {@link FirestoreStore.transaction}).
  * - The queries and the indexes they need: `queries.ts`.
  *
  * Index exclusions have no meaning here (Firestore indexes every field unless an exemption says
@@ -38,6 +43,7 @@ import type {
 import { LEDGER_KIND, ledgerKey, readLedger } from '../ledger-entity';
 import { readMany, replaceMany } from './batch';
 import { call, isConflict, toStoreError } from './errors';
+import { checkCallTimeout, deadlineError, DEFAULT_CALL_TIMEOUT_MS, withDeadline } from './deadline';
 import { documentOf } from './paths';
 import { countLocks, findKeys, listDue, listRecords, queryLocks, type Scope } from './queries';
 import { checkPreconditions } from './preconditions';
@@ -57,15 +63,23 @@ export interface FirestoreStoreOptions {
    * collection-group index of `due` (see `queries.ts`).
    */
   namespaces?: readonly string[];
+  /**
+   * How long one call to Firestore may take, ms, the client's own retries included; then it is
+   * given up and fails with `StoreUnavailableError` (a write given up may still apply). A
+   * positive integer. Defaults to 5000.
+   */
+  callTimeoutMs?: number;
 }
 
-const OPTION_NAMES: OptionNames<FirestoreStoreOptions> = { projectId: true, namespaces: true };
+const OPTION_NAMES: OptionNames<FirestoreStoreOptions> = { projectId: true, namespaces: true, callTimeoutMs: true };
 
 /** A {@link Store} over a Firestore database in Native mode. */
 export class FirestoreStore implements Store {
   readonly projectId?: string;
   private readonly scope: Scope;
   private readonly ledgerKind = LEDGER_KIND;
+  /** The deadline of each call to Firestore, ms (`deadline.ts`). */
+  private readonly timeoutMs: number;
   /** The backend check's finding (`preconditions.ts`), once it ran; forgotten when it could not run. */
   private preconditions?: Promise<void>;
 
@@ -80,6 +94,7 @@ export class FirestoreStore implements Store {
       throw new ConfigError('FirestoreStore: namespaces, when given, names at least one namespace ("" is the default one)');
     }
     this.scope = options.namespaces ? [...options.namespaces] : 'all';
+    this.timeoutMs = checkCallTimeout(options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
   }
 
   /**
@@ -88,7 +103,7 @@ export class FirestoreStore implements Store {
    */
   checkPreconditions(): Promise<void> {
     if (!this.preconditions) {
-      const check = checkPreconditions(this.firestore);
+      const check = checkPreconditions(this.firestore, this.timeoutMs);
       this.preconditions = check;
       check.catch((error: unknown) => {
         if (!(error instanceof StoreConfigError)) this.preconditions = undefined;
@@ -97,38 +112,68 @@ export class FirestoreStore implements Store {
     return this.preconditions;
   }
 
-  async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    let thrown: { error: unknown } | undefined;
-    try {
-      return await this.firestore.runTransaction(async (t) => {
-        const tx = new FirestoreTransaction(this.firestore, t, this.ledgerKind);
+  /**
+   * One attempt of a Firestore transaction, bounded call by call (as `DatastoreStore` bounds its
+   * begin, lookups and commit), not as a whole: the time `fn` spends on its own work is the
+   * caller's. Each read inside it is a call with the deadline (`transaction.ts`); before `fn` starts
+   * and from the moment it resolves to the end of the commit, the store waits at most
+   * `callTimeoutMs` each. So the transaction ends within `fn`'s own time, its reads' deadlines and
+   * two more. Given up, it leaves no write the caller does not know of:
+   * - given up before `fn` started (the client never called back in time): `fn` never runs, and the
+   *   attempt, should it start later, throws before anything is written;
+   * - `fn` threw (a read that hit its deadline included): its error is rethrown at once, without
+   *   waiting for the client's rollback (which waits for the first read, maybe hung); the writes
+   *   were buffered (`transaction.ts`) and are never handed to Firestore, so no commit is sent;
+   * - the commit did not answer in time: a `StoreUnavailableError` saying that its outcome is
+   *   unknown (it may still apply), exactly as a commit given up by `DatastoreStore`.
+   */
+  transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    const timeoutMs = this.timeoutMs;
+    return new Promise<T>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      let ended = false;
+      const end = (settle: () => void): void => {
+        if (ended) return;
+        ended = true;
+        clearTimeout(timer);
+        settle();
+      };
+      const arm = (operation: string, outcome: string): void => {
+        timer = setTimeout(() => end(() => reject(deadlineError(operation, timeoutMs, outcome))), timeoutMs);
+      };
+      arm('transaction', 'it was given up before it began; nothing was written');
+      this.firestore.runTransaction(async (t) => {
+        clearTimeout(timer);
+        if (ended) throw new Error('FirestoreStore: this transaction was given up at its deadline');
+        const tx = new FirestoreTransaction(this.firestore, t, this.ledgerKind, timeoutMs);
         let result: T;
         try {
           result = await fn(tx);
         } catch (error) {
-          thrown = { error }; // rethrown as it is: the caller's own error, or a store error already classified
+          end(() => reject(error)); // the caller's own error, or a store error already classified
           throw error;
         } finally {
           tx.finish();
         }
         tx.apply();
+        arm('transaction commit', 'its outcome is unknown (the commit may still apply)');
         return result;
-      }, { maxAttempts: 1 });
-    } catch (error) {
-      if (thrown && error === thrown.error) throw error;
-      throw toStoreError('transaction', error);
-    }
+      }, { maxAttempts: 1 }).then(
+        (result) => end(() => resolve(result)),
+        (error: unknown) => end(() => reject(toStoreError('transaction', error))),
+      );
+    });
   }
 
   async get(key: Key): Promise<Properties | undefined> {
     const ref = documentOf(this.firestore, key);
-    const data = (await call('lookup', () => ref.get())).data();
+    const data = (await call('lookup', this.timeoutMs, () => ref.get())).data();
     return data && fromDocument(data);
   }
 
   async read(key: Key): Promise<Snapshot | undefined> {
     const ref = documentOf(this.firestore, key);
-    const snapshot = await call('lookup', () => ref.get());
+    const snapshot = await call('lookup', this.timeoutMs, () => ref.get());
     const data = snapshot.data();
     return data && { properties: fromDocument(data), version: new DocumentVersion(snapshot.updateTime, Object.keys(data)) };
   }
@@ -136,7 +181,7 @@ export class FirestoreStore implements Store {
   /** The entity and its step's ledger record, in one `getAll` (see `Store.readWithLedger`). */
   async readWithLedger(key: Key, id: string): Promise<StepRead> {
     const refs = [documentOf(this.firestore, key), documentOf(this.firestore, ledgerKey(this.ledgerKind, key.namespace, id))] as const;
-    const [entity, ledger] = await call('lookup', () => this.firestore.getAll(...refs));
+    const [entity, ledger] = await call('lookup', this.timeoutMs, () => this.firestore.getAll(...refs));
     const data = entity!.data();
     const stored = ledger!.data();
     const record = stored && readLedger(id, fromDocument(stored));
@@ -152,7 +197,7 @@ export class FirestoreStore implements Store {
     if (refs.length > 1_000) throw new RangeError('readLedgerMany reads at most 1,000 records a call');
     if (refs.length === 0) return [];
     const docs = refs.map(({ key, id }) => documentOf(this.firestore, ledgerKey(this.ledgerKind, key.namespace, id)));
-    const snapshots = await call('lookup', () => this.firestore.getAll(...docs));
+    const snapshots = await call('lookup', this.timeoutMs, () => this.firestore.getAll(...docs));
     return snapshots.map((snapshot, i) => {
       const data = snapshot.data();
       const record = data && readLedger(refs[i]!.id, fromDocument(data));
@@ -168,7 +213,7 @@ export class FirestoreStore implements Store {
     const [field, value, ...rest] = replacement(data, version);
     await this.checkPreconditions();
     try {
-      const written = await ref.update(field, value, ...rest, { lastUpdateTime: version.updateTime });
+      const written = await withDeadline('conditional write', this.timeoutMs, () => ref.update(field, value, ...rest, { lastUpdateTime: version.updateTime }));
       return { properties: asRead(properties), version: new DocumentVersion(written.writeTime, Object.keys(data)) };
     } catch (error) {
       if (isConflict(error)) return undefined;
@@ -177,36 +222,36 @@ export class FirestoreStore implements Store {
   }
 
   readMany(keys: readonly Key[]): Promise<VersionedRead[]> {
-    return readMany(this.firestore, keys);
+    return readMany(this.firestore, this.timeoutMs, keys);
   }
 
   async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
     if (writes.length > 0) await this.checkPreconditions();
-    return replaceMany(this.firestore, this.ledgerKind, writes);
+    return replaceMany(this.firestore, this.timeoutMs, this.ledgerKind, writes);
   }
 
   listDue(now: Date, limit: number): Promise<DueLedger> {
-    return listDue(this.firestore, this.ledgerKind, this.scope, now, limit);
+    return listDue(this.firestore, this.timeoutMs, this.ledgerKind, this.scope, now, limit);
   }
 
   async retireLedgerMany(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
     if (records.length > 0) await this.checkPreconditions();
-    return retireLedgerMany(this.firestore, this.ledgerKind, records, needed);
+    return retireLedgerMany(this.firestore, this.timeoutMs, this.ledgerKind, records, needed);
   }
 
   queryLocks(query: LockQuery): Promise<LockPage> {
-    return queryLocks(this.firestore, query);
+    return queryLocks(this.firestore, this.timeoutMs, query);
   }
 
   countLocks(query: LockCountQuery): Promise<LockCount> {
-    return countLocks(this.firestore, query);
+    return countLocks(this.firestore, this.timeoutMs, query);
   }
 
   listRecords(query: RecordQuery): Promise<LockPage> {
-    return listRecords(this.firestore, query);
+    return listRecords(this.firestore, this.timeoutMs, query);
   }
 
   findKeys(query: KeyQuery): Promise<Key[]> {
-    return findKeys(this.firestore, query, this.scope);
+    return findKeys(this.firestore, this.timeoutMs, query, this.scope);
   }
 }

@@ -23,12 +23,14 @@ export class FirestoreTransaction implements StoreTransaction {
     private readonly firestore: Firestore,
     private readonly tx: Transaction,
     private readonly ledgerKind: string,
+    /** The deadline of each read, ms (`deadline.ts`). */
+    private readonly timeoutMs: number,
   ) {}
 
   async get(key: Key): Promise<Properties | undefined> {
     this.checkOpen();
     const ref = documentOf(this.firestore, key);
-    const snapshot = await call('transactional read', () => this.tx.get(ref));
+    const snapshot = await call('transactional read', this.timeoutMs, () => this.tx.get(ref));
     const data = snapshot.data();
     return data && fromDocument(data);
   }
@@ -37,7 +39,7 @@ export class FirestoreTransaction implements StoreTransaction {
     this.checkOpen();
     if (keys.length === 0) return [];
     const refs = keys.map((key) => documentOf(this.firestore, key));
-    const snapshots = await call('transactional read', () => this.tx.getAll(...refs));
+    const snapshots = await call('transactional read', this.timeoutMs, () => this.tx.getAll(...refs));
     return snapshots.map((snapshot) => {
       const data = snapshot.data();
       return data && fromDocument(data);
