@@ -25,6 +25,13 @@ interface Emulators {
  */
 export const NATIVE_EMULATOR_OPTIONS = Object.freeze({ callTimeoutMs: 30_000 });
 
+/**
+ * gRPC channel options of a client of another address: it tries to connect again within 250 ms
+ * (not gRPC's backoff of up to 2 minutes), so the calls a test left pending there end soon once
+ * the address answers again.
+ */
+const RECONNECT_SOON = { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 250 };
+
 /** What a file that uses the emulator gets. */
 export interface FirestoreNative {
   /** A client of the emulator (a new one each call: `useBigInt`, so integers beyond 2^53 read back whole); valid once the file's tests run. */
@@ -60,8 +67,8 @@ export function useFirestoreNative(): FirestoreNative {
     if (!started) throw new Error('the Firestore emulator in Native mode is not started: call useFirestoreNative() at the top of the test file');
     return started;
   };
-  const make = (): Firestore => {
-    const client = new Firestore({ projectId: `locker-native-${process.pid}`, useBigInt: true });
+  const make = (grpc: Record<string, number> = {}): Firestore => {
+    const client = new Firestore({ projectId: `locker-native-${process.pid}`, useBigInt: true, ...grpc });
     clients.push(client);
     return client;
   };
@@ -75,7 +82,7 @@ export function useFirestoreNative(): FirestoreNative {
       const emulatorHost = host();
       process.env.FIRESTORE_EMULATOR_HOST = other;
       try {
-        return make();
+        return make(RECONNECT_SOON);
       } finally {
         process.env.FIRESTORE_EMULATOR_HOST = emulatorHost;
       }
