@@ -25,7 +25,7 @@
  *   given up as a `StoreUnavailableError` (`deadline.ts`: the client has no per-call deadline of
  *   its own, and a write given up may still apply, which the Locker's fenced writes make safe).
  *   A transaction is bounded call by call, as on `DatastoreStore`: each read inside it, and its
- *   commit (see {@link FirestoreStore.transaction}).
+ *   commit (`runTransaction` in `transaction.ts`).
  * - The queries and the indexes they need: `queries.ts`.
  *
  * Index exclusions have no meaning here (Firestore indexes every field unless an exemption says
@@ -43,13 +43,13 @@ import type {
 import { LEDGER_KIND, ledgerKey, readLedger } from '../ledger-entity';
 import { readMany, replaceMany } from './batch';
 import { call, isConflict, toStoreError } from './errors';
-import { checkCallTimeout, deadlineError, DEFAULT_CALL_TIMEOUT_MS, withDeadline } from './deadline';
+import { checkCallTimeout, DEFAULT_CALL_TIMEOUT_MS, withDeadline } from './deadline';
 import { documentOf } from './paths';
 import { countLocks, findKeys, listDue, listRecords, queryLocks, type Scope } from './queries';
 import { checkPreconditions } from './preconditions';
 import { replacement } from './replace';
 import { retireLedgerMany } from './retire';
-import { FirestoreTransaction } from './transaction';
+import { runTransaction } from './transaction';
 import { asRead, fromDocument, toDocument } from './values';
 import { DocumentVersion, documentVersion } from './version';
 
@@ -112,57 +112,9 @@ export class FirestoreStore implements Store {
     return this.preconditions;
   }
 
-  /**
-   * One attempt of a Firestore transaction, bounded call by call (as `DatastoreStore` bounds its
-   * begin, lookups and commit), not as a whole: the time `fn` spends on its own work is the
-   * caller's. Each read inside it is a call with the deadline (`transaction.ts`); before `fn` starts
-   * and from the moment it resolves to the end of the commit, the store waits at most
-   * `callTimeoutMs` each. So the transaction ends within `fn`'s own time, its reads' deadlines and
-   * two more. Given up, it leaves no write the caller does not know of:
-   * - given up before `fn` started (the client never called back in time): `fn` never runs, and the
-   *   attempt, should it start later, throws before anything is written;
-   * - `fn` threw (a read that hit its deadline included): its error is rethrown at once, without
-   *   waiting for the client's rollback (which waits for the first read, maybe hung); the writes
-   *   were buffered (`transaction.ts`) and are never handed to Firestore, so no commit is sent;
-   * - the commit did not answer in time: a `StoreUnavailableError` saying that its outcome is
-   *   unknown (it may still apply), exactly as a commit given up by `DatastoreStore`.
-   */
+  /** One attempt of a Firestore transaction, each of its calls within the deadline (`runTransaction` in `transaction.ts`). */
   transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    const timeoutMs = this.timeoutMs;
-    return new Promise<T>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      let ended = false;
-      const end = (settle: () => void): void => {
-        if (ended) return;
-        ended = true;
-        clearTimeout(timer);
-        settle();
-      };
-      const arm = (operation: string, outcome: string): void => {
-        timer = setTimeout(() => end(() => reject(deadlineError(operation, timeoutMs, outcome))), timeoutMs);
-      };
-      arm('transaction', 'it was given up before it began; nothing was written');
-      this.firestore.runTransaction(async (t) => {
-        clearTimeout(timer);
-        if (ended) throw new Error('FirestoreStore: this transaction was given up at its deadline');
-        const tx = new FirestoreTransaction(this.firestore, t, this.ledgerKind, timeoutMs);
-        let result: T;
-        try {
-          result = await fn(tx);
-        } catch (error) {
-          end(() => reject(error)); // the caller's own error, or a store error already classified
-          throw error;
-        } finally {
-          tx.finish();
-        }
-        tx.apply();
-        arm('transaction commit', 'its outcome is unknown (the commit may still apply)');
-        return result;
-      }, { maxAttempts: 1 }).then(
-        (result) => end(() => resolve(result)),
-        (error: unknown) => end(() => reject(toStoreError('transaction', error))),
-      );
-    });
+    return runTransaction(this.firestore, this.ledgerKind, this.timeoutMs, fn);
   }
 
   async get(key: Key): Promise<Properties | undefined> {
