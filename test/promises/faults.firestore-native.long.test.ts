@@ -3,11 +3,11 @@
 import { faultSuite } from './fault-suite';
 import { FirestoreStore } from '../../src/store/firestore/store';
 import { uniqueNamespace } from '../support/emulator';
-import { useFirestoreNative } from '../support/firestore-native';
+import { NATIVE_EMULATOR_OPTIONS, useFirestoreNative } from '../support/firestore-native';
 
 const emulator = useFirestoreNative();
 
 faultSuite('the Firestore emulator in Native mode', async () => {
   const namespace = uniqueNamespace('faults');
-  return { store: new FirestoreStore(emulator.client(), { namespaces: [namespace], projectId: 'locker-native' }), namespace };
+  return { store: new FirestoreStore(emulator.client(), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace], projectId: 'locker-native' }), namespace };
 });

@@ -5,14 +5,14 @@ import { handleSuite } from './handle-suite';
 import { chainSuite } from '../chain/chain-suite';
 import { FirestoreStore } from '../../src/store/firestore/store';
 import { uniqueNamespace } from '../support/emulator';
-import { useFirestoreNative } from '../support/firestore-native';
+import { NATIVE_EMULATOR_OPTIONS, useFirestoreNative } from '../support/firestore-native';
 
 const emulator = useFirestoreNative();
 
 // The store sweeps only its own namespace: the other suite's ledger records stay out of its sweeps.
 const native = async () => {
   const namespace = uniqueNamespace('handle');
-  return { store: new FirestoreStore(emulator.client(), { namespaces: [namespace], projectId: 'locker-native' }), namespace };
+  return { store: new FirestoreStore(emulator.client(), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace], projectId: 'locker-native' }), namespace };
 };
 
 describe('handle() and chaining on the Firestore emulator in Native mode', { concurrency: true }, () => {

@@ -1,26 +1,29 @@
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { setLogFunction } from '@google-cloud/firestore';
-import { ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../src/errors/errors';
+import { setLogFunction, type Firestore } from '@google-cloud/firestore';
+import { ConfigError, ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../src/errors/errors';
+import { withDeadline } from '../../src/store/firestore/deadline';
 import { toStoreError } from '../../src/store/firestore/errors';
 import { FirestoreStore } from '../../src/store/firestore/store';
 import { documentOf, keyOf } from '../../src/store/firestore/paths';
 import { storeContract } from './store-contract';
 import { storeQueryContract } from './store-query-contract';
-import { useFirestoreNative } from '../support/firestore-native';
-import { uniqueNamespace } from '../support/emulator';
+import { NATIVE_EMULATOR_OPTIONS, useFirestoreNative } from '../support/firestore-native';
+import { closedPort, uniqueNamespace } from '../support/emulator';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
+import { taskApp } from '../support/task-app';
 
 const emulator = useFirestoreNative();
 
 // The Native-mode emulator locks what a transaction reads (pessimistic, as the service does): run
 // optimistic, the contract's lost-update checks fail (the second writer waits for the first).
 storeContract('FirestoreStore on the Firestore emulator in Native mode', (namespaces) => ({
-  store: new FirestoreStore(emulator.client(), { namespaces }),
+  store: new FirestoreStore(emulator.client(), { ...NATIVE_EMULATOR_OPTIONS, namespaces }),
   lockingReads: true,
 }));
 
-storeQueryContract('FirestoreStore on the Firestore emulator in Native mode', () => new FirestoreStore(emulator.client()));
+storeQueryContract('FirestoreStore on the Firestore emulator in Native mode', () => new FirestoreStore(emulator.client(), NATIVE_EMULATOR_OPTIONS));
 
 describe('FirestoreStore: keys as document paths', () => {
   it('maps kinds to collections, names and ids to documents, ancestors to subcollections, a namespace to a root prefix', async () => {
@@ -47,7 +50,7 @@ describe('FirestoreStore: keys as document paths', () => {
   });
 
   it('refuses keys Firestore cannot hold, saying why', async () => {
-    const store = new FirestoreStore(emulator.client());
+    const store = new FirestoreStore(emulator.client(), NATIVE_EMULATOR_OPTIONS);
     for (const key of [
       new Key({ path: ['Order', 'a/b'] }),
       new Key({ path: ['__kind__', 'a'] }),
@@ -59,7 +62,7 @@ describe('FirestoreStore: keys as document paths', () => {
 
   it('keeps the lock fields on the user\'s own document, under their own names, and the ledger record in LockerOutbox', async () => {
     const client = emulator.client();
-    const store = new FirestoreStore(client);
+    const store = new FirestoreStore(client, NATIVE_EMULATOR_OPTIONS);
     const ns = uniqueNamespace('own-doc');
     const key = new Key({ namespace: ns, path: ['Order', 'mine'] });
     const at = new Date('2024-01-01T00:00:00.000Z');
@@ -76,7 +79,7 @@ describe('FirestoreStore: keys as document paths', () => {
 
   it('keeps an integer beyond 2^53 an integer in the document', async () => {
     const client = emulator.client();
-    const store = new FirestoreStore(client);
+    const store = new FirestoreStore(client, NATIVE_EMULATOR_OPTIONS);
     const key = new Key({ namespace: uniqueNamespace('int'), path: ['Order', 'big'] });
     await store.transaction(async (tx) => tx.put(key, { big: Datastore.int('9007199254740993') }, []));
     const doc = (await documentOf(client, key).get()).data();
@@ -87,7 +90,7 @@ describe('FirestoreStore: keys as document paths', () => {
 describe('FirestoreStore: every namespace, with no namespaces option (collection-group queries)', () => {
   it('lists due records and finds keys in every namespace, and only top-level documents of the kind', async () => {
     const client = emulator.client();
-    const store = new FirestoreStore(client);
+    const store = new FirestoreStore(client, NATIVE_EMULATOR_OPTIONS);
     const [a, b] = [uniqueNamespace('group-a'), uniqueNamespace('group-b')];
     const due = new Date('2001-01-01T00:00:00.000Z'); // earlier than any other test's records
     const record = (namespace: string, id: string) => ({
@@ -112,7 +115,7 @@ describe('FirestoreStore: every namespace, with no namespaces option (collection
 
 describe('FirestoreStore: values Firestore cannot hold', () => {
   it('refuses an empty or reserved field name before anything is sent, naming the property', async () => {
-    const store = new FirestoreStore(emulator.client());
+    const store = new FirestoreStore(emulator.client(), NATIVE_EMULATOR_OPTIONS);
     const key = new Key({ namespace: uniqueNamespace('fields'), path: ['Order', 'fields'] });
     for (const [bad, path] of [[{ '': 1 }, ''], [{ __name__: 1 }, '__name__'], [{ inner: { '': 1 } }, 'inner.']] as const) {
       await assert.rejects(
@@ -170,7 +173,7 @@ async function requestsDuring(run: () => Promise<unknown>): Promise<Array<Record
 
 describe('FirestoreStore: compare-and-swap on the wire', () => {
   it('replaces with one commit of one update whose precondition is the updateTime read, in no transaction', async () => {
-    const store = new FirestoreStore(emulator.client());
+    const store = new FirestoreStore(emulator.client(), NATIVE_EMULATOR_OPTIONS);
     const key = new Key({ namespace: uniqueNamespace('wire'), path: ['Order', 'wire'] });
     await store.transaction(async (tx) => tx.put(key, { n: 0, gone: 'x' }, []));
     const read = await store.read(key);
@@ -200,7 +203,7 @@ describe('FirestoreStore: compare-and-swap on the wire', () => {
 describe('FirestoreStore: the backend check', () => {
   it('checks once, before its first compare-and-swap, that a stale lastUpdateTime is refused, and leaves no scratch document', async () => {
     const client = emulator.client();
-    const store = new FirestoreStore(client);
+    const store = new FirestoreStore(client, NATIVE_EMULATOR_OPTIONS);
     const key = new Key({ namespace: uniqueNamespace('check'), path: ['Order', 'check'] });
     await store.transaction(async (tx) => tx.put(key, { n: 0 }, []));
     const first = await store.read(key);
@@ -215,3 +218,145 @@ describe('FirestoreStore: the backend check', () => {
     assert.equal((await client.collection('LockerProbe').get()).size, 0, 'the scratch documents are deleted');
   });
 });
+
+describe('FirestoreStore: every call ends within callTimeoutMs', () => {
+  /** The deadline the stores below are given, and how long a call may take past it here. */
+  const DEADLINE_MS = 500;
+  const WITHIN_MS = 5_000;
+
+  /** Asserts that `run` fails with StoreUnavailableError naming the call and the deadline, within WITHIN_MS. */
+  async function givenUp(what: string, run: () => Promise<unknown>, message = new RegExp(`did not answer within callTimeoutMs \\(${DEADLINE_MS} ms\\)`)): Promise<void> {
+    const started = performance.now();
+    await assert.rejects(run(), (error: unknown) => {
+      assert.ok(error instanceof StoreUnavailableError, `${what}: expected StoreUnavailableError, got ${String(error)}`);
+      assert.match(error.message, message, what);
+      return true;
+    });
+    const took = performance.now() - started;
+    assert.ok(took < WITHIN_MS, `${what} ended after ${Math.round(took)} ms`);
+  }
+
+  it('refuses a callTimeoutMs that is not a positive integer, naming the option', () => {
+    const client = emulator.client();
+    for (const bad of [0, -1, 1.5, '5', Number.NaN, Number.POSITIVE_INFINITY]) {
+      assert.throws(() => new FirestoreStore(client, { callTimeoutMs: bad as number }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError, String(bad));
+        assert.match(error.message, /callTimeoutMs must be a positive integer/);
+        return true;
+      });
+    }
+    assert.ok(new FirestoreStore(client, { callTimeoutMs: 1 }));
+  });
+
+  it('clears its timer when a call settles first, and leaves the call\'s own error as it is', async () => {
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    assert.equal(await withDeadline('lookup', 60_000, async () => 'answered'), 'answered');
+    const refused = new Error('refused');
+    await assert.rejects(withDeadline('lookup', 60_000, () => Promise.reject(refused)), (error) => error === refused);
+    assert.ok(timers() <= before, 'no deadline timer is left pending');
+    await givenUp('a call that never settles', () => withDeadline('lookup', DEADLINE_MS, () => new Promise<never>(() => {})));
+    assert.ok(timers() <= before, 'nor once it fired');
+  });
+
+  describe('against an unreachable Firestore (a closed loopback port)', () => {
+    let port: number;
+    let client: Firestore;
+    let store: FirestoreStore;
+    const key = new Key({ namespace: uniqueNamespace('unreachable'), path: ['Order', 'unreachable'] });
+
+    before(async () => {
+      port = await closedPort();
+      client = emulator.clientOf(`127.0.0.1:${port}`);
+      store = new FirestoreStore(client, { callTimeoutMs: DEADLINE_MS, projectId: 'locker-native' });
+    });
+    after(async () => {
+      // The calls given up are the client's still (it retries UNAVAILABLE for up to a minute, and
+      // terminate() waits for them): the port opens onto the emulator, so they end and the client
+      // closes at once; the store itself leaves no timer behind, or this file's process would not exit.
+      const proxy = await startTcpProxy(emulator.host(), port);
+      await eventually(() => new FirestoreStore(client, NATIVE_EMULATOR_OPTIONS).read(new Key({ namespace: key.namespace, path: ['Order', 'revived'] })));
+      await client.terminate();
+      await proxy.close();
+    });
+
+    it('ends reads, a transaction, queries and a batch read with StoreUnavailableError within the deadline', async () => {
+      await givenUp('read', () => store.read(key));
+      await givenUp('get', () => store.get(key));
+      await givenUp('a transaction that reads', () => store.transaction(async (tx) => tx.put(key, { ...(await tx.get(key)), n: 1 }, [])));
+      await givenUp('listDue', () => store.listDue(new Date(), 10));
+      await givenUp('queryLocks', () => store.queryLocks({ kind: 'Order', state: 'scheduled', order: 'asc', limit: 10 }));
+      await givenUp('readMany', () => store.readMany!([key]));
+    });
+
+    it('answers a task 503 with a log line, not a crash', async () => {
+      const t = taskApp(store);
+      const started = performance.now();
+      const res = await t.send(key, 1);
+      assert.equal(res.status, 503);
+      assert.ok(performance.now() - started < 3 * WITHIN_MS, 'within a few deadlines');
+      assert.equal(t.runs.length, 0, 'the handler never ran');
+      assert.ok(t.logger.lines.some((l) => /store unavailable/i.test(l.message)), JSON.stringify(t.logger.lines));
+    });
+  });
+
+  describe('against a Firestore that accepts connections and never answers (a stalled proxy)', () => {
+    let proxy: TcpProxy;
+    let client: Firestore;
+    let store: FirestoreStore;
+    const namespace = uniqueNamespace('stalled');
+    const read = new Key({ namespace, path: ['Order', 'read'] });
+    const untouched = new Key({ namespace, path: ['Order', 'untouched'] });
+    const committed = new Key({ namespace, path: ['Order', 'committed'] });
+
+    before(async () => {
+      proxy = await startTcpProxy(emulator.host());
+      client = emulator.clientOf(`127.0.0.1:${proxy.port}`);
+      store = new FirestoreStore(client, { callTimeoutMs: DEADLINE_MS, namespaces: [namespace] });
+      const direct = new FirestoreStore(emulator.client(), NATIVE_EMULATOR_OPTIONS);
+      await direct.transaction(async (tx) => {
+        tx.put(read, { n: 0 }, []);
+        tx.put(untouched, { n: 0 }, []);
+      });
+    });
+    after(async () => {
+      await proxy.close();
+    });
+
+    it('ends every call with StoreUnavailableError within the deadline; a transaction given up at a read writes nothing; works again after', async () => {
+      const snapshot = await store.read(read);
+      assert.ok(snapshot);
+      assert.ok(await store.replaceIfUnchanged(read, snapshot, { n: 1 }, []), 'the backend check and a first write, through the proxy');
+      const fresh = await store.read(read);
+      assert.ok(fresh);
+      proxy.setMode('stall');
+      try {
+        await givenUp('read', () => store.read(read));
+        await givenUp('readWithLedger', () => store.readWithLedger(read, 'task-1'));
+        await givenUp('replaceIfUnchanged', () => store.replaceIfUnchanged(read, fresh, { n: 2 }, []));
+        await givenUp('a transaction given up at its read', () => store.transaction(async (tx) => tx.put(untouched, { ...(await tx.get(untouched)), n: 9 }, [])));
+        await givenUp('a transaction given up at its commit', () => store.transaction(async (tx) => tx.put(committed, { n: 1 }, [])), new RegExp(`transaction commit did not answer within callTimeoutMs \\(${DEADLINE_MS} ms\\): its outcome is unknown`));
+        await givenUp('listDue', () => store.listDue(new Date(), 10));
+        await givenUp('findKeys', () => store.findKeys({ kind: 'Order', property: 'n', equals: 'x', limit: 10 }));
+      } finally {
+        proxy.setMode('pass');
+      }
+      assert.ok(await eventually(() => store.read(read)), 'reachable again');
+      await client.terminate(); // waits for the calls given up: whatever they were to write is written now
+      const direct = new FirestoreStore(emulator.client(), NATIVE_EMULATOR_OPTIONS);
+      assert.deepEqual(await direct.get(untouched), { n: 0 }, 'the transaction given up before its commit wrote nothing, then or later');
+    });
+  });
+});
+
+/** The result of `run` once it succeeds (a reconnecting client fails for a while), within 30 s. */
+async function eventually<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      if (attempt >= 150) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}

@@ -5,12 +5,12 @@
 import { FirestoreStore } from '../../src/store/firestore/store';
 import type { StoreUnderTest } from '../step/handle-suite';
 import { uniqueNamespace } from './emulator';
-import type { FirestoreNative } from './firestore-native';
+import { NATIVE_EMULATOR_OPTIONS, type FirestoreNative } from './firestore-native';
 
 /** Opens a FirestoreStore on the emulator in a namespace of its own named after `prefix`. */
 export function nativeStore(emulator: FirestoreNative, prefix: string): () => Promise<StoreUnderTest> {
   return async () => {
     const namespace = uniqueNamespace(prefix);
-    return { store: new FirestoreStore(emulator.client(), { namespaces: [namespace], projectId: 'locker-native' }), namespace };
+    return { store: new FirestoreStore(emulator.client(), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace], projectId: 'locker-native' }), namespace };
   };
 }

@@ -19,8 +19,8 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-/** Starts a proxy to `target` (`host:port`). */
-export async function startTcpProxy(target: string): Promise<TcpProxy> {
+/** Starts a proxy to `target` (`host:port`), on `port` of 127.0.0.1 (0: one the system picks). */
+export async function startTcpProxy(target: string, port = 0): Promise<TcpProxy> {
   const [host, portText] = splitHostPort(target);
   let mode: ProxyMode = 'pass';
   const sockets = new Set<Socket>();
@@ -40,16 +40,16 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
-  const port = await new Promise<number>((resolve, reject) => {
+  const listening = await new Promise<number>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
       if (typeof address === 'object' && address) resolve(address.port);
       else reject(new Error('no port'));
     });
   });
   return {
-    port,
+    port: listening,
     setMode(next) {
       const previous = mode;
       mode = next;

@@ -12,6 +12,7 @@ import type { Key } from '@google-cloud/datastore';
 import type { Firestore } from '@google-cloud/firestore';
 import type { ConditionalOutcome, ConditionalWrite, VersionedRead } from '../../types';
 import { ledgerKey, ledgerProperties } from '../ledger-entity';
+import { withDeadline } from './deadline';
 import { call, isConflict, toStoreError } from './errors';
 import { documentOf } from './paths';
 import { addConditionalWrite } from './replace';
@@ -22,11 +23,11 @@ import { DocumentVersion, documentVersion } from './version';
 const CONCURRENCY = 32;
 
 /** Reads every key in one `getAll` (at most 1,000); a missing document is absent at an absent version. */
-export async function readMany(firestore: Firestore, keys: readonly Key[]): Promise<VersionedRead[]> {
+export async function readMany(firestore: Firestore, timeoutMs: number, keys: readonly Key[]): Promise<VersionedRead[]> {
   if (keys.length > 1_000) throw new RangeError('readMany reads at most 1,000 keys a call');
   if (keys.length === 0) return [];
   const refs = keys.map((key) => documentOf(firestore, key));
-  const snapshots = await call('lookup', () => firestore.getAll(...refs));
+  const snapshots = await call('lookup', timeoutMs, () => firestore.getAll(...refs));
   return snapshots.map((snapshot, i) => {
     const data = snapshot.data();
     return {
@@ -38,20 +39,20 @@ export async function readMany(firestore: Firestore, keys: readonly Key[]): Prom
 }
 
 /** Writes each entity still at the version read, with its record and marker (see the file's comment). */
-export async function replaceMany(firestore: Firestore, ledgerKind: string, writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
+export async function replaceMany(firestore: Firestore, timeoutMs: number, ledgerKind: string, writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
   const outcomes: ConditionalOutcome[] = new Array(writes.length);
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < writes.length) {
       const i = next++;
-      outcomes[i] = await writeOne(firestore, ledgerKind, writes[i]!);
+      outcomes[i] = await writeOne(firestore, timeoutMs, ledgerKind, writes[i]!);
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, writes.length) }, worker));
   return outcomes;
 }
 
-async function writeOne(firestore: Firestore, ledgerKind: string, write: ConditionalWrite): Promise<ConditionalOutcome> {
+async function writeOne(firestore: Firestore, timeoutMs: number, ledgerKind: string, write: ConditionalWrite): Promise<ConditionalOutcome> {
   let commit: (withMarker: boolean) => Promise<unknown>;
   try {
     const version = documentVersion(write.read.version, 'replaceMany');
@@ -72,7 +73,7 @@ async function writeOne(firestore: Firestore, ledgerKind: string, write: Conditi
         if (marker.version) addConditionalWrite(batch, marker.ref, marker.data, marker.version);
         else batch.set(marker.ref, marker.data);
       }
-      return batch.commit();
+      return withDeadline('batch write', timeoutMs, () => batch.commit());
     };
     if (!marker?.version) {
       await commit(true);

@@ -1,8 +1,8 @@
 /**
  * How Firestore's failures become the store's errors, decided once, where they enter (every call
- * goes through {@link call}), with the same classes and the same contention rule as
- * `DatastoreStore` (`../datastore/errors.ts`): ABORTED and the emulator's lock timeouts are
- * contention; UNAVAILABLE, DEADLINE_EXCEEDED and the other transient codes are unavailability;
+ * goes through {@link call}, which also bounds it by the store's deadline, `deadline.ts`), with the
+ * same classes and the same contention rule as `DatastoreStore` (`../datastore/errors.ts`): ABORTED
+ * and the emulator's lock timeouts are contention; UNAVAILABLE, DEADLINE_EXCEEDED and the other transient codes are unavailability;
  * a transaction the server closed meanwhile ("Transaction is invalid or closed") is contention too;
  * INVALID_ARGUMENT and OUT_OF_RANGE refuse the write for good; PERMISSION_DENIED,
  * UNAUTHENTICATED, NOT_FOUND (the database), FAILED_PRECONDITION (a missing index) and
@@ -13,6 +13,7 @@
 import { ContentionError, LockerError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../errors/errors';
 import { grpcCode } from '../../errors/grpc-status';
 import { isContention } from '../datastore/errors';
+import { withDeadline } from './deadline';
 
 const NOT_FOUND = 5;
 const ALREADY_EXISTS = 6;
@@ -54,10 +55,13 @@ export function toStoreError(operation: string, error: unknown): LockerError {
   return new StoreUnavailableError(`Firestore ${operation} failed: ${message}`, { cause: error });
 }
 
-/** Runs one Firestore call and maps its failure with {@link toStoreError}. */
-export async function call<T>(operation: string, run: () => Promise<T>): Promise<T> {
+/**
+ * Runs one Firestore call within `timeoutMs` (`withDeadline`: past it, a `StoreUnavailableError`,
+ * the call given up) and maps its failure with {@link toStoreError}.
+ */
+export async function call<T>(operation: string, timeoutMs: number, run: () => Promise<T>): Promise<T> {
   try {
-    return await run();
+    return await withDeadline(operation, timeoutMs, run);
   } catch (error) {
     throw toStoreError(operation, error);
   }

@@ -13,20 +13,21 @@
 import { randomBytes } from 'node:crypto';
 import type { Firestore } from '@google-cloud/firestore';
 import { StoreConfigError } from '../../errors/errors';
+import { withDeadline } from './deadline';
 import { call, isConflict, toStoreError } from './errors';
 
 /** The collection of the scratch documents: no user kind, never read by the library's queries. */
 export const PROBE_COLLECTION = 'LockerProbe';
 
 /** Resolves when a stale `lastUpdateTime` precondition is refused; a `StoreConfigError` when it is not. */
-export async function checkPreconditions(firestore: Firestore): Promise<void> {
+export async function checkPreconditions(firestore: Firestore, timeoutMs: number): Promise<void> {
   const ref = firestore.collection(PROBE_COLLECTION).doc(`precondition-${randomBytes(12).toString('hex')}`);
-  const created = await call('precondition check', () => ref.create({ step: 0 }));
+  const created = await call('precondition check', timeoutMs, () => ref.create({ step: 0 }));
   try {
-    const fresh = await call('precondition check', () => ref.update({ step: 1 }, { lastUpdateTime: created.writeTime }));
+    const fresh = await call('precondition check', timeoutMs, () => ref.update({ step: 1 }, { lastUpdateTime: created.writeTime }));
     let staleApplied = false;
     try {
-      await ref.update({ step: 2 }, { lastUpdateTime: created.writeTime });
+      await withDeadline('precondition check', timeoutMs, () => ref.update({ step: 2 }, { lastUpdateTime: created.writeTime }));
       staleApplied = true;
     } catch (error) {
       if (!isConflict(error)) throw toStoreError('precondition check', error);
@@ -38,6 +39,6 @@ export async function checkPreconditions(firestore: Firestore): Promise<void> {
       );
     }
   } finally {
-    await ref.delete().catch(() => undefined);
+    await withDeadline('precondition check', timeoutMs, () => ref.delete()).catch(() => undefined);
   }
 }

@@ -37,10 +37,10 @@ const MAX_MALFORMED = 10_000;
 export type Scope = readonly string[] | 'all';
 
 /** The ledger records due at `now` in `scope`, oldest due first, at most `limit` (`Store.listDue`). */
-export async function listDue(firestore: Firestore, kind: string, scope: Scope, now: Date, limit: number): Promise<DueLedger> {
+export async function listDue(firestore: Firestore, timeoutMs: number, kind: string, scope: Scope, now: Date, limit: number): Promise<DueLedger> {
   const queries = scope === 'all' ? [firestore.collectionGroup(kind)] : scope.map((ns) => kindCollection(firestore, ns, kind));
   const found: DueLedger = { records: [], malformed: [] };
-  const parts = await Promise.all(queries.map((q) => dueIn(q, now, limit)));
+  const parts = await Promise.all(queries.map((q) => dueIn(q, timeoutMs, now, limit)));
   for (const part of parts) {
     found.records.push(...part.records);
     found.malformed.push(...part.malformed);
@@ -49,14 +49,14 @@ export async function listDue(firestore: Firestore, kind: string, scope: Scope, 
   return found;
 }
 
-async function dueIn(base: Query, now: Date, limit: number): Promise<DueLedger> {
+async function dueIn(base: Query, timeoutMs: number, now: Date, limit: number): Promise<DueLedger> {
   const found: DueLedger = { records: [], malformed: [] };
   if (limit <= 0) return found;
   const query = base.where('due', '<=', Timestamp.fromDate(now)).orderBy('due');
   let after: QueryDocumentSnapshot | undefined;
   while (found.records.length < limit && found.malformed.length < MAX_MALFORMED) {
     const asked = limit - found.records.length;
-    const page = await call('ledger query', () => (after ? query.startAfter(after) : query).limit(asked).get());
+    const page = await call('ledger query', timeoutMs, () => (after ? query.startAfter(after) : query).limit(asked).get());
     for (const doc of page.docs) {
       if (!isTopLevel(doc.ref)) continue; // the kind's name used below an ancestor: not a ledger record
       const record = readLedger(keyOf(doc.ref)?.name ?? doc.id, fromDocument(doc.data()));
@@ -70,7 +70,7 @@ async function dueIn(base: Query, now: Date, limit: number): Promise<DueLedger> 
 }
 
 /** One page of locks by state, ordered by `lock_ts` (`Store.queryLocks`). */
-export async function queryLocks(firestore: Firestore, query: LockQuery): Promise<LockPage> {
+export async function queryLocks(firestore: Firestore, timeoutMs: number, query: LockQuery): Promise<LockPage> {
   checkLockQuery(query);
   const direction = query.order === 'desc' ? 'desc' : 'asc';
   let q = lockFilter(firestore, query).orderBy('lock_ts', direction).orderBy(FieldPath.documentId(), direction);
@@ -78,14 +78,14 @@ export async function queryLocks(firestore: Firestore, query: LockQuery): Promis
     const [ms, id] = readCursor(query.cursor);
     q = q.startAfter(Timestamp.fromMillis(ms), id);
   }
-  const docs = (await call('lock query', () => q.limit(query.limit + 1).get())).docs;
+  const docs = (await call('lock query', timeoutMs, () => q.limit(query.limit + 1).get())).docs;
   return pageOf(docs, query.limit, (doc) => timeOf(doc.get('lock_ts')));
 }
 
 /** How many locks match, up to the cap (`Store.countLocks`): one count aggregation. */
-export async function countLocks(firestore: Firestore, query: LockCountQuery): Promise<LockCount> {
+export async function countLocks(firestore: Firestore, timeoutMs: number, query: LockCountQuery): Promise<LockCount> {
   checkLockCount(query);
-  const counted = await call('lock count', () => lockFilter(firestore, query).limit(query.cap + 1).count().get());
+  const counted = await call('lock count', timeoutMs, () => lockFilter(firestore, query).limit(query.cap + 1).count().get());
   const n = Number(counted.data().count); // a bigint on a client built with useBigInt
   return n > query.cap ? { count: query.cap, exact: false } : { count: n, exact: true };
 }
@@ -99,19 +99,19 @@ function lockFilter(firestore: Firestore, query: Omit<LockCountQuery, 'cap'>): Q
 }
 
 /** Records of one kind, newest first by a time property (`Store.listRecords`). */
-export async function listRecords(firestore: Firestore, query: RecordQuery): Promise<LockPage> {
+export async function listRecords(firestore: Firestore, timeoutMs: number, query: RecordQuery): Promise<LockPage> {
   checkRecordQuery(query);
   let q = kindCollection(firestore, query.namespace, query.kind).orderBy(query.newestBy, 'desc').orderBy(FieldPath.documentId(), 'desc');
   if (query.cursor !== undefined) {
     const [ms, id] = readCursor(query.cursor);
     q = q.startAfter(Timestamp.fromMillis(ms), id);
   }
-  const docs = (await call('record query', () => q.limit(query.limit + 1).get())).docs;
+  const docs = (await call('record query', timeoutMs, () => q.limit(query.limit + 1).get())).docs;
   return pageOf(docs.filter((doc) => doc.get(query.newestBy) instanceof Timestamp), query.limit, (doc) => timeOf(doc.get(query.newestBy)));
 }
 
 /** Keys of the entities one property matches (`Store.findKeys`): keys-only queries. */
-export async function findKeys(firestore: Firestore, query: KeyQuery, scope: Scope): Promise<Key[]> {
+export async function findKeys(firestore: Firestore, timeoutMs: number, query: KeyQuery, scope: Scope): Promise<Key[]> {
   checkKeyQuery(query);
   const bases: Query[] = query.namespace !== undefined
     ? [kindCollection(firestore, query.namespace, query.kind)]
@@ -121,7 +121,7 @@ export async function findKeys(firestore: Firestore, query: KeyQuery, scope: Sco
     const filtered = query.equals !== undefined
       ? base.where(query.property, '==', query.equals)
       : base.where(query.property, '<=', Timestamp.fromDate(query.atOrBefore!));
-    const docs = (await call('key query', () => filtered.select().limit(query.limit).get())).docs;
+    const docs = (await call('key query', timeoutMs, () => filtered.select().limit(query.limit).get())).docs;
     for (const doc of docs) {
       const key = isTopLevel(doc.ref) ? keyOf(doc.ref) : undefined;
       if (key && keys.length < query.limit) keys.push(key);

@@ -10,13 +10,14 @@
 import type { Firestore, DocumentReference, Timestamp } from '@google-cloud/firestore';
 import type { LedgerNeeded, LedgerRef } from '../../types';
 import { ledgerKey } from '../ledger-entity';
+import { withDeadline } from './deadline';
 import { call, isConflict, toStoreError } from './errors';
 import { documentOf } from './paths';
 import { fromDocument } from './values';
 import { documentVersion } from './version';
 
 /** Removes the records named that are still at their version, or that their entities no longer need. */
-export async function retireLedgerMany(firestore: Firestore, ledgerKind: string, records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
+export async function retireLedgerMany(firestore: Firestore, timeoutMs: number, ledgerKind: string, records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
   if (records.length > 500) throw new RangeError('retireLedgerMany removes at most 500 records a call');
   const deletes = new Map<string, { ref: DocumentReference; at: Timestamp }>();
   const judged: { ref: DocumentReference; entity: DocumentReference; id: string }[] = [];
@@ -30,7 +31,7 @@ export async function retireLedgerMany(firestore: Firestore, ledgerKind: string,
     if (at) deletes.set(ref.path, { ref, at });
   }
   if (judged.length > 0) {
-    const snapshots = await call('lookup', () => firestore.getAll(...judged.flatMap((j) => [j.ref, j.entity])));
+    const snapshots = await call('lookup', timeoutMs, () => firestore.getAll(...judged.flatMap((j) => [j.ref, j.entity])));
     judged.forEach(({ ref, id }, i) => {
       const record = snapshots[2 * i]!;
       const entity = snapshots[2 * i + 1]!.data();
@@ -38,7 +39,7 @@ export async function retireLedgerMany(firestore: Firestore, ledgerKind: string,
       if (!needed(entity && fromDocument(entity), id)) deletes.set(ref.path, { ref, at: record.updateTime! });
     });
   }
-  const results = await Promise.allSettled([...deletes.values()].map(({ ref, at }) => ref.delete({ lastUpdateTime: at })));
+  const results = await Promise.allSettled([...deletes.values()].map(({ ref, at }) => withDeadline('delete', timeoutMs, () => ref.delete({ lastUpdateTime: at }))));
   const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected' && !isConflict(r.reason));
   if (failure) throw toStoreError('delete', failure.reason);
 }

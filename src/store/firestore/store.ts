@@ -21,6 +21,11 @@
  * - `transaction()` runs one attempt of a Firestore transaction (`transaction.ts`); contention
  *   (ABORTED, the emulator's and the service's lock timeouts under pessimistic locking) is a
  *   `ContentionError` (`errors.ts`), which the Locker retries whole.
+ * - Deadline: every call to Firestore ends within `callTimeoutMs` (default 5,000 ms), else it is
+ *   given up as a `StoreUnavailableError` (`deadline.ts`: the client has no per-call deadline of
+ *   its own, and a write given up may still apply, which the Locker's fenced writes make safe).
+ *   A transaction is bounded call by call, as on `DatastoreStore`: each read inside it, and its
+ *   commit (`runTransaction` in `transaction.ts`).
  * - The queries and the indexes they need: `queries.ts`.
  *
  * Index exclusions have no meaning here (Firestore indexes every field unless an exemption says
@@ -38,12 +43,13 @@ import type {
 import { LEDGER_KIND, ledgerKey, readLedger } from '../ledger-entity';
 import { readMany, replaceMany } from './batch';
 import { call, isConflict, toStoreError } from './errors';
+import { checkCallTimeout, DEFAULT_CALL_TIMEOUT_MS, withDeadline } from './deadline';
 import { documentOf } from './paths';
 import { countLocks, findKeys, listDue, listRecords, queryLocks, type Scope } from './queries';
 import { checkPreconditions } from './preconditions';
 import { replacement } from './replace';
 import { retireLedgerMany } from './retire';
-import { FirestoreTransaction } from './transaction';
+import { runTransaction } from './transaction';
 import { asRead, fromDocument, toDocument } from './values';
 import { DocumentVersion, documentVersion } from './version';
 
@@ -57,15 +63,23 @@ export interface FirestoreStoreOptions {
    * collection-group index of `due` (see `queries.ts`).
    */
   namespaces?: readonly string[];
+  /**
+   * How long one call to Firestore may take, ms, the client's own retries included; then it is
+   * given up and fails with `StoreUnavailableError` (a write given up may still apply). A
+   * positive integer. Defaults to 5000.
+   */
+  callTimeoutMs?: number;
 }
 
-const OPTION_NAMES: OptionNames<FirestoreStoreOptions> = { projectId: true, namespaces: true };
+const OPTION_NAMES: OptionNames<FirestoreStoreOptions> = { projectId: true, namespaces: true, callTimeoutMs: true };
 
 /** A {@link Store} over a Firestore database in Native mode. */
 export class FirestoreStore implements Store {
   readonly projectId?: string;
   private readonly scope: Scope;
   private readonly ledgerKind = LEDGER_KIND;
+  /** The deadline of each call to Firestore, ms (`deadline.ts`). */
+  private readonly timeoutMs: number;
   /** The backend check's finding (`preconditions.ts`), once it ran; forgotten when it could not run. */
   private preconditions?: Promise<void>;
 
@@ -80,6 +94,7 @@ export class FirestoreStore implements Store {
       throw new ConfigError('FirestoreStore: namespaces, when given, names at least one namespace ("" is the default one)');
     }
     this.scope = options.namespaces ? [...options.namespaces] : 'all';
+    this.timeoutMs = checkCallTimeout(options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
   }
 
   /**
@@ -88,7 +103,7 @@ export class FirestoreStore implements Store {
    */
   checkPreconditions(): Promise<void> {
     if (!this.preconditions) {
-      const check = checkPreconditions(this.firestore);
+      const check = checkPreconditions(this.firestore, this.timeoutMs);
       this.preconditions = check;
       check.catch((error: unknown) => {
         if (!(error instanceof StoreConfigError)) this.preconditions = undefined;
@@ -97,38 +112,20 @@ export class FirestoreStore implements Store {
     return this.preconditions;
   }
 
-  async transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    let thrown: { error: unknown } | undefined;
-    try {
-      return await this.firestore.runTransaction(async (t) => {
-        const tx = new FirestoreTransaction(this.firestore, t, this.ledgerKind);
-        let result: T;
-        try {
-          result = await fn(tx);
-        } catch (error) {
-          thrown = { error }; // rethrown as it is: the caller's own error, or a store error already classified
-          throw error;
-        } finally {
-          tx.finish();
-        }
-        tx.apply();
-        return result;
-      }, { maxAttempts: 1 });
-    } catch (error) {
-      if (thrown && error === thrown.error) throw error;
-      throw toStoreError('transaction', error);
-    }
+  /** One attempt of a Firestore transaction, each of its calls within the deadline (`runTransaction` in `transaction.ts`). */
+  transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return runTransaction(this.firestore, this.ledgerKind, this.timeoutMs, fn);
   }
 
   async get(key: Key): Promise<Properties | undefined> {
     const ref = documentOf(this.firestore, key);
-    const data = (await call('lookup', () => ref.get())).data();
+    const data = (await call('lookup', this.timeoutMs, () => ref.get())).data();
     return data && fromDocument(data);
   }
 
   async read(key: Key): Promise<Snapshot | undefined> {
     const ref = documentOf(this.firestore, key);
-    const snapshot = await call('lookup', () => ref.get());
+    const snapshot = await call('lookup', this.timeoutMs, () => ref.get());
     const data = snapshot.data();
     return data && { properties: fromDocument(data), version: new DocumentVersion(snapshot.updateTime, Object.keys(data)) };
   }
@@ -136,7 +133,7 @@ export class FirestoreStore implements Store {
   /** The entity and its step's ledger record, in one `getAll` (see `Store.readWithLedger`). */
   async readWithLedger(key: Key, id: string): Promise<StepRead> {
     const refs = [documentOf(this.firestore, key), documentOf(this.firestore, ledgerKey(this.ledgerKind, key.namespace, id))] as const;
-    const [entity, ledger] = await call('lookup', () => this.firestore.getAll(...refs));
+    const [entity, ledger] = await call('lookup', this.timeoutMs, () => this.firestore.getAll(...refs));
     const data = entity!.data();
     const stored = ledger!.data();
     const record = stored && readLedger(id, fromDocument(stored));
@@ -152,7 +149,7 @@ export class FirestoreStore implements Store {
     if (refs.length > 1_000) throw new RangeError('readLedgerMany reads at most 1,000 records a call');
     if (refs.length === 0) return [];
     const docs = refs.map(({ key, id }) => documentOf(this.firestore, ledgerKey(this.ledgerKind, key.namespace, id)));
-    const snapshots = await call('lookup', () => this.firestore.getAll(...docs));
+    const snapshots = await call('lookup', this.timeoutMs, () => this.firestore.getAll(...docs));
     return snapshots.map((snapshot, i) => {
       const data = snapshot.data();
       const record = data && readLedger(refs[i]!.id, fromDocument(data));
@@ -168,7 +165,7 @@ export class FirestoreStore implements Store {
     const [field, value, ...rest] = replacement(data, version);
     await this.checkPreconditions();
     try {
-      const written = await ref.update(field, value, ...rest, { lastUpdateTime: version.updateTime });
+      const written = await withDeadline('conditional write', this.timeoutMs, () => ref.update(field, value, ...rest, { lastUpdateTime: version.updateTime }));
       return { properties: asRead(properties), version: new DocumentVersion(written.writeTime, Object.keys(data)) };
     } catch (error) {
       if (isConflict(error)) return undefined;
@@ -177,36 +174,36 @@ export class FirestoreStore implements Store {
   }
 
   readMany(keys: readonly Key[]): Promise<VersionedRead[]> {
-    return readMany(this.firestore, keys);
+    return readMany(this.firestore, this.timeoutMs, keys);
   }
 
   async replaceMany(writes: readonly ConditionalWrite[]): Promise<ConditionalOutcome[]> {
     if (writes.length > 0) await this.checkPreconditions();
-    return replaceMany(this.firestore, this.ledgerKind, writes);
+    return replaceMany(this.firestore, this.timeoutMs, this.ledgerKind, writes);
   }
 
   listDue(now: Date, limit: number): Promise<DueLedger> {
-    return listDue(this.firestore, this.ledgerKind, this.scope, now, limit);
+    return listDue(this.firestore, this.timeoutMs, this.ledgerKind, this.scope, now, limit);
   }
 
   async retireLedgerMany(records: readonly LedgerRef[], needed: LedgerNeeded): Promise<void> {
     if (records.length > 0) await this.checkPreconditions();
-    return retireLedgerMany(this.firestore, this.ledgerKind, records, needed);
+    return retireLedgerMany(this.firestore, this.timeoutMs, this.ledgerKind, records, needed);
   }
 
   queryLocks(query: LockQuery): Promise<LockPage> {
-    return queryLocks(this.firestore, query);
+    return queryLocks(this.firestore, this.timeoutMs, query);
   }
 
   countLocks(query: LockCountQuery): Promise<LockCount> {
-    return countLocks(this.firestore, query);
+    return countLocks(this.firestore, this.timeoutMs, query);
   }
 
   listRecords(query: RecordQuery): Promise<LockPage> {
-    return listRecords(this.firestore, query);
+    return listRecords(this.firestore, this.timeoutMs, query);
   }
 
   findKeys(query: KeyQuery): Promise<Key[]> {
-    return findKeys(this.firestore, query, this.scope);
+    return findKeys(this.firestore, this.timeoutMs, query, this.scope);
   }
 }
