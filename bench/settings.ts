@@ -2,7 +2,7 @@
  * How much the benchmark measures. `BENCH_QUICK=1` makes a short run; single sizes can be
  * overridden (`BENCH_JVM_WARMUP`, `BENCH_ROUNDS`, `BENCH_WARMUP`, `BENCH_BATCHES`, `BENCH_BATCH_OPS`, `BENCH_LEAK_STEPS`,
  * `BENCH_SIMULTANEOUS_ROUNDS`, `BENCH_KICKOFF_CHAINS`, `BENCH_KICKOFF_ROUNDS`, `BENCH_FANOUT_CHILDREN`, `BENCH_RECURRING_SCHEDULES`;
- * `BENCH_ONLY=kickoff`, `fanout`, `console` or `recurring` runs that part alone),
+ * `BENCH_ONLY=kickoff`, `fanout`, `console`, `recurring` or `native` runs that part alone),
  * which the smoke test uses for a tiny round.
  */
 
@@ -36,8 +36,8 @@ export interface Settings {
   recurringSchedules: number;
   /** Chains the status page's overview is measured over (`bench/console.ts`). */
   consoleSizes: readonly number[];
-  /** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`), `fanout` (`npm run bench:fanout`), `console` (`npm run bench:console`) or `recurring` (`npm run bench:recurring`) runs that part alone. */
-  only: 'kickoff' | 'fanout' | 'console' | 'recurring' | undefined;
+  /** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`), `fanout` (`npm run bench:fanout`), `console` (`npm run bench:console`), `recurring` (`npm run bench:recurring`) or `native` (`npm run bench:native`: a step against its limit on each emulator, Native mode included) runs that part alone. */
+  only: 'kickoff' | 'fanout' | 'console' | 'recurring' | 'native' | undefined;
   quick: boolean;
 }
 
@@ -66,10 +66,10 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   };
 }
 
-function only(raw: string | undefined): 'kickoff' | 'fanout' | 'console' | 'recurring' | undefined {
+function only(raw: string | undefined): 'kickoff' | 'fanout' | 'console' | 'recurring' | 'native' | undefined {
   if (raw === undefined || raw === '') return undefined;
-  if (raw === 'kickoff' || raw === 'fanout' || raw === 'console' || raw === 'recurring') return raw;
-  throw new Error(`BENCH_ONLY must be kickoff, fanout, console or recurring (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
+  if (raw === 'kickoff' || raw === 'fanout' || raw === 'console' || raw === 'recurring' || raw === 'native') return raw;
+  throw new Error(`BENCH_ONLY must be kickoff, fanout, console, recurring or native (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
 }
 
 /** A comma-separated list of chain counts (each at least 400: the part reads 300 keys of one state). */
