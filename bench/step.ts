@@ -16,7 +16,7 @@
  * Last, a step against its physical limit on the legacy emulator, the Firestore emulator in
  * Datastore mode and the Firestore emulator in Native mode (`FirestoreStore`; the part starts that
  * emulator itself), with the same code on each (`backends.ts`); `BENCH_ONLY=native`
- * (`npm run bench:native`) runs that part alone.
+ * (`npm run bench:native`) runs that part alone, `BENCH_NATIVE=0` leaves it out.
  *
  * `BENCH_QUICK=1` makes a short run (see `settings.ts` for single sizes). `BENCH_LEAK_STORE`
  * chooses the store of the memory check: `datastore` (the emulator, default), `memory` (the
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   const target: Target = { datastore, server, keys };
   const progress = (text: string): void => void process.stderr.write(`bench: ${text}\n`);
   let results: Results;
-  let backends: AgainstLimitSamples[];
+  let backends: AgainstLimitSamples[] = [];
   try {
     progress(`warming up the emulator: ${settings.jvmWarmup} raw transactions and steps`);
     await warmUp(target, settings.jvmWarmup, settings.concurrency);
@@ -101,14 +101,14 @@ async function main(): Promise<void> {
     const consoleReport = await measureConsole(consoleEmulators(datastore), settings.consoleSizes, progress);
     progress(`${settings.recurringSchedules} schedules all due at one tick, against scheduleMany() of as many chains`);
     const recurring = await measureRecurring(datastore, keys, settings.recurringSchedules);
-    backends = await measureBackends(`${keys.namespace}-limit`, settings, progress);
+    if (settings.native) backends = await measureBackends(`${keys.namespace}-limit`, settings, progress);
     results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry, kickoffs, fanOut, console: consoleReport, recurring };
   } finally {
     await server.close();
     await spy.close();
   }
-  console.log(`${table(results)}\n\n${againstLimitLines(backends, settings).join('\n')}`);
-  console.log(JSON.stringify({ ...summaryJson(results), ...againstLimitJson(backends) }));
+  console.log(backends.length === 0 ? table(results) : `${table(results)}\n\n${againstLimitLines(backends, settings).join('\n')}`);
+  console.log(JSON.stringify({ ...summaryJson(results), ...(backends.length > 0 && againstLimitJson(backends)) }));
 }
 
 /** `BENCH_ONLY=native` (`npm run bench:native`): a step against its limit on each emulator, Native mode included, its lines, then its JSON line. */
