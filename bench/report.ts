@@ -291,13 +291,13 @@ function leakLines(leak: LeakReport, concurrency: number): string[] {
   return lines;
 }
 
-function verdict(ratio: number, target: number, kind: 'max' | 'min' | 'below'): string {
+export function verdict(ratio: number, target: number, kind: 'max' | 'min' | 'below'): string {
   const met = kind === 'max' ? ratio <= target : kind === 'min' ? ratio >= target : ratio < target;
   return `${{ max: '≤', min: '≥', below: '<' }[kind]} ${target} ${met ? 'met' : 'MISSED'}`;
 }
 
 /** Left-aligned first cell, right-aligned number cells of the given widths; a width of 0 leaves the cell as it is. */
-function row(cells: string[], widths: number[]): string {
+export function row(cells: string[], widths: number[]): string {
   return cells
     .map((cell, i) => {
       const width = widths[i] ?? 0;

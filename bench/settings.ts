@@ -2,8 +2,9 @@
  * How much the benchmark measures. `BENCH_QUICK=1` makes a short run; single sizes can be
  * overridden (`BENCH_JVM_WARMUP`, `BENCH_ROUNDS`, `BENCH_WARMUP`, `BENCH_BATCHES`, `BENCH_BATCH_OPS`, `BENCH_LEAK_STEPS`,
  * `BENCH_SIMULTANEOUS_ROUNDS`, `BENCH_KICKOFF_CHAINS`, `BENCH_KICKOFF_ROUNDS`, `BENCH_FANOUT_CHILDREN`, `BENCH_RECURRING_SCHEDULES`;
- * `BENCH_ONLY=kickoff`, `fanout`, `console` or `recurring` runs that part alone),
- * which the smoke test uses for a tiny round.
+ * `BENCH_ONLY=kickoff`, `fanout`, `console`, `recurring` or `native` runs that part alone),
+ * which the smoke test uses for a tiny round. `BENCH_NATIVE=0` leaves the last part (a step
+ * against its limit on each emulator, which starts the Native-mode emulator's JVM) out of a full run.
  */
 
 /** The sizes of one benchmark run. */
@@ -36,13 +37,15 @@ export interface Settings {
   recurringSchedules: number;
   /** Chains the status page's overview is measured over (`bench/console.ts`). */
   consoleSizes: readonly number[];
-  /** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`), `fanout` (`npm run bench:fanout`), `console` (`npm run bench:console`) or `recurring` (`npm run bench:recurring`) runs that part alone. */
-  only: 'kickoff' | 'fanout' | 'console' | 'recurring' | undefined;
+  /** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`), `fanout` (`npm run bench:fanout`), `console` (`npm run bench:console`), `recurring` (`npm run bench:recurring`) or `native` (`npm run bench:native`: a step against its limit on each emulator, Native mode included) runs that part alone. */
+  only: 'kickoff' | 'fanout' | 'console' | 'recurring' | 'native' | undefined;
+  /** Whether a full run ends with that part (`BENCH_NATIVE=0`: not; the smoke test leaves it to its own long test). */
+  native: boolean;
   quick: boolean;
 }
 
-const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, kickoffChains: 1_000, kickoffRounds: 5, fanOutChildren: 10_000, recurringSchedules: 10_000, consoleSizes: [10_000, 100_000], only: undefined, quick: false };
-const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, simultaneous: 20, simultaneousRounds: 10, kickoffChains: 1_000, kickoffRounds: 3, fanOutChildren: 200, recurringSchedules: 1_000, consoleSizes: [1_000, 10_000], only: undefined, quick: true };
+const FULL: Settings = { jvmWarmup: 5_000, rounds: 1000, warmup: 200, batches: 10, batchOps: 40, concurrency: 16, leakSteps: 10_000, leakWarmup: 1_000, simultaneous: 20, simultaneousRounds: 20, kickoffChains: 1_000, kickoffRounds: 5, fanOutChildren: 10_000, recurringSchedules: 10_000, consoleSizes: [10_000, 100_000], only: undefined, native: true, quick: false };
+const QUICK: Settings = { jvmWarmup: 2_000, rounds: 200, warmup: 40, batches: 4, batchOps: 20, concurrency: 16, leakSteps: 1_000, leakWarmup: 200, simultaneous: 20, simultaneousRounds: 10, kickoffChains: 1_000, kickoffRounds: 3, fanOutChildren: 200, recurringSchedules: 1_000, consoleSizes: [1_000, 10_000], only: undefined, native: true, quick: true };
 
 /** The settings for this run, from the environment. */
 export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -63,13 +66,14 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     recurringSchedules: count(env, 'BENCH_RECURRING_SCHEDULES', base.recurringSchedules),
     consoleSizes: sizes(env, 'BENCH_CONSOLE_SIZES', base.consoleSizes),
     only: only(env.BENCH_ONLY),
+    native: flag(env, 'BENCH_NATIVE', base.native),
   };
 }
 
-function only(raw: string | undefined): 'kickoff' | 'fanout' | 'console' | 'recurring' | undefined {
+function only(raw: string | undefined): 'kickoff' | 'fanout' | 'console' | 'recurring' | 'native' | undefined {
   if (raw === undefined || raw === '') return undefined;
-  if (raw === 'kickoff' || raw === 'fanout' || raw === 'console' || raw === 'recurring') return raw;
-  throw new Error(`BENCH_ONLY must be kickoff, fanout, console or recurring (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
+  if (raw === 'kickoff' || raw === 'fanout' || raw === 'console' || raw === 'recurring' || raw === 'native') return raw;
+  throw new Error(`BENCH_ONLY must be kickoff, fanout, console, recurring or native (or unset for the whole benchmark); got ${JSON.stringify(raw)}`);
 }
 
 /** A comma-separated list of chain counts (each at least 400: the part reads 300 keys of one state). */
@@ -79,6 +83,14 @@ function sizes(env: NodeJS.ProcessEnv, name: string, fallback: readonly number[]
   const values = raw.split(',').map(Number);
   if (values.some((v) => !Number.isSafeInteger(v) || v < 400)) throw new Error(`${name} must list whole numbers of at least 400, comma-separated; got ${JSON.stringify(raw)}`);
   return values;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === '1' || raw === 'true') return true;
+  if (raw === '0' || raw === 'false') return false;
+  throw new Error(`${name} must be 1 or 0; got ${JSON.stringify(raw)}`);
 }
 
 function count(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {

@@ -13,6 +13,11 @@
  * Then 10,000 schedules all due at one tick against `scheduleMany()` of as many chains
  * (`recurring.ts`); `BENCH_ONLY=recurring` (`npm run bench:recurring`) runs that part alone.
  *
+ * Last, a step against its physical limit on the legacy emulator, the Firestore emulator in
+ * Datastore mode and the Firestore emulator in Native mode (`FirestoreStore`; the part starts that
+ * emulator itself), with the same code on each (`backends.ts`); `BENCH_ONLY=native`
+ * (`npm run bench:native`) runs that part alone, `BENCH_NATIVE=0` leaves it out.
+ *
  * `BENCH_QUICK=1` makes a short run (see `settings.ts` for single sizes). `BENCH_LEAK_STORE`
  * chooses the store of the memory check: `datastore` (the emulator, default), `memory` (the
  * in-memory store: the library alone, faster) or `both`. The memory check forces full GCs: with
@@ -41,6 +46,9 @@ import { consoleJson, consoleLines, measureConsole } from './console';
 import { measureRecurring, recurringJson, recurringLines } from './recurring';
 import { measureThroughput } from './throughput';
 import { warmUp } from './warmup';
+import { measureBackends } from './backends';
+import { againstLimitJson, againstLimitLines } from './against-limit-report';
+import type { AgainstLimitSamples } from './against-limit';
 
 const RPC_SAMPLE = 20;
 
@@ -50,6 +58,7 @@ async function main(): Promise<void> {
   if (settings.only === 'fanout') return fanOutAlone(settings);
   if (settings.only === 'console') return consoleAlone(settings);
   if (settings.only === 'recurring') return recurringAlone(settings);
+  if (settings.only === 'native') return backendsAlone(settings);
   const leakStores = leakStoreChoice(process.env.BENCH_LEAK_STORE);
   const datastore = legacyDatastore();
   const keys = new KeySource(datastore, `bench-${process.pid}-${Date.now().toString(36)}`);
@@ -59,6 +68,7 @@ async function main(): Promise<void> {
   const target: Target = { datastore, server, keys };
   const progress = (text: string): void => void process.stderr.write(`bench: ${text}\n`);
   let results: Results;
+  let backends: AgainstLimitSamples[] = [];
   try {
     progress(`warming up the emulator: ${settings.jvmWarmup} raw transactions and steps`);
     await warmUp(target, settings.jvmWarmup, settings.concurrency);
@@ -91,13 +101,23 @@ async function main(): Promise<void> {
     const consoleReport = await measureConsole(consoleEmulators(datastore), settings.consoleSizes, progress);
     progress(`${settings.recurringSchedules} schedules all due at one tick, against scheduleMany() of as many chains`);
     const recurring = await measureRecurring(datastore, keys, settings.recurringSchedules);
+    if (settings.native) backends = await measureBackends(`${keys.namespace}-limit`, settings, progress);
     results = { settings, emulator: `legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST})`, latency, throughput, rpcs, leaks, simultaneous, stampedes, telemetry, kickoffs, fanOut, console: consoleReport, recurring };
   } finally {
     await server.close();
     await spy.close();
   }
-  console.log(table(results));
-  console.log(JSON.stringify(summaryJson(results)));
+  console.log(backends.length === 0 ? table(results) : `${table(results)}\n\n${againstLimitLines(backends, settings).join('\n')}`);
+  console.log(JSON.stringify({ ...summaryJson(results), ...(backends.length > 0 && againstLimitJson(backends)) }));
+}
+
+/** `BENCH_ONLY=native` (`npm run bench:native`): a step against its limit on each emulator, Native mode included, its lines, then its JSON line. */
+async function backendsAlone(settings: ReturnType<typeof readSettings>): Promise<void> {
+  const progress = (text: string): void => void process.stderr.write(`bench: ${text}\n`);
+  const backends = await measureBackends(`bench-${process.pid}-${Date.now().toString(36)}-limit`, settings, progress);
+  console.log(`datastore-locker step against its limit on the legacy Datastore emulator (${process.env.DATASTORE_EMULATOR_HOST}), the Firestore emulator in Datastore mode (${process.env.LOCKER_FIRESTORE_EMULATOR_HOST}) and in Native mode${settings.quick ? ', quick run' : ''}\n`);
+  console.log(againstLimitLines(backends, settings).join('\n'));
+  console.log(JSON.stringify({ bench: 'datastore-locker step against its limit', quick: settings.quick, ...againstLimitJson(backends) }));
 }
 
 /** `BENCH_ONLY=kickoff` (`npm run bench:kickoff`): the kickoff part alone, its lines, then its JSON line. */

@@ -40,7 +40,7 @@ export interface ThroughputSamples {
 }
 
 /** Where one batch records its results. */
-interface BatchRecord {
+export interface BatchRecord {
   rates: number[];
   cpu: number[];
   latencies: number[];
@@ -95,7 +95,7 @@ function calls(spy: SpiedClient, rpc: 'commit' | 'lookup'): number {
 }
 
 /** Runs one operation per key with `concurrency` workers; records ops/s, CPU per op and each latency. */
-async function batch(keys: Key[], concurrency: number, op: (key: Key) => Promise<void>, record: BatchRecord): Promise<void> {
+export async function batch(keys: Key[], concurrency: number, op: (key: Key) => Promise<void>, record: BatchRecord): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < keys.length) {

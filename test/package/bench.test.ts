@@ -27,6 +27,8 @@ const TINY = {
   BENCH_FANOUT_CHILDREN: '30',
   BENCH_CONSOLE_SIZES: '400,800',
   BENCH_RECURRING_SCHEDULES: '200',
+  // The last part starts the Native-mode emulator's JVM: bench-native.long.test.ts runs it alone.
+  BENCH_NATIVE: '0',
 };
 
 function runBench(): Promise<{ code: number; stdout: string; stderr: string }> {

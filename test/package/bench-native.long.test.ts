@@ -1,0 +1,59 @@
+/**
+ * `npm run bench:native` runs end to end: a tiny round of `bench/step.ts` with `BENCH_ONLY=native`,
+ * in a child process, starts the Firestore emulator in Native mode itself, measures a step against
+ * its limit on it and on both Datastore-mode emulators, prints a row of each at concurrency 1 and
+ * 16, and ends with one JSON line. In `npm run test:long` only: it starts a JVM of its own (the
+ * smoke test of the whole benchmark, bench.test.ts, leaves this part out). No timing is asserted.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+
+/** Sizes for a round of a few seconds on each backend. */
+const TINY = { BENCH_ONLY: 'native', BENCH_QUICK: '1', BENCH_JVM_WARMUP: '20', BENCH_WARMUP: '2', BENCH_ROUNDS: '6', BENCH_BATCHES: '2', BENCH_BATCH_OPS: '2' };
+
+const BACKENDS = ['legacy Datastore emulator', 'Firestore emulator (Datastore mode)', 'Firestore emulator (Native mode)'];
+
+function runBench(): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', join('bench', 'step.ts')],
+      { cwd: ROOT, env: { ...process.env, ...TINY }, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('npm run bench:native', () => {
+  it('prints a step against its limit on each emulator at concurrency 1 and 16, then one JSON line', { timeout: 260_000 }, async () => {
+    const { code, stdout, stderr } = await runBench();
+    assert.equal(code, 0, `the benchmark failed:\n${stderr}`);
+    const lines = stdout.trimEnd().split('\n');
+    const table = lines.slice(0, -1);
+    for (const heading of ['At concurrency 1:', 'At concurrency 16:']) {
+      const at = table.findIndex((line) => line.startsWith(heading));
+      assert.ok(at >= 0, `the table has a section "${heading}"`);
+      // After the heading and its column names, one row per backend, in order.
+      assert.deepEqual(table.slice(at + 2, at + 2 + BACKENDS.length).map((line) => BACKENDS.find((b) => line.startsWith(b))), BACKENDS);
+    }
+    const result = JSON.parse(lines.at(-1)!) as { againstLimit: Array<Record<string, unknown>>; nativeStepToLimit: unknown; nativeThroughput16ToLimit: unknown; nativeTargetsMet: unknown };
+    assert.deepEqual(result.againstLimit.map((r) => r.backend), BACKENDS);
+    for (const r of result.againstLimit) {
+      for (const name of ['stepMs', 'stepLimitMs', 'stepToLimit', 'stepOpsPerSec16', 'limitOpsPerSec16', 'throughput16ToLimit']) {
+        assert.ok(typeof r[name] === 'number' && Number.isFinite(r[name]) && r[name] > 0, `${String(r.backend)}: ${name} is a positive number, got ${String(r[name])}`);
+      }
+      assert.equal(typeof r.targetsMet, 'boolean');
+    }
+    const native = result.againstLimit[2]!;
+    assert.equal(result.nativeStepToLimit, native.stepToLimit);
+    assert.equal(result.nativeThroughput16ToLimit, native.throughput16ToLimit);
+    assert.equal(typeof result.nativeTargetsMet, 'boolean');
+  });
+});
