@@ -18,6 +18,7 @@ import {
 import type { LockerOptions } from '../../src/config/options';
 import { StepState, type Properties } from '../../src/types';
 import type { StoreUnderTest } from '../step/handle-suite';
+import { aborted } from '../support/aborted';
 
 let counter = 0;
 
@@ -165,7 +166,7 @@ export function faultSuite(name: string, open: () => Promise<StoreUnderTest>): v
         let reason: unknown;
         let later: unknown;
         t.behave(async (ctx) => {
-          await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+          await aborted(ctx.signal);
           reason = ctx.signal.reason;
           ctx.entity.count = 99;
           await ctx.complete().catch((e: unknown) => { later = e; });
@@ -388,7 +389,7 @@ export function faultSuite(name: string, open: () => Promise<StoreUnderTest>): v
         let reason: unknown;
         t.behave(async (ctx) => {
           await ctx.complete().catch(() => {});
-          await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+          await aborted(ctx.signal);
           reason = ctx.signal.reason;
         });
         await t.send(key, 1);

@@ -11,6 +11,7 @@ import { taskApp, keys, Counter, TEST_TOKEN } from '../support/task-app';
 import { PermanentError, LeaseLostError, LeaseTimeoutError, StoreUnavailableError } from '../../src/errors/errors';
 import { StepState, type Properties, type Snapshot, type Store, type StoreTransaction } from '../../src/types';
 import request from 'supertest';
+import { aborted } from '../support/aborted';
 
 export interface StoreUnderTest {
   store: Store;
@@ -345,7 +346,7 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
         t.behave(async (ctx) => {
           const current = (await s.store.get(ctx.key))!;
           await seed(ctx.key, { ...current, lock_req: 'thief', lock_ts: new Date() });
-          await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+          await aborted(ctx.signal);
           reason = ctx.signal.reason;
           ctx.entity.count = 999; // must not be saved
         });
@@ -363,10 +364,12 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
         await seed(key, scheduled(1));
         let seen: { aborted: boolean; reason: unknown } | undefined;
         t.behave(async (ctx) => {
+          // Listening before the thief writes: the renewal may find the thief before the write's answer is read.
+          const lost = new Promise<void>((resolve) => t.locker.once('lost', () => resolve()));
           const current = (await s.store.get(ctx.key))!;
           await seed(ctx.key, { ...current, lock_req: 'thief', lock_ts: new Date() });
           // The next renewal (at 100 ms) finds the thief; only then does the handler look at its signal.
-          await new Promise<void>((resolve) => t.locker.once('lost', () => resolve()));
+          await lost;
           seen = { aborted: ctx.signal.aborted, reason: ctx.signal.reason };
         });
         assert.equal((await t.send(key, 1)).status, 503);
@@ -395,7 +398,7 @@ export function handleSuite(name: string, open: () => Promise<StoreUnderTest>): 
         await seed(key, scheduled(1));
         let reason: unknown;
         t.behave(async (ctx) => {
-          await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+          await aborted(ctx.signal);
           reason = ctx.signal.reason;
         });
         await t.send(key, 1);

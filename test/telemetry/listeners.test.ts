@@ -7,6 +7,7 @@ import type { Key } from '@google-cloud/datastore';
 import { taskApp, keys } from '../support/task-app';
 import { MemoryStore } from '../../src/store/memory/store';
 import { StepState, type Properties } from '../../src/types';
+import { aborted } from '../support/aborted';
 
 const store = new MemoryStore();
 let n = 0;
@@ -76,7 +77,7 @@ describe('listeners are isolated', () => {
     t.behave(async (ctx) => {
       const current = (await store.get(ctx.key))!;
       await seed(ctx.key, { ...current, lock_req: 'thief', lock_ts: new Date() });
-      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+      await aborted(ctx.signal);
     });
     assert.equal((await t.send(key, 1)).status, 503);
     assert.equal((await store.get(key))?.lock_req, 'thief', 'nothing was written for the lost attempt');
@@ -87,7 +88,7 @@ describe('listeners are isolated', () => {
     const other = newKey();
     await seed(other);
     slow.behave(async (ctx) => {
-      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+      await aborted(ctx.signal);
     });
     assert.equal((await slow.send(other, 1)).status, 200);
     await new Promise((resolve) => setImmediate(resolve));
