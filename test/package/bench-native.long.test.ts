@@ -7,33 +7,16 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-
-const ROOT = join(__dirname, '..', '..');
+import { runBench } from '../support/bench-run';
 
 /** Sizes for a round of a few seconds on each backend. */
 const TINY = { BENCH_ONLY: 'native', BENCH_QUICK: '1', BENCH_JVM_WARMUP: '20', BENCH_WARMUP: '2', BENCH_ROUNDS: '6', BENCH_BATCHES: '2', BENCH_BATCH_OPS: '2' };
 
 const BACKENDS = ['legacy Datastore emulator', 'Firestore emulator (Datastore mode)', 'Firestore emulator (Native mode)'];
 
-function runBench(): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', join('bench', 'step.ts')],
-      { cwd: ROOT, env: { ...process.env, ...TINY }, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
-
 describe('npm run bench:native', () => {
   it('prints a step against its limit on each emulator at concurrency 1 and 16, then one JSON line', { timeout: 260_000 }, async () => {
-    const { code, stdout, stderr } = await runBench();
+    const { code, stdout, stderr } = await runBench(TINY, 240_000);
     assert.equal(code, 0, `the benchmark failed:\n${stderr}`);
     const lines = stdout.trimEnd().split('\n');
     const table = lines.slice(0, -1);

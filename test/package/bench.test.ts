@@ -5,10 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-
-const ROOT = join(__dirname, '..', '..');
+import { runBench } from '../support/bench-run';
 
 /** Sizes for a round of a few seconds. */
 const TINY = {
@@ -31,23 +28,9 @@ const TINY = {
   BENCH_NATIVE: '0',
 };
 
-function runBench(): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', join('bench', 'step.ts')],
-      { cwd: ROOT, env: { ...process.env, ...TINY }, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
-
 describe('npm run bench', () => {
   it('prints a table and, last, one JSON line with the medians, the ratios to the floor and the memory check', { timeout: 200_000 }, async () => {
-    const { code, stdout, stderr } = await runBench();
+    const { code, stdout, stderr } = await runBench(TINY, 180_000);
     assert.equal(code, 0, `the benchmark failed:\n${stderr}`);
     const lines = stdout.trimEnd().split('\n');
     const table = lines.slice(0, -1).join('\n');
