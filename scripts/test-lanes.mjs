@@ -75,7 +75,7 @@ export async function runInLanes({ files, batches = new Map(), lanes, command, a
         const batch = batches.get(file);
         if (batch === undefined) {
           stats.files += 1;
-          results.push({ file, lane: n, code: result.code, ms: result.ms, timedOut: result.timedOut });
+          results.push({ file, lane: n, code: result.code, ms: result.ms, timedOut: result.timedOut, ...(result.code !== 0 && { digest: failureDigest(result.output) }) });
           print(`\n── ${file}: ${status} in ${(result.ms / 1000).toFixed(1)} s (lane ${n}) ──\n${result.output}`);
         } else if (result.code === 0) {
           stats.files += batch.length;
@@ -93,6 +93,18 @@ export async function runInLanes({ files, batches = new Map(), lanes, command, a
   };
   await Promise.all(Array.from({ length: lanes }, (_, i) => lane(i + 1)));
   return { results, notRun: queue.flatMap((f) => batches.get(f) ?? [f]), lanes: laneStats, batchesRunAgain };
+}
+
+/**
+ * The end of a failed file's output that says why: from the spec reporter's "failing tests" list
+ * when there is one, else the last lines; at most `maxLines`. The runner prints it again after its
+ * summary, since a CI log may keep only the end of a long run.
+ */
+export function failureDigest(output, maxLines = 40) {
+  const lines = output.split('\n');
+  const at = lines.findLastIndex((l) => /✖ failing tests:/.test(l));
+  const tail = at >= 0 ? lines.slice(at) : lines.slice(-maxLines);
+  return tail.length > maxLines ? [...tail.slice(0, maxLines), `… ${tail.length - maxLines} more line(s): see the file's own output above`].join('\n') : tail.join('\n');
 }
 
 /** Runs one test file's command; resolves with its exit code, time and output (stdout and stderr as they came). */

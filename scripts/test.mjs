@@ -78,6 +78,7 @@ async function main() {
   const failed = run.results.filter((r) => r.code !== 0).map((r) => r.file).sort();
   console.log(laneReport(run, Date.now() - started));
   if (failed.length > 0) console.log(`test files that failed (each one's output follows its line "── FILE: FAILED …"):\n${failed.map((f) => `  ${f}`).join('\n')}`);
+  for (const r of run.results.filter((x) => x.digest !== undefined).sort((a, b) => a.file.localeCompare(b.file))) console.log(`\n── why ${r.file} failed (the end of its output) ──\n${r.digest}`);
   if (run.notRun.length > 0) console.log(`test files never run (no lane could start its emulators):\n${run.notRun.map((f) => `  ${f}`).join('\n')}`);
   if (run.batchesRunAgain.length > 0) console.log(`files run together that failed and then ran again one at a time: ${run.batchesRunAgain.map((b) => batches.get(b).length).join(', ')} files in ${run.batchesRunAgain.length} process(es) (see "each runs again alone" above)`);
   if (failed.length === 0 && run.notRun.length === 0) console.log(`all ${files.length} test files passed`);

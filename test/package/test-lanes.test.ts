@@ -12,7 +12,7 @@ import { join } from 'node:path';
 const ROOT = join(__dirname, '..', '..');
 
 interface LaneRun {
-  results: Array<{ file: string; lane: number; code: number; ms: number; timedOut: boolean; batch?: string }>;
+  results: Array<{ file: string; lane: number; code: number; ms: number; timedOut: boolean; batch?: string; digest?: string }>;
   notRun: string[];
   lanes: Array<{ files: number; busyMs: number; emulatorStarts: number }>;
   batchesRunAgain: string[];
@@ -31,6 +31,7 @@ interface LaneOptions {
 }
 
 let runInLanes: (options: LaneOptions) => Promise<LaneRun>;
+let failureDigest: (output: string, maxLines?: number) => string;
 let dir: string;
 
 /** Writes a node script into the test's folder; returns its path. */
@@ -52,7 +53,7 @@ function alive(pid: number): boolean {
 
 describe('scripts/test-lanes.mjs', () => {
   before(async () => {
-    ({ runInLanes } = (await import(join(ROOT, 'scripts', 'test-lanes.mjs'))) as { runInLanes: typeof runInLanes });
+    ({ runInLanes, failureDigest } = (await import(join(ROOT, 'scripts', 'test-lanes.mjs'))) as { runInLanes: typeof runInLanes; failureDigest: typeof failureDigest });
     dir = mkdtempSync(join(tmpdir(), 'test-lanes-'));
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -107,6 +108,17 @@ describe('scripts/test-lanes.mjs', () => {
     assert.equal(run.results.find((r) => r.file === passes)?.code, 0);
     assert.match(printed.join(''), /fails\.mjs: FAILED \(exit code 3\) in [\d.]+ s \(lane 1\) ──\nsomething broke\n/);
     assert.equal(started, 2, 'emulators past their lifetime are started again before the next file');
+    assert.equal(run.results.find((r) => r.file === fails)?.digest, 'something broke\n', 'a failed file keeps the end of its output, for the summary');
+    assert.equal(run.results.find((r) => r.file === passes)?.digest, undefined, 'a passed one keeps none');
+  });
+
+  it('digests a failed file\'s output: the spec reporter\'s failing-tests list when there is one, else the last lines, cut to a limit', () => {
+    const spec = ['✔ one', '✖ two (3ms)', 'ℹ fail 1', '', '✖ failing tests:', '', 'test at x.ts:1:1', '✖ two (3ms)', '  AssertionError: 1 !== 2'].join('\n');
+    assert.equal(failureDigest(spec), ['✖ failing tests:', '', 'test at x.ts:1:1', '✖ two (3ms)', '  AssertionError: 1 !== 2'].join('\n'));
+    const many = Array.from({ length: 100 }, (_, i) => `line ${i}`).join('\n');
+    assert.equal(failureDigest(many, 3), 'line 97\nline 98\nline 99', 'without a list, the last lines');
+    const long = ['✖ failing tests:', ...Array.from({ length: 10 }, (_, i) => `e${i}`)].join('\n');
+    assert.equal(failureDigest(long, 3), '✖ failing tests:\ne0\ne1\n… 8 more line(s): see the file\'s own output above');
   });
 
   it('counts each file of a batch that passed, starting no emulators for it; when a batch fails, runs each of its files again alone, and their own results count', async () => {
