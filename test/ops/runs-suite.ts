@@ -91,8 +91,10 @@ export function runsSuite(name: string, open: () => Promise<StoreUnderTest>, cha
         assert.equal(first.state, 'finished');
         assert.deepEqual(first.settled, { started: chains, busy: 0, failed: 0 });
         assert.equal(first.calls, 1);
-        const done = await eventually(() => inspector.kickoffRow(kickoffId), (r) => r?.progress.complete.count === chains - failing && r.progress.failed.count === failing);
-        assert.equal(done!.progress.pending.count, 0);
+        // The four counts are read side by side, not as one snapshot: a chain that completes while
+        // they are read can show as pending and complete in one row (CI at b62d831: 2 of 100 did).
+        // So the row is awaited until it shows every chain settled and none pending.
+        const done = await eventually(() => inspector.kickoffRow(kickoffId), (r) => r?.progress.complete.count === chains - failing && r.progress.failed.count === failing && r.progress.pending.count === 0);
         assert.equal(done!.progress.cancelled.count, 0);
         assert.equal(done!.progress.started, chains, 'every chain of the kickoff carries its lock_run');
         assert.ok(done!.progress.complete.exact && done!.progress.failed.exact);
@@ -138,12 +140,11 @@ export function runsSuite(name: string, open: () => Promise<StoreUnderTest>, cha
         const detail = await inspector.step(parent);
         assert.ok(detail && detail.chain, 'the parent exists');
         const id = fanOutId(parent, detail.chain, 1);
-        const row = await eventually(() => inspector.fanOut(id, s.namespace ?? ''), (r) => r?.progress.complete.count === 4 && r.progress.failed.count === 2);
+        const row = await eventually(() => inspector.fanOut(id, s.namespace ?? ''), (r) => r?.progress.complete.count === 4 && r.progress.failed.count === 2 && r.progress.pending.count === 0);
         assert.equal(row!.state, 'joining');
         assert.equal(row!.run, fanOutRun(id));
         assert.deepEqual(row!.kinds, ['Line']);
         assert.equal(row!.progress.total, 6);
-        assert.equal(row!.progress.pending.count, 0);
         assert.deepEqual(row!.atJoin && [row!.atJoin.total, row!.atJoin.succeeded, row!.atJoin.failed], [6, 4, 2], 'the counts the join was decided on');
         assert.equal(keyPath(row!.parent.key), keyPath(parent));
 
