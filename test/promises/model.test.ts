@@ -11,8 +11,9 @@
  *   `fixed` is set);
  * - a random run must find a counterexample and shrink it to a short sequence;
  * - a random run that leaves out the known defects' triggers must hold every promise.
- * Once every known defect is fixed, the random run over every operation must hold every promise:
- * the test below switches from "finds" to "holds" by itself.
+ * Once every known defect is fixed (as on main since issue 37), the random run over every operation
+ * must hold every promise, and the run without the triggers, now part of it, is left out: the tests
+ * below switch by themselves.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -41,21 +42,27 @@ describe('the model of the four promises, on the memory store', { timeout: 600_0
     }
   });
 
-  it('holds every promise on 80 random sequences that leave out the known defects\' triggers (seed 7)', async () => {
-    const result = await runModel({ seed: 7, runs: 80, store: 'memory', without: KNOWN_TRIGGERS });
-    assert.equal(result.failure, undefined, describeFailure(result));
-    assert.equal(result.generated, 80);
-    assert.ok(result.operations >= 80 * 5, `the sequences did something: ${result.operations} operations`);
-  });
-
   if (KNOWN_DEFECTS_FIXED) {
-    // Enabled by itself once model/scenarios.ts marks every known defect fixed.
-    it('holds every promise on 150 random sequences of every operation (seed 1)', async () => {
-      const result = await runModel({ seed: 1, runs: 150, store: 'memory' });
-      assert.equal(result.failure, undefined, describeFailure(result));
-      assert.equal(result.generated, 150);
-    });
+    // Enabled by itself once model/scenarios.ts marks every known defect fixed. The run that leaves
+    // out the known defects' triggers (below) is then part of this one, so it no longer runs.
+    // 150 sequences as three runs of 50 under seeds 1-3, side by side on rigs of their own: a
+    // sequence mostly waits for its world to be quiet, and one run of 150 took 95 s of a 103 s file
+    // on 35 s of CPU (2026-11-29).
+    for (const seed of [1, 2, 3]) {
+      it(`holds every promise on 50 random sequences of every operation (seed ${seed})`, async () => {
+        const result = await runModel({ seed, runs: 50, store: 'memory' });
+        assert.equal(result.failure, undefined, describeFailure(result));
+        assert.equal(result.generated, 50);
+        assert.ok(result.operations >= 50 * 5, `the sequences did something: ${result.operations} operations`);
+      });
+    }
   } else {
+    it('holds every promise on 80 random sequences that leave out the known defects\' triggers (seed 7)', async () => {
+      const result = await runModel({ seed: 7, runs: 80, store: 'memory', without: KNOWN_TRIGGERS });
+      assert.equal(result.failure, undefined, describeFailure(result));
+      assert.equal(result.generated, 80);
+      assert.ok(result.operations >= 80 * 5, `the sequences did something: ${result.operations} operations`);
+    });
     it('finds a counterexample among random sequences of every operation while known defects are open, and shrinks it (seed 1)', async (t) => {
       const result = await runModel({ seed: 1, runs: 150, store: 'memory' });
       assert.ok(result.failure, 'a known defect is open on this branch: the model finds a broken promise');
