@@ -124,11 +124,10 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
   const alerts = readAll<AlertRecord>(dir, options.workers, alertsFile);
   const runs = readAll<RunRecord>(dir, options.workers, runsFile);
   const fanOuts = fanOutPlans(names, options);
-  let finals: Map<string, FinalState>;
-  let histories: ChainHistory[];
   let verdict: Verdict;
+  let histories: ChainHistory[];
   try {
-    finals = await readFinals(chainStore, names, [...fanOuts.values()].flatMap((p) => p.children.map((c) => c.name)));
+    const finals = await readFinals(chainStore, names, [...fanOuts.values()].flatMap((p) => p.children.map((c) => c.name)));
     verdict = judge(names, options.steps, effects, alerts, { runs, finals, fanOuts });
     for (const death of fleet.deaths) {
       verdict.violations.push({ rule: 'worker-died', detail: `worker ${death.slot} (incarnation ${death.incarnation}) exited with code ${death.code} signal ${death.signal}: ${death.stderr.slice(-500)}` });
