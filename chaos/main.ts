@@ -1,8 +1,9 @@
 /**
  * `npm run chaos [-- --name value ...]`: starts the chosen emulator (`--emulator datastore`, the
- * default, or `firestore`) with scripts/emulators.mjs, runs the chaos run on it, prints a table
- * and one JSON line, last, and exits 1 when an invariant broke (2 on a bad flag). Flags are the
- * fields of `ChaosOptions` in kebab-case: `--seed 7 --chains 200 --steps 5 --kill-every-ms 0`;
+ * default, `firestore` in Datastore mode, or `firestoreNative`, the same emulator in Native mode,
+ * where the run's store is `FirestoreStore`: chaos/chain-store.ts) with scripts/emulators.mjs,
+ * runs the chaos run on it, prints a table and one JSON line, last, and exits 1 when an invariant
+ * broke (2 on a bad flag). Flags are the fields of `ChaosOptions` in kebab-case: `--seed 7 --chains 200 --steps 5 --kill-every-ms 0`;
  * `--freeze-idle --sigterm` runs the workers as Cloud Run does; `--help` lists every flag.
  */
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ import { runChaos } from './run';
 interface Emulators {
   datastore?: { host: string };
   firestore?: { host: string };
+  firestoreNative?: { host: string };
   stop(): Promise<void>;
 }
 

@@ -6,7 +6,9 @@
 import { freshSeed } from './random';
 
 /** Which emulator the workers share. */
-export type EmulatorName = 'datastore' | 'firestore';
+export type EmulatorName = 'datastore' | 'firestore' | 'firestoreNative';
+
+const EMULATORS: readonly EmulatorName[] = ['datastore', 'firestore', 'firestoreNative'];
 
 /** Everything a run is told. Rates are probabilities in [0, 1]; times are ms. */
 export interface ChaosOptions {
@@ -180,7 +182,7 @@ export const CHAOS_HELP: Readonly<Record<keyof ChaosOptions, string>> = Object.f
   maxFaultMs: 'the fault phase ends at the latest after this long',
   settleMs: 'faults off, how long the run waits with no chain moving before it judges',
   alertSettleMs: 'chains settled, the sweep runs on until no effect or alert arrived for this long',
-  emulator: 'datastore (the legacy emulator) or firestore (Datastore mode)',
+  emulator: 'datastore (the legacy emulator), firestore (Datastore mode) or firestoreNative (Native mode: FirestoreStore)',
   slowRate: 'share of step runs whose handler works for --slow-ms (± 50 %) before its side effect; half stop on ctx.signal, half run on',
   slowMs: 'how long a slow handler works, on average',
   alertMs: 'how long the alerter takes to accept an alert (a mail server)',
@@ -211,7 +213,7 @@ export function chaosOptions(given: Partial<ChaosOptions> = {}): ChaosOptions {
   for (const name of ['chains', 'steps', 'workers', 'burst', 'leaseMs', 'maxRetries', 'maxAttempts', 'concurrency', 'sweepEveryMs', 'stallAfterMs'] as const) {
     if (options[name] < 1) throw new Error(`--${kebab(name)} must be at least 1`);
   }
-  if (options.emulator !== 'datastore' && options.emulator !== 'firestore') throw new Error(`--emulator must be datastore or firestore; got ${String(options.emulator)}`);
+  if (!EMULATORS.includes(options.emulator)) throw new Error(`--emulator must be ${EMULATORS.join(', ')}; got ${String(options.emulator)}`);
   return options;
 }
 

@@ -1,8 +1,8 @@
 /**
  * The oracle: judges a run from what the handlers and the alerter recorded in their own files,
  * never from the library's events; of the lock fields it reads only the final state of each chain,
- * as the harness read it with the Datastore client at the end. Its rules, checked once the faults
- * stopped and the sweep ran:
+ * as the harness read it with the store's own client (Datastore or Firestore) at the end. Its
+ * rules, checked once the faults stopped and the sweep ran:
  *
  * - every chain is complete (each of its S steps has an effect), or failed (a failure alert names
  *   the step it stopped at, or it is stored failed there, and no later step ran);

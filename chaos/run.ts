@@ -8,9 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Datastore, type Key } from '@google-cloud/datastore';
-import { ChainBusyError, DatastoreStore, Locker, type Properties } from '../src/index';
+import type { Key } from '@google-cloud/datastore';
+import { ChainBusyError, Locker } from '../src/index';
 import { readLines } from './append-log';
+import { openChainStore, type ChainStore } from './chain-store';
 import { Dispatcher, type TaskEvent } from './dispatcher';
 import { DispatcherQueue } from './dispatcher-queue';
 import { drainFigures, type DrainFigures } from './drain';
@@ -20,7 +21,7 @@ import { Fleet, type FleetStats, type TermEvent, type UnexpectedDeath } from './
 import type { ChaosOptions } from './options';
 import { judge, type FinalState, type Verdict } from './oracle';
 import {
-  alertsFile, CHAIN_KIND, chainNames, effectsFile, logFile, runsFile, type AlertRecord, type EffectRecord, type RunRecord, type WorkerConfig,
+  alertsFile, chainNames, effectsFile, logFile, runsFile, type AlertRecord, type EffectRecord, type RunRecord, type WorkerConfig,
 } from './protocol';
 import { Progress } from './progress';
 import { Rng } from './random';
@@ -67,7 +68,7 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
   const started = Date.now();
   const dir = mkdtempSync(join(tmpdir(), `chaos-${options.seed}-`));
   const secret = randomBytes(16).toString('hex');
-  const datastore = new Datastore({ projectId: PROJECT_ID, apiEndpoint: emulatorHost });
+  const chainStore = openChainStore(options.emulator, emulatorHost, PROJECT_ID); // straight to the emulator, not through the proxy
   const names = chainNames(options.chains);
 
   const proxy = new StoreProxy(emulatorHost);
@@ -91,7 +92,7 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
     const burstsMs = Math.ceil(options.chains / options.burst) * options.burstEveryMs;
     faults.start(burstsMs + 10_000);
     const phaseStart = Date.now();
-    await kickOff(datastore, dispatcherUrl, secret, options, names);
+    await kickOff(chainStore, dispatcherUrl, secret, options, names);
     const seen = new Progress(dir, options.workers, options.steps, new Set(names));
     const moved = (): number => (seen.update(), seen.records);
     const done = (): boolean => seen.update() === names.length;
@@ -123,12 +124,18 @@ export async function runChaos(options: ChaosOptions, emulatorHost: string, prog
   const alerts = readAll<AlertRecord>(dir, options.workers, alertsFile);
   const runs = readAll<RunRecord>(dir, options.workers, runsFile);
   const fanOuts = fanOutPlans(names, options);
-  const finals = await readFinals(datastore, [...names, ...[...fanOuts.values()].flatMap((p) => p.children.map((c) => c.name))]);
-  const verdict = judge(names, options.steps, effects, alerts, { runs, finals, fanOuts });
-  for (const death of fleet.deaths) {
-    verdict.violations.push({ rule: 'worker-died', detail: `worker ${death.slot} (incarnation ${death.incarnation}) exited with code ${death.code} signal ${death.signal}: ${death.stderr.slice(-500)}` });
+  let verdict: Verdict;
+  let histories: ChainHistory[];
+  try {
+    const finals = await readFinals(chainStore, names, [...fanOuts.values()].flatMap((p) => p.children.map((c) => c.name)));
+    verdict = judge(names, options.steps, effects, alerts, { runs, finals, fanOuts });
+    for (const death of fleet.deaths) {
+      verdict.violations.push({ rule: 'worker-died', detail: `worker ${death.slot} (incarnation ${death.incarnation}) exited with code ${death.code} signal ${death.signal}: ${death.stderr.slice(-500)}` });
+    }
+    histories = await chainHistories(verdict, chainStore, dispatcher.history, effects, alerts, runs);
+  } finally {
+    await chainStore.close();
   }
-  const histories = await chainHistories(verdict, datastore, dispatcher.history, effects, alerts, runs);
   return {
     options, emulatorHost, dir, verdict, dispatcher: dispatcher.stats, proxy: proxy.stats, faults: faults.events,
     workerKills: fleet.stats.kills, deaths: fleet.deaths, fleet: fleet.stats, terms: fleet.terms,
@@ -145,15 +152,19 @@ function modes(options: ChaosOptions): string {
   return on.length > 0 ? ` (${on.join('; ')})` : '';
 }
 
-/** The chains' stored locks at the end, read with the client (not the library). */
-async function readFinals(datastore: Datastore, names: readonly string[]): Promise<Map<string, FinalState>> {
+/**
+ * The chains' stored locks at the end, read with the client (not the library): the run's chains,
+ * each of which a kickoff stored (one not found means the read looked in the wrong place, and the
+ * oracle's rules on stored failures would pass unchecked: the run stops with an error), and the
+ * planned children, stored only once their fan-out got that far.
+ */
+async function readFinals(chainStore: ChainStore, names: readonly string[], children: readonly string[]): Promise<Map<string, FinalState>> {
+  const stored = await chainStore.readChains([...names, ...children]);
+  const missing = names.filter((name) => !stored.has(name));
+  if (missing.length > 0) throw new Error(`chaos: the final read found no stored chain for ${missing.length} kicked-off chains (${missing.slice(0, 5).join(', ')}, ...)`);
   const out = new Map<string, FinalState>();
-  for (let i = 0; i < names.length; i += 500) {
-    const [entities] = (await datastore.get(names.slice(i, i + 500).map((name) => datastore.key([CHAIN_KIND, name])))) as [(Properties & { [key: symbol]: Key })[]];
-    for (const entity of entities) {
-      const key = entity[datastore.KEY];
-      out.set(String(key.name), { state: typeof entity.lock_state === 'string' ? entity.lock_state : undefined, seq: typeof entity.lock_seq === 'number' ? entity.lock_seq : Number(entity.lock_seq ?? 0) });
-    }
+  for (const [name, entity] of stored) {
+    out.set(name, { state: typeof entity.lock_state === 'string' ? entity.lock_state : undefined, seq: typeof entity.lock_seq === 'number' ? entity.lock_seq : Number(entity.lock_seq ?? 0) });
   }
   return out;
 }
@@ -178,9 +189,9 @@ async function sweepWhileMoving(options: ChaosOptions, scheduler: Scheduler, mov
 }
 
 /** Kicks the chains off in bursts, from the orchestrator's own Locker (straight to the emulator). */
-async function kickOff(datastore: Datastore, dispatcherUrl: string, secret: string, options: ChaosOptions, names: readonly string[]): Promise<void> {
+async function kickOff(chainStore: ChainStore, dispatcherUrl: string, secret: string, options: ChaosOptions, names: readonly string[]): Promise<void> {
   const locker = new Locker({
-    store: new DatastoreStore(datastore),
+    store: chainStore.store,
     queue: new DispatcherQueue(dispatcherUrl, secret),
     authenticate: false,
     leaseDuration: options.leaseMs,
@@ -189,7 +200,7 @@ async function kickOff(datastore: Datastore, dispatcherUrl: string, secret: stri
   });
   for (let i = 0; i < names.length; i += options.burst) {
     const burstStart = Date.now();
-    await Promise.all(names.slice(i, i + options.burst).map((name) => kickOne(locker, datastore.key([CHAIN_KIND, name]))));
+    await Promise.all(names.slice(i, i + options.burst).map((name) => kickOne(locker, chainStore.key(name))));
     const wait = options.burstEveryMs - (Date.now() - burstStart);
     if (wait > 0 && i + options.burst < names.length) await sleep(wait);
   }
@@ -260,14 +271,14 @@ function logCounts(dir: string, workers: number): Record<string, number> {
 
 /** The history of the first broken chains: what the dispatcher did, the effects, the alerts, the stored lock. */
 async function chainHistories(
-  verdict: Verdict, datastore: Datastore, dispatched: Map<string, TaskEvent[]>, effects: readonly EffectRecord[], alerts: readonly AlertRecord[],
+  verdict: Verdict, chainStore: ChainStore, dispatched: Map<string, TaskEvent[]>, effects: readonly EffectRecord[], alerts: readonly AlertRecord[],
   runs: readonly RunRecord[],
 ): Promise<ChainHistory[]> {
   const chains = [...new Set(verdict.violations.flatMap((v) => (v.chain ? [v.chain] : [])))].slice(0, MAX_HISTORIES);
-  const encoder = new Locker({ store: new DatastoreStore(datastore), authenticate: false });
+  const encoder = new Locker({ store: chainStore.store, authenticate: false });
   const out: ChainHistory[] = [];
   for (const chain of chains) {
-    const key = datastore.key([CHAIN_KIND, chain]);
+    const key = chainStore.key(chain);
     const rows: { t: number; line: string }[] = [];
     for (const e of dispatched.get(encoder.encodeKey(key)) ?? []) {
       rows.push({ t: e.t, line: `dispatcher ${e.what} seq ${e.seq} ${e.name}${e.status !== undefined ? ` → ${e.status}` : ''}${e.worker ? ` at ${e.worker}` : ''}${e.attempt !== undefined ? ` attempt ${e.attempt}` : ''}${e.duplicate ? ' (duplicate)' : ''}` });
@@ -278,7 +289,7 @@ async function chainHistories(
     }
     for (const a of alerts.filter((x) => x.key === chain)) rows.push({ t: a.t, line: `alert ${a.reason} seq ${a.seq} (previous ${a.previousAttempt ?? '-'}, new ${a.newAttempt ?? '-'})` });
     rows.sort((a, b) => a.t - b.t);
-    const [stored] = (await datastore.get(key)) as [Properties | undefined];
+    const stored = (await chainStore.readChains([chain])).get(chain);
     const lock = stored ? Object.fromEntries(Object.entries(stored).filter(([k]) => k.startsWith('lock_') || k === 'done')) : undefined;
     const t0 = rows[0]?.t ?? 0;
     out.push({ chain, lines: [...rows.map((r) => `+${String(r.t - t0).padStart(7)} ms  ${r.line}`), `stored: ${JSON.stringify(lock)}`] });

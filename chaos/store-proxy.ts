@@ -1,7 +1,9 @@
 /**
  * A TCP proxy on loopback between the workers and the emulator, through which store faults are
  * injected (the code under test is not touched): connection resets, a window of delayed traffic,
- * and an outage during which every connection is reset as soon as it opens.
+ * and an outage during which every connection is reset as soon as it opens. It copies bytes and
+ * knows no protocol: the Datastore client's gRPC and the Firestore client's (Native mode) pass
+ * through it alike, each a long-lived HTTP/2 connection that a reset cuts with every call on it.
  */
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 

@@ -1,7 +1,7 @@
 /**
- * One chaos worker: a separate Node process with an Express app and its own Locker on
- * DatastoreStore, reaching the emulator through the fault proxy and creating tasks on the chaos
- * dispatcher. Its handler `/step` is a chain step with a side effect the oracle checks:
+ * One chaos worker: a separate Node process with an Express app and its own Locker on the run's
+ * store (chaos/chain-store.ts: `DatastoreStore`, or `FirestoreStore` on Native mode), reaching
+ * the emulator through the fault proxy and creating tasks on the chaos dispatcher. Its handler `/step` is a chain step with a side effect the oracle checks:
  *
  *   0. record that it entered (key, seq, attempt) in this worker's runs file, flushed to disk;
  *   1. maybe work a while (`slowRate`: about `slowMs`), stopping on `ctx.signal` or not (half each);
@@ -31,13 +31,14 @@ import { appendFileSync, createWriteStream } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
-import { Datastore, type Key } from '@google-cloud/datastore';
-import { DatastoreStore, Locker, PermanentError, type AlertEvent, type Logger, type Properties, type TaskContext } from '../src/index';
+import type { Key } from '@google-cloud/datastore';
+import { Locker, PermanentError, type AlertEvent, type Logger, type Properties, type TaskContext } from '../src/index';
 import { AppendLog } from './append-log';
+import { openChainStore } from './chain-store';
 import { DispatcherQueue } from './dispatcher-queue';
 import { CHILD_STEPS, fanOutPlans, type FanOutPlan } from './fan-out-plan';
 import {
-  alertsFile, CALM_HEADER, CHAIN_KIND, chainNames, effectsFile, logFile, runsFile,
+  alertsFile, CALM_HEADER, chainNames, effectsFile, logFile, runsFile,
   type AlertRecord, type EffectRecord, type JoinSeen, type OrchestratorMessage, type RunRecord, type SeenChild, type WorkerConfig, type WorkerMessage,
 } from './protocol';
 import { chance } from './random';
@@ -59,9 +60,9 @@ async function main(): Promise<void> {
   const runs = await AppendLog.open(runsFile(config.dir, config.slot));
   const alerts = await AppendLog.open(alertsFile(config.dir, config.slot));
   const logger = fileLogger(logFile(config.dir, config.slot), config);
-  const datastore = new Datastore({ projectId: config.projectId, apiEndpoint: config.storeHost });
+  const chains = openChainStore(config.emulator, config.storeHost, config.projectId);
   const locker = new Locker({
-    store: new DatastoreStore(datastore),
+    store: chains.store,
     queue: new DispatcherQueue(config.dispatcherUrl, config.secret),
     alerter: async (event: AlertEvent) => {
       if (config.alertMs > 0) await sleep(config.alertMs);
@@ -75,7 +76,7 @@ async function main(): Promise<void> {
     ...(config.alertTimeoutMs > 0 ? { alertTimeout: config.alertTimeoutMs } : {}),
   });
 
-  const keyOf = (name: string): Key => datastore.key([CHAIN_KIND, name]);
+  const keyOf = (name: string): Key => chains.key(name);
   const plans = fanOutPlans(chainNames(config.chains), config);
   const fanOut = (ctx: TaskContext<Chain>, plan: FanOutPlan): Promise<unknown> => ctx.fanOut(
     plan.children.map((c) => ({ key: keyOf(c.name), path: '/child', payload: { from: 0 }, entity: { done: 0 } })),

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore, Key } from '@google-cloud/datastore';
-import { setLogFunction, type Firestore } from '@google-cloud/firestore';
+import { setLogFunction, type CollectionReference, type DocumentReference, type Firestore, type WriteResult } from '@google-cloud/firestore';
 import { ConfigError, ContentionError, LeaseLostError, StoreConfigError, StoreRejectedError, StoreUnavailableError } from '../../src/errors/errors';
 import { withDeadline } from '../../src/store/firestore/deadline';
 import { toStoreError } from '../../src/store/firestore/errors';
@@ -217,7 +217,69 @@ describe('FirestoreStore: the backend check', () => {
     assert.equal((await requestsDuring(() => store.replaceIfUnchanged(key, second, { n: 2 }, []))).length, 1, 'the check is not run again');
     assert.equal((await client.collection('LockerProbe').get()).size, 0, 'the scratch documents are deleted');
   });
+
+  it('a check whose fresh update applied and came back refused (its answer lost, the client sent it again) is a store fault, run again next time, not a finding', async () => {
+    const client = emulator.client();
+    const seam = probeUpdateSentTwice(client);
+    const store = new FirestoreStore(seam.client, NATIVE_EMULATOR_OPTIONS);
+    await assert.rejects(store.checkPreconditions(), (error: unknown) => {
+      assert.ok(error instanceof StoreUnavailableError && !(error instanceof StoreConfigError), `a StoreUnavailableError, not a StoreConfigError: ${String(error)}`);
+      return true;
+    });
+    assert.equal(seam.sentTwice(), 1, 'the fresh update was applied, then sent again and refused');
+    await store.checkPreconditions(); // the check runs again, and passes
+    const key = new Key({ namespace: uniqueNamespace('check'), path: ['Order', 'again'] });
+    await store.transaction(async (tx) => tx.put(key, { n: 0 }, []));
+    const read = await store.read(key);
+    assert.ok(read);
+    assert.ok(await store.replaceIfUnchanged(key, read, { n: 1 }, []), 'the compare-and-swap applies');
+    assert.equal((await store.get(key))?.n, 1);
+  });
 });
+
+/**
+ * A fault at the seam between the store and its client, as a dropped connection leaves it: the
+ * first update of a scratch document (`LockerProbe`) that carries a precondition is applied, then
+ * sent again as the client re-sends a commit on UNAVAILABLE, and the second answer is the caller's.
+ */
+function probeUpdateSentTwice(client: Firestore): { client: Firestore; sentTwice(): number } {
+  let twice = 0;
+  type Update = (...args: unknown[]) => Promise<WriteResult>;
+  const doc = (ref: DocumentReference): DocumentReference => new Proxy(ref, {
+    get: (target, prop) => {
+      if (prop === 'update' && twice === 0) {
+        return async (...args: unknown[]): Promise<WriteResult> => {
+          const update = target.update.bind(target) as Update;
+          if (args.length < 2) return update(...args);
+          twice++;
+          await update(...args);
+          return update(...args);
+        };
+      }
+      return bindOwn(target, prop);
+    },
+  });
+  const seam = new Proxy(client, {
+    get: (target, prop) => {
+      if (prop === 'collection') {
+        return (path: string): CollectionReference => {
+          const collection = target.collection(path);
+          if (path !== 'LockerProbe') return collection;
+          return new Proxy(collection, {
+            get: (c, p) => (p === 'doc' ? (id: string) => doc(c.doc(id)) : bindOwn(c, p)),
+          });
+        };
+      }
+      return bindOwn(target, prop);
+    },
+  });
+  return { client: seam, sentTwice: () => twice };
+}
+
+function bindOwn(target: object, prop: string | symbol): unknown {
+  const value: unknown = Reflect.get(target, prop, target);
+  return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+}
 
 describe('FirestoreStore: every call ends within callTimeoutMs', () => {
   /** The deadline the stores below are given, and how long a call may take past it here. */
