@@ -1,9 +1,10 @@
 /**
  * The model of the promises on the Firestore emulator in Native mode (`FirestoreStore`; the file
- * starts the emulator itself, test/support/firestore-native.ts), in `npm run test:long` only: each
- * sequence pays the emulator's lock waits. Every known defect's sequence (model/scenarios.ts) holds
- * every promise once its fix is merged, and breaks the promise it names while it is open; random
- * sequences of every operation hold every promise. Each sequence works in a namespace of its own.
+ * starts the emulator itself, test/support/firestore-native.ts), in `npm run test:long` only (its
+ * tests took 299 s beside other work, 2026-11-29). Every known defect's sequence (model/scenarios.ts)
+ * holds every promise once its fix is merged, and breaks the promise it names while it is open; a
+ * transaction a dead instance was in holds no lock; random sequences of every operation hold every
+ * promise. Each sequence works in a namespace of its own.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
