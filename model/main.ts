@@ -9,10 +9,11 @@
  *   npm run model -- --without refusal,email          (look past the counterexamples those find)
  *   npm run model -- --ignore 'failed for good on its first run'   (look past a rule's known counterexample)
  *   npm run model:datastore -- --runs 30             (on the legacy emulator, started for the run)
+ *   npm run model:native -- --runs 30                (on the Firestore emulator in Native mode, started for the run)
  */
 import { parseArgs } from 'node:util';
 import { FEATURES, type Feature } from './commands';
-import { describeFailure, replayKnown, runModel, type StoreKind } from './run';
+import { describeFailure, replayKnown, runModel, STORE_KINDS, type StoreKind } from './run';
 import { PROMISES } from './oracle';
 
 async function main(): Promise<number> {
@@ -35,11 +36,11 @@ async function main(): Promise<number> {
   const maxCommands = Number(values['max-commands']);
   const store = values.store as StoreKind;
   if (!Number.isSafeInteger(seed) || !Number.isSafeInteger(runs) || runs < 1 || !Number.isSafeInteger(maxCommands) || maxCommands < 1) {
-    console.error('usage: npm run model -- [--seed N] [--runs N] [--store memory|datastore] [--max-commands N] [--path P --replay-path R] [--without F,...] [--ignore TEXT]... [--known] [--no-shrink]');
+    console.error(`usage: npm run model -- [--seed N] [--runs N] [--store ${STORE_KINDS.join('|')}] [--max-commands N] [--path P --replay-path R] [--without F,...] [--ignore TEXT]... [--known] [--no-shrink]`);
     return 2;
   }
-  if (store !== 'memory' && store !== 'datastore') {
-    console.error(`--store must be memory or datastore; got ${JSON.stringify(store)}`);
+  if (!STORE_KINDS.includes(store)) {
+    console.error(`--store must be one of ${STORE_KINDS.join(', ')}; got ${JSON.stringify(store)}`);
     return 2;
   }
   if (values.known) {

@@ -1,23 +1,35 @@
 /**
  * Runs the model: seeded, shrinkable sequences of commands (fast-check's `commands` with
- * `asyncModelRun`) against real Lockers on the memory store or the legacy Datastore emulator, each
- * sequence brought to quiet and judged by the oracle. On a counterexample, fast-check shrinks it,
+ * `asyncModelRun`) against real Lockers on the memory store, the legacy Datastore emulator or the
+ * Firestore emulator in Native mode, each sequence brought to quiet and judged by the oracle. On a counterexample, fast-check shrinks it,
  * and the result carries the shrunk sequence, its configuration, the seed and the replay path.
  */
 import { performance } from 'node:perf_hooks';
 import fc from 'fast-check';
-import { Datastore } from '@google-cloud/datastore';
+import { Datastore, type Key } from '@google-cloud/datastore';
 import { MemoryStore } from '../src/store/memory/store';
 import { DatastoreStore } from '../src/store/datastore/store';
+import { FirestoreStore } from '../src/store/firestore/store';
+import { NATIVE_EMULATOR_OPTIONS } from '../test/support/firestore-native';
 import { TestSmtpServer } from '../test/support/smtp';
 import { commandArbitraries, configArbitrary, type Command, type Feature } from './commands';
 import { Loopback } from './loopback';
+import { openNativeEmulator, type NativeEmulator } from './native-emulator';
 import { judge, PROMISES, type Violation } from './oracle';
 import { KNOWN_DEFECTS, type KnownDefect } from './scenarios';
 import { World, type Backend, type SequenceConfig } from './world';
 
-/** Where the entities live. */
-export type StoreKind = 'memory' | 'datastore';
+/** Where the entities live: a memory store, the legacy Datastore emulator, or the Firestore emulator in Native mode (`FirestoreStore`). */
+export type StoreKind = 'memory' | 'datastore' | 'firestoreNative';
+
+/** Every store kind, as `--store` takes it. */
+export const STORE_KINDS: readonly StoreKind[] = Object.freeze(['memory', 'datastore', 'firestoreNative']);
+
+/** The npm script that runs the model on each store (a replay line names it). */
+export const STORE_SCRIPTS: Readonly<Record<StoreKind, string>> = Object.freeze({ memory: 'model', datastore: 'model:datastore', firestoreNative: 'model:native' });
+
+/** The project id of the model's keys and of its Native-mode client. */
+const MODEL_PROJECT = 'locker-model';
 
 /** How to run the model. */
 export interface ModelOptions {
@@ -87,40 +99,60 @@ export class Rig {
     private readonly loopback: Loopback,
     private readonly smtp: TestSmtpServer,
     private readonly datastore: Datastore,
+    private readonly native: NativeEmulator | undefined,
   ) {}
 
-  /** Starts the servers; `datastore` needs `DATASTORE_EMULATOR_HOST` (the test runner sets it). */
+  /**
+   * Starts the servers; `datastore` needs `DATASTORE_EMULATOR_HOST` (the test runner sets it);
+   * `firestoreNative` uses the emulator `FIRESTORE_EMULATOR_HOST` names, else starts one (native-emulator.ts).
+   */
   static async start(store: StoreKind): Promise<Rig> {
     let datastore: Datastore;
+    let native: NativeEmulator | undefined;
     if (store === 'datastore') {
       const host = process.env.DATASTORE_EMULATOR_HOST;
       if (!host) throw new Error('--store datastore needs DATASTORE_EMULATOR_HOST: run it as `npm run model:datastore`, or through the test runner');
       datastore = new Datastore({ projectId: process.env.DATASTORE_PROJECT_ID ?? 'locker-test', apiEndpoint: host });
     } else {
-      datastore = new Datastore({ projectId: 'locker-model' }); // builds keys; never connects
+      datastore = new Datastore({ projectId: MODEL_PROJECT }); // builds keys; never connects
+      if (store === 'firestoreNative') native = await openNativeEmulator(MODEL_PROJECT);
     }
-    return new Rig(store, await Loopback.start(), await TestSmtpServer.start(), datastore);
+    try {
+      return new Rig(store, await Loopback.start(), await TestSmtpServer.start(), datastore, native);
+    } catch (error) {
+      await native?.stop();
+      throw error;
+    }
   }
 
   private namespaces = 0;
 
-  /** A fresh store (an empty memory store, or a namespace of its own on the emulator) for one sequence. */
+  /**
+   * A fresh store for one sequence: an empty memory store, or a namespace of its own on the
+   * emulator (on Native mode, the subcollections of `LockerNamespaces/<namespace>`; the store's
+   * sweep sees only that namespace). On Native mode the store has the tests' call deadline
+   * (`NATIVE_EMULATOR_OPTIONS`: the emulator's lock waits reach about 5 s).
+   */
   backend(): Backend {
     const loopback = this.loopback;
     const smtp = this.smtp;
+    const datastore = this.datastore;
     if (this.store === 'memory') {
-      const keys = this.datastore;
-      return { store: new MemoryStore(), key: (name) => keys.key(['ModelEntity', name]), loopback, smtp };
+      return { store: new MemoryStore(), key: (name) => datastore.key(['ModelEntity', name]), loopback, smtp };
     }
     const namespace = `model-${process.pid}-${++this.namespaces}-${Math.random().toString(36).slice(2, 8)}`;
-    const datastore = this.datastore;
-    return { store: new DatastoreStore(datastore, { namespaces: [namespace] }), key: (name) => datastore.key({ namespace, path: ['ModelEntity', name] }), loopback, smtp };
+    const key = (name: string): Key => datastore.key({ namespace, path: ['ModelEntity', name] });
+    if (this.native) {
+      return { store: new FirestoreStore(this.native.client, { ...NATIVE_EMULATOR_OPTIONS, projectId: MODEL_PROJECT, namespaces: [namespace] }), key, loopback, smtp };
+    }
+    return { store: new DatastoreStore(datastore, { namespaces: [namespace] }), key, loopback, smtp };
   }
 
-  /** Stops the servers. */
+  /** Stops the servers (and the Native-mode emulator's client, and the emulator when the rig started it). */
   async stop(): Promise<void> {
     await this.loopback.stop();
     await this.smtp.stop();
+    await this.native?.stop();
   }
 }
 
@@ -194,7 +226,7 @@ export function describeFailure(result: ModelResult): string {
     `  config: ${f.config.instances} instances, ${f.config.alerter} alerter, maxRetries ${f.config.maxRetries}${f.config.requestTimeout === undefined ? '' : `, requestTimeout ${f.config.requestTimeout} ms`}`,
     '  sequence:',
     ...f.commands.map((c, i) => `    ${i + 1}. ${c}`),
-    `  replay: npm run ${result.store === 'datastore' ? 'model:datastore' : 'model'} -- --seed ${result.seed} --path ${f.path ?? ''} --replay-path '${f.replayPath ?? ''}'${result.without.length > 0 ? ` --without ${result.without.join(',')}` : ''}${result.ignore.map((t) => ` --ignore '${t}'`).join('')}`,
+    `  replay: npm run ${STORE_SCRIPTS[result.store]} -- --seed ${result.seed} --path ${f.path ?? ''} --replay-path '${f.replayPath ?? ''}'${result.without.length > 0 ? ` --without ${result.without.join(',')}` : ''}${result.ignore.map((t) => ` --ignore '${t}'`).join('')}`,
   ].join('\n');
 }
 

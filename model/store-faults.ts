@@ -137,6 +137,14 @@ export class FaultyStore implements Store {
   }
 }
 
+/** What ends a dead instance's transaction (its body unwinds and the store rolls it back); the instance never sees it. */
+class Abandoned extends Error {
+  constructor() {
+    super('the instance died in this transaction');
+    this.name = 'Abandoned';
+  }
+}
+
 /**
  * One instance's view of the shared store. Once `die()` is called, or once it is armed to die at
  * its next write and that write comes, every call hangs: the instance is a dead process.
@@ -212,11 +220,18 @@ export class MortalStore implements Store {
     return this.call(() => this.inner.replaceIfUnchanged(key, snapshot, properties, excludes), true);
   }
 
+  /**
+   * A transaction the instance may die in. Once it died, the transaction is never committed, and
+   * it ends: its reads reject and its body's outcome is thrown away, so the store rolls it back.
+   * A transaction left open would hold its read locks for good on a store that locks (the
+   * Firestore emulator in Native mode keeps them for as long as the client lives), where the
+   * service ends a dead client's transaction when it expires; the instance sees no answer either way.
+   */
   transaction<T>(fn: (tx: StoreTransaction) => Promise<T>): Promise<T> {
     return this.call(() => this.inner.transaction(async (tx) => {
       const mortal: StoreTransaction = {
-        get: (key) => this.call(() => tx.get(key), false),
-        getLedger: (key, id) => this.call(() => tx.getLedger(key, id), false),
+        get: (key) => this.inTransaction(() => tx.get(key)),
+        getLedger: (key, id) => this.inTransaction(() => tx.getLedger(key, id)),
         put: (key, props, excludes) => tx.put(key, props, excludes),
         delete: (key) => tx.delete(key),
         putLedger: (record) => tx.putLedger(record),
@@ -224,12 +239,23 @@ export class MortalStore implements Store {
       };
       const result = await fn(mortal);
       if (this.dieAtWrite) this.die();
-      if (this.dead) return never(); // never committed
+      if (this.dead) throw new Abandoned(); // never committed: rolled back
       return result;
     }).then((result) => {
       if (this.wrote()) this.die(); // committed; its answer is never seen
       return result;
+    }, (error: unknown) => {
+      if (this.dead) return never(); // died in it: its answer is never seen
+      throw error;
     }), false);
+  }
+
+  /** A read inside a transaction: once the instance died, it rejects (its transaction then ends, rolled back). */
+  private async inTransaction<T>(read: () => Promise<T>): Promise<T> {
+    if (this.dead) throw new Abandoned();
+    const result = await read();
+    if (this.dead) throw new Abandoned();
+    return result;
   }
 
   get readMany(): ((keys: readonly Key[]) => Promise<VersionedRead[]>) | undefined {
