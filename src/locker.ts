@@ -11,7 +11,7 @@ import type { Drain } from './step/drain';
 import { ConfigError } from './errors/errors';
 import type { LockerEvents } from './events/events';
 import { decodeKey } from './keys/key-codec';
-import { keyTypeOf, type KeyType } from './keys/key-type';
+import { DATASTORE_KEYS, keyTypeOf, type KeyType } from './keys/key-type';
 import { keyedFactory, keyedHandler } from './step/keyed-context';
 import { handleMiddleware, HTTP_SETTINGS, sweepMiddleware, type HandleOptions, type HttpSettings, type SweepHandlerOptions, type TaskRouteParts } from './http/middleware';
 import { SweepGate } from './chain/sweep-gate';
@@ -164,8 +164,8 @@ export class Locker<K = Key> extends EventEmitter<LockerEvents> {
    * `kickoffId`, a call made again (after a crash) never starts a chain twice. See
    * docs/guides/bulk-kickoff.md.
    */
-  scheduleMany(items: readonly KickoffItem[], options?: ScheduleManyOptions): Promise<ScheduleManyResult> {
-    return scheduleMany(this.ports.kickoff, items, options);
+  scheduleMany(items: readonly KickoffItem<K>[], options?: ScheduleManyOptions): Promise<ScheduleManyResult<K>> {
+    return scheduleMany(this.ports.kickoff, items, options, this.keys);
   }
 
   /**
@@ -202,8 +202,8 @@ export class Locker<K = Key> extends EventEmitter<LockerEvents> {
    * `cancelled` (refused while the fan-out is still being written). Throws `TransitionError` (409)
    * once the join started, or when there is no fan-out. See docs/guides/fan-out.md, "Operators".
    */
-  cancelFanOut(key: Key, options?: CancelFanOutOptions): Promise<FanOutActionResult> {
-    return cancelFanOut(this.ports.fan, key, options);
+  cancelFanOut(key: K, options?: CancelFanOutOptions): Promise<FanOutActionResult<K>> {
+    return this.withKey(key, async (k) => this.onKeys(await cancelFanOut(this.ports.fan, k, options)));
   }
 
   /**
@@ -212,8 +212,8 @@ export class Locker<K = Key> extends EventEmitter<LockerEvents> {
    * Children with no failed chain of their own (busy, deleted) are skipped and listed. Throws
    * `TransitionError` (409) unless the fan-out is sealed and waiting.
    */
-  retryFanOutChildren(key: Key, options?: RetryFanOutOptions): Promise<FanOutActionResult> {
-    return retryFanOutChildren(this.ports.fan, key, options);
+  retryFanOutChildren(key: K, options?: RetryFanOutOptions): Promise<FanOutActionResult<K>> {
+    return this.withKey(key, async (k) => this.onKeys(await retryFanOutChildren(this.ports.fan, k, options)));
   }
 
   /**
@@ -367,7 +367,7 @@ export class Locker<K = Key> extends EventEmitter<LockerEvents> {
   private recurringParts(): TickParts & ScheduleOperatorParts {
     return {
       locks: this.parts.locks, reads: this.parts.reads, clock: this.config.clock, logger: this.config.logger, namespace: this.config.scheduleNamespace,
-      kickoff: (items, options) => scheduleMany(this.ports.kickoff, items, options),
+      kickoff: (items, options) => scheduleMany(this.ports.kickoff, items, options, DATASTORE_KEYS),
     };
   }
 
@@ -464,6 +464,12 @@ export class Locker<K = Key> extends EventEmitter<LockerEvents> {
       return Promise.reject(error);
     }
     return fn(k);
+  }
+
+  /** A fan-out action's result with its skipped children's keys in the store's key type. */
+  private onKeys(result: FanOutActionResult): FanOutActionResult<K> {
+    const { skipped, ...rest } = result;
+    return skipped ? { ...rest, skipped: skipped.map((child) => ({ ...child, key: this.keys.fromKey(child.key) })) } : rest;
   }
 
   /** `X-Lock-Key` for a key: the legacy url-safe encoding, as the Go library sends it. */

@@ -83,9 +83,9 @@ export interface TaskContext<E, P = Json | undefined, K = Key> {
    * step like `schedule()` does; the chain waits, holding no lease, and `options.join` runs as its
    * next step once every child settled. Fenced; a retried attempt resumes and starts no child twice.
    */
-  fanOut(children: Iterable<FanOutChild> | AsyncIterable<FanOutChild>, options: FanOutOptions): Promise<FanOutStarted>;
+  fanOut(children: Iterable<FanOutChild<K>> | AsyncIterable<FanOutChild<K>>, options: FanOutOptions): Promise<FanOutStarted>;
   /** In a join step: the fan-out's outcome, counts and children; undefined in any other step. */
-  fanIn(): Promise<FanIn | undefined>;
+  fanIn(): Promise<FanIn<K> | undefined>;
   /** In a fan-out child's chain: stores a small JSON result (at most 16 KiB) the join reads once the chain completed. */
   setResult(value: Json): Promise<void>;
 }

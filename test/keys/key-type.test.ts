@@ -10,6 +10,9 @@ import { Locker } from '../../src/locker';
 import type { LockerOptions } from '../../src/config/options';
 import { DATASTORE_KEYS, keyTypeOf } from '../../src/keys/key-type';
 import type { EntityFactory, TaskContext } from '../../src/step/handler-types';
+import type { KickoffItem, ScheduleManyResult } from '../../src/chain/schedule-many-types';
+import type { FanIn, FanOutChild } from '../../src/fanout/types';
+import type { FanOutActionResult } from '../../src/fanout/operator';
 import { DatastoreStore } from '../../src/store/datastore/store';
 import { FirestoreStore } from '../../src/store/firestore/store';
 import { MemoryStore } from '../../src/store/memory/store';
@@ -27,7 +30,7 @@ const firestore = new Firestore({ projectId: 'p' });
 const native = new Locker({ store: new FirestoreStore(firestore), authenticate: false });
 
 describe('the key type of a Locker follows its store', () => {
-  it('takes Key on DatastoreStore and MemoryStore, as before: the same signatures', () => {
+  it('takes Key on DatastoreStore and MemoryStore, as before: the same signatures, scheduleMany and fan-out included', () => {
     expectType<Equal<typeof datastore, Locker>>();
     expectType<Equal<typeof memory, Locker<Key>>>();
     expectType<Equal<Parameters<typeof datastore.schedule>[0], Key>>();
@@ -37,6 +40,14 @@ describe('the key type of a Locker follows its store', () => {
     expectType<Equal<Parameters<typeof datastore.handle<object>>[0], (ctx: TaskContext<object>) => Promise<void> | void>>();
     expectType<Equal<Parameters<typeof datastore.handle<object>>[1], EntityFactory<object>>>();
     expectType<Equal<TaskContext<object>['key'], Key>>();
+    expectType<Equal<Parameters<typeof datastore.scheduleMany>[0], readonly KickoffItem[]>>();
+    expectType<Equal<ReturnType<typeof datastore.scheduleMany>, Promise<ScheduleManyResult>>>();
+    expectType<Equal<ScheduleManyResult['results'][number]['key'], Key>>();
+    expectType<Equal<Parameters<typeof datastore.cancelFanOut>[0], Key>>();
+    expectType<Equal<Parameters<typeof datastore.retryFanOutChildren>[0], Key>>();
+    expectType<Equal<ReturnType<typeof datastore.retryFanOutChildren>, Promise<FanOutActionResult>>>();
+    expectType<Equal<Parameters<TaskContext<object>['fanOut']>[0], Iterable<FanOutChild> | AsyncIterable<FanOutChild>>>();
+    expectType<Equal<ReturnType<TaskContext<object>['fanIn']>, Promise<FanIn | undefined>>>();
     // An options object typed as before still makes a Locker of Keys.
     const options: LockerOptions = { store: new MemoryStore() };
     expectType<Equal<typeof options.store.keyType, undefined | import('../../src/keys/key-type').KeyType<Key>>>();
@@ -63,14 +74,22 @@ describe('the key type of a Locker follows its store', () => {
     assert.equal(keys.show(key), 'Order:"o-1"');
   });
 
-  it('takes DocumentReference on FirestoreStore: schedule, retry, cancel, resend, ctx.key and the factory key', () => {
+  it('takes DocumentReference on FirestoreStore: schedule, scheduleMany, retry, cancel, resend, the fan-out actions, ctx.key, ctx.fanOut/fanIn and the factory key', () => {
     expectType<Equal<typeof native, Locker<DocumentReference>>>();
     expectType<Equal<Parameters<typeof native.schedule>[0], DocumentReference>>();
     expectType<Equal<Parameters<typeof native.retry>[0], DocumentReference>>();
     expectType<Equal<Parameters<typeof native.cancel>[0], DocumentReference>>();
     expectType<Equal<Parameters<typeof native.resend>[0], DocumentReference>>();
-    native.handle((ctx) => {
+    expectType<Equal<Parameters<typeof native.scheduleMany>[0], readonly KickoffItem<DocumentReference>[]>>();
+    expectType<Equal<Awaited<ReturnType<typeof native.scheduleMany>>['results'][number]['key'], DocumentReference>>();
+    expectType<Equal<Parameters<typeof native.cancelFanOut>[0], DocumentReference>>();
+    expectType<Equal<Parameters<typeof native.retryFanOutChildren>[0], DocumentReference>>();
+    expectType<Equal<NonNullable<Awaited<ReturnType<typeof native.retryFanOutChildren>>['skipped']>[number]['key'], DocumentReference>>();
+    native.handle(async (ctx) => {
       expectType<Equal<typeof ctx.key, DocumentReference>>();
+      expectType<Equal<Parameters<typeof ctx.fanOut>[0], Iterable<FanOutChild<DocumentReference>> | AsyncIterable<FanOutChild<DocumentReference>>>>();
+      const page = await (await ctx.fanIn())?.children();
+      expectType<Equal<NonNullable<typeof page>['children'][number]['key'], DocumentReference>>();
     }, (props, key) => {
       expectType<Equal<typeof key, DocumentReference>>();
       return props;
@@ -80,6 +99,8 @@ describe('the key type of a Locker follows its store', () => {
       native.schedule(new Key({ path: ['Order', 'o-1'] }), {}, '/charge'),
       // @ts-expect-error: nor a path
       native.retry('Order/o-1'),
+      // @ts-expect-error: nor are a scheduleMany() item's keys
+      native.scheduleMany([{ key: new Key({ path: ['Order', 'o-1'] }), entity: {}, path: '/charge' }]),
       native.schedule(firestore.doc('Order/o-1'), {}, '/charge'),
     ];
     void calls;
