@@ -1,14 +1,13 @@
 /**
  * A store's own key type: how the keys its users hold (`K`) map to the Datastore `Key`s the
  * Locker's parts work on, and back. The Locker converts at its public boundary only (its methods'
- * keys, a handler's `ctx.key`, `ctx.fanOut()`'s children, `inspect()`'s views); everything inside,
+ * keys, a handler's `ctx.key`, `ctx.fanOut()`'s and `ctx.fanIn()`'s children); everything inside,
  * the `X-Lock-Key` header's Go-compatible encoding included, stays on `Key`.
  *
  * `DatastoreStore` and `MemoryStore` have none: their keys are `Key`s. `FirestoreStore` has one
  * for `DocumentReference`s (`store/firestore/document-keys.ts`).
  */
 import type { Key } from '@google-cloud/datastore';
-import { keyPath } from './key-path';
 
 /** How a store's keys (`K`) map to Datastore `Key`s and back. */
 export interface KeyType<K> {
@@ -16,8 +15,6 @@ export interface KeyType<K> {
   toKey(key: K): Key;
   /** The store's own key for `key`. */
   fromKey(key: Key): K;
-  /** How `key` is shown to an operator (the status page, `inspect()`'s `path`): a document's path. */
-  show(key: Key): string;
 }
 
 /** A store that says what its keys are: the Locker built on it takes and hands out `K`s. */
@@ -30,7 +27,6 @@ export interface KeyedStore<K> {
 export const DATASTORE_KEYS: KeyType<Key> = Object.freeze({
   toKey: (key: Key) => key,
   fromKey: (key: Key) => key,
-  show: (key: Key) => keyPath(key),
 });
 
 /**

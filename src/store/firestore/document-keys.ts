@@ -20,7 +20,6 @@ export function documentKeys(firestore: Firestore): KeyType<DocumentReference> {
   return {
     toKey: (ref) => keyOfDocument(firestore, ref),
     fromKey: (key) => documentOf(firestore, key),
-    show: (key) => documentOf(firestore, key).path,
   };
 }
 
