@@ -466,10 +466,11 @@ export class Locker<K = Key> extends EventEmitter<LockerEvents> {
     return fn(k);
   }
 
-  /** A fan-out action's result with its skipped children's keys in the store's key type. */
+  /** A fan-out action's result with its skipped children's keys in the store's key type (its fields in their order). */
   private onKeys(result: FanOutActionResult): FanOutActionResult<K> {
     const { skipped, ...rest } = result;
-    return skipped ? { ...rest, skipped: skipped.map((child) => ({ ...child, key: this.keys.fromKey(child.key) })) } : rest;
+    if (!skipped) return rest;
+    return { ...result, skipped: skipped.map((child) => ({ ...child, key: this.keys.fromKey(child.key) })) };
   }
 
   /** `X-Lock-Key` for a key: the legacy url-safe encoding, as the Go library sends it. */
