@@ -12,6 +12,8 @@ export { taskBodyRecovery } from './http/payload';
 
 // What a handler receives and returns, and how entities are built from stored properties.
 export type { EntityFactory, ScheduleOptions, ScheduledStep, SelfStoring, TaskContext, TaskHandler } from './step/handler-types';
+// A store's own key type: a Locker takes and hands out its store's keys (`Locker<K>`; FirestoreStore's are DocumentReferences).
+export type { KeyType, KeyedStore } from './keys/key-type';
 
 // Many kickoffs at once: locker.scheduleMany(items, options) and what it answers.
 export { SCHEDULE_MANY_DEFAULTS, type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult } from './chain/schedule-many-types';

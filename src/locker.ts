@@ -11,6 +11,8 @@ import type { Drain } from './step/drain';
 import { ConfigError } from './errors/errors';
 import type { LockerEvents } from './events/events';
 import { decodeKey } from './keys/key-codec';
+import { DATASTORE_KEYS, keyTypeOf, type KeyType } from './keys/key-type';
+import { keyedFactory, keyedHandler } from './step/keyed-context';
 import { handleMiddleware, HTTP_SETTINGS, sweepMiddleware, type HandleOptions, type HttpSettings, type SweepHandlerOptions, type TaskRouteParts } from './http/middleware';
 import { SweepGate } from './chain/sweep-gate';
 import { lookUpProjectId, parseOptions, type Config, type LockerOptions } from './config/options';
@@ -72,11 +74,14 @@ function buildPorts(parts: Parts, config: Config): Ports {
 }
 
 /**
- * Exactly-once steps on leases held on your own Datastore entities. Construct one per store and
- * queue; `handle()` serves a step route, `schedule()` starts a chain, `sweep()` re-delivers every
- * stalled step, and the events (`locker.on(name, listener)`) feed logs and counters.
+ * Exactly-once steps on leases held on your own Datastore entities (or Firestore documents).
+ * Construct one per store and queue; `handle()` serves a step route, `schedule()` starts a chain,
+ * `sweep()` re-delivers every stalled step, and the events (`locker.on(name, listener)`) feed logs
+ * and counters. `K` is the store's key type, inferred from the `store` option: `Key` for
+ * `DatastoreStore` and `MemoryStore`, `DocumentReference` for `FirestoreStore`
+ * (`keys/key-type.ts`); the events and the `X-Lock-Key` header stay on `Key`.
  */
-export class Locker extends EventEmitter<LockerEvents> {
+export class Locker<K = Key> extends EventEmitter<LockerEvents> {
   /** @internal The parsed, complete options the library's parts read. */
   readonly config: Config;
   /** @internal Resolves once the store's project id is known, or could not be (keys are encoded with it). */
@@ -94,11 +99,14 @@ export class Locker extends EventEmitter<LockerEvents> {
   private readonly sweepGate: SweepGate;
   /** The schedules this code declares (`recurring()`), by name. */
   private readonly declarations = new Map<string, Declaration>();
+  /** The store's key type: the public methods' keys (`K`) to the parts' `Key`s and back. */
+  private readonly keys: KeyType<K>;
 
   /** Throws `ConfigError` with a sentence saying what is wrong when an option is invalid. */
-  constructor(options: LockerOptions) {
+  constructor(options: LockerOptions<K>) {
     super();
     this.config = parseOptions(options);
+    this.keys = keyTypeOf(options.store);
     this.ready = lookUpProjectId(this.config, options);
     this.parts = buildParts(this.config, this.ready, this);
     this.ports = buildPorts(this.parts, this.config);
@@ -133,8 +141,8 @@ export class Locker extends EventEmitter<LockerEvents> {
    * Express middleware that runs `handler` once per step of the entity named by the task's
    * `X-Lock-Key`, whose typed form `factory` builds from its stored properties.
    */
-  handle<E, P = Json | undefined>(handler: TaskHandler<E, P>, factory: EntityFactory<E>, options: HandleOptions = {}): RequestHandler {
-    return handleMiddleware(this.ports.route, handler, factory, options);
+  handle<E, P = Json | undefined>(handler: TaskHandler<E, P, K>, factory: EntityFactory<E, K>, options: HandleOptions = {}): RequestHandler {
+    return handleMiddleware(this.ports.route, keyedHandler(handler, this.keys), keyedFactory(factory, this.keys), options);
   }
 
   /**
@@ -144,8 +152,8 @@ export class Locker extends EventEmitter<LockerEvents> {
    * when the key could not be delivered in a task (see `checkDeliverable`). Inside a handler use
    * `ctx.schedule()`.
    */
-  schedule(key: Key, entity: unknown, path: string, payload?: Json, options?: ScheduleOptions): Promise<ScheduledStep> {
-    return kickoff(this.ports.kickoff, key, entity, path, payload, options);
+  schedule(key: K, entity: unknown, path: string, payload?: Json, options?: ScheduleOptions): Promise<ScheduledStep> {
+    return this.withKey(key, (k) => kickoff(this.ports.kickoff, k, entity, path, payload, options));
   }
 
   /**
@@ -156,8 +164,8 @@ export class Locker extends EventEmitter<LockerEvents> {
    * `kickoffId`, a call made again (after a crash) never starts a chain twice. See
    * docs/guides/bulk-kickoff.md.
    */
-  scheduleMany(items: readonly KickoffItem[], options?: ScheduleManyOptions): Promise<ScheduleManyResult> {
-    return scheduleMany(this.ports.kickoff, items, options);
+  scheduleMany(items: readonly KickoffItem<K>[], options?: ScheduleManyOptions): Promise<ScheduleManyResult<K>> {
+    return scheduleMany(this.ports.kickoff, items, options, this.keys);
   }
 
   /**
@@ -174,8 +182,8 @@ export class Locker extends EventEmitter<LockerEvents> {
    * with a fresh retry budget, on a new task. With `seq`, refused unless the chain is still at that
    * step. Throws `TransitionError` (409) unless the step failed for good.
    */
-  retry(key: Key, options?: ActionOptions): Promise<ActionResult> {
-    return retryStep(this.ports.actions, key, options);
+  retry(key: K, options?: ActionOptions): Promise<ActionResult> {
+    return this.withKey(key, (k) => retryStep(this.ports.actions, k, options));
   }
 
   /**
@@ -183,8 +191,8 @@ export class Locker extends EventEmitter<LockerEvents> {
    * tasks are dropped on arrival, and an attempt still running it can no longer write. A kickoff
    * may then start a new chain. Throws `TransitionError` (409) unless a step is scheduled or running.
    */
-  cancel(key: Key, options?: ActionOptions): Promise<ActionResult> {
-    return cancelChain(this.ports.actions, key, options);
+  cancel(key: K, options?: ActionOptions): Promise<ActionResult> {
+    return this.withKey(key, (k) => cancelChain(this.ports.actions, k, options));
   }
 
   /**
@@ -194,8 +202,8 @@ export class Locker extends EventEmitter<LockerEvents> {
    * `cancelled` (refused while the fan-out is still being written). Throws `TransitionError` (409)
    * once the join started, or when there is no fan-out. See docs/guides/fan-out.md, "Operators".
    */
-  cancelFanOut(key: Key, options?: CancelFanOutOptions): Promise<FanOutActionResult> {
-    return cancelFanOut(this.ports.fan, key, options);
+  cancelFanOut(key: K, options?: CancelFanOutOptions): Promise<FanOutActionResult<K>> {
+    return this.withKey(key, async (k) => this.onKeys(await cancelFanOut(this.ports.fan, k, options)));
   }
 
   /**
@@ -204,8 +212,8 @@ export class Locker extends EventEmitter<LockerEvents> {
    * Children with no failed chain of their own (busy, deleted) are skipped and listed. Throws
    * `TransitionError` (409) unless the fan-out is sealed and waiting.
    */
-  retryFanOutChildren(key: Key, options?: RetryFanOutOptions): Promise<FanOutActionResult> {
-    return retryFanOutChildren(this.ports.fan, key, options);
+  retryFanOutChildren(key: K, options?: RetryFanOutOptions): Promise<FanOutActionResult<K>> {
+    return this.withKey(key, async (k) => this.onKeys(await retryFanOutChildren(this.ports.fan, k, options)));
   }
 
   /**
@@ -213,8 +221,8 @@ export class Locker extends EventEmitter<LockerEvents> {
    * by a running attempt is left to it (the new task is refused until it finishes); a stale one is
    * taken over. Throws `TransitionError` (409) unless a step is scheduled or running.
    */
-  resend(key: Key, options?: ActionOptions): Promise<ActionResult> {
-    return resendStep(this.ports.actions, key, options);
+  resend(key: K, options?: ActionOptions): Promise<ActionResult> {
+    return this.withKey(key, (k) => resendStep(this.ports.actions, k, options));
   }
 
   /**
@@ -359,7 +367,7 @@ export class Locker extends EventEmitter<LockerEvents> {
   private recurringParts(): TickParts & ScheduleOperatorParts {
     return {
       locks: this.parts.locks, reads: this.parts.reads, clock: this.config.clock, logger: this.config.logger, namespace: this.config.scheduleNamespace,
-      kickoff: (items, options) => this.scheduleMany(items, options),
+      kickoff: (items, options) => scheduleMany(this.ports.kickoff, items, options, DATASTORE_KEYS),
     };
   }
 
@@ -442,6 +450,27 @@ export class Locker extends EventEmitter<LockerEvents> {
     const finished = await Promise.race([rest, cut]);
     clearTimeout(timer);
     if (!finished) this.config.logger.warn('shutdown: time is up; sweeps, alerts or ledger removals still in flight are left to the next sweep (nothing owed is lost)', { timeoutMs });
+  }
+
+  /**
+   * `fn` on the `Key` of the store's key `key`: a key the store's key type refuses is a rejected
+   * promise (its `TypeError`), as every other bad argument of these methods is.
+   */
+  private withKey<T>(key: K, fn: (key: Key) => Promise<T>): Promise<T> {
+    let k: Key;
+    try {
+      k = this.keys.toKey(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return fn(k);
+  }
+
+  /** A fan-out action's result with its skipped children's keys in the store's key type (its fields in their order). */
+  private onKeys(result: FanOutActionResult): FanOutActionResult<K> {
+    const { skipped, ...rest } = result;
+    if (!skipped) return rest;
+    return { ...result, skipped: skipped.map((child) => ({ ...child, key: this.keys.fromKey(child.key) })) };
   }
 
   /** `X-Lock-Key` for a key: the legacy url-safe encoding, as the Go library sends it. */

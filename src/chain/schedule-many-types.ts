@@ -6,10 +6,10 @@ import type { Key } from '@google-cloud/datastore';
 import type { OptionNames } from '../config/option-names';
 import type { Json } from '../types';
 
-/** One chain to start: what `locker.schedule(key, entity, path, payload, { at: scheduleTime })` takes. */
-export interface KickoffItem {
+/** One chain to start: what `locker.schedule(key, entity, path, payload, { at: scheduleTime })` takes; `K` is the store's key type. */
+export interface KickoffItem<K = Key> {
   /** The entity's key; each key at most once in a call. */
-  key: Key;
+  key: K;
   /** The entity to save with the chain's first step (its lock fields are the Locker's). */
   entity: unknown;
   /** The handler path of the first step, e.g. `/invoice`. */
@@ -63,13 +63,13 @@ export const SCHEDULE_MANY_DEFAULTS = Object.freeze({
   concurrency: 32,
 });
 
-/** What became of one item. */
-export type KickoffResult =
+/** What became of one item; `K` is the store's key type. */
+export type KickoffResult<K = Key> =
   | {
     /** The chain started (or, with `resumed`, had been started by an earlier run of this kickoff). */
     status: 'started';
     /** The item's key. */
-    key: Key;
+    key: K;
     /** The step the chain is at: its first step, unless it moved on since an earlier run started it. */
     seq: number;
     /** The name of the step's task. */
@@ -83,7 +83,7 @@ export type KickoffResult =
     /** Another chain's step is scheduled or running on the entity: left unchanged, as `schedule()` refuses with `ChainBusyError`. */
     status: 'busy';
     /** The item's key. */
-    key: Key;
+    key: K;
     /** The step that is scheduled or running. */
     seq: number;
     /** Whether an attempt holds its lease (running) or not (scheduled). */
@@ -98,17 +98,17 @@ export type KickoffResult =
      */
     status: 'failed';
     /** The item's key. */
-    key: Key;
+    key: K;
     /** Why it was not started. */
     error: Error;
   };
 
-/** What `locker.scheduleMany()` answers. */
-export interface ScheduleManyResult {
+/** What `locker.scheduleMany()` answers; `K` is the store's key type. */
+export interface ScheduleManyResult<K = Key> {
   /** The kickoff's id: the one given, or the random one it made. */
   kickoffId: string;
-  /** One result per item, in the items' order. */
-  results: KickoffResult[];
+  /** One result per item, in the items' order, each with the item's own key. */
+  results: KickoffResult<K>[];
   /** Results `started`. */
   started: number;
   /** Results `busy`. */

@@ -35,6 +35,8 @@ import {
   type KickoffItem, type KickoffProgress, type KickoffResult, type ScheduleManyOptions, type ScheduleManyResult,
 } from './schedule-many-types';
 import { keyString } from '../keys/keys';
+import type { KeyType } from '../keys/key-type';
+import type { Key } from '@google-cloud/datastore';
 import { StepState, type LedgerRecord } from '../types';
 import { begin, end, kickoffRunKey, kickoffRunProperties, kindsOf, KICKOFF_RUN_UNINDEXED, readKickoffRun, type KickoffRun } from './kickoff-run';
 
@@ -72,7 +74,7 @@ interface ToSend {
 }
 
 /** Starts a chain on every item's entity; see the file's comment. */
-export async function scheduleMany(parts: KickoffParts, items: readonly KickoffItem[], options: ScheduleManyOptions = {}): Promise<ScheduleManyResult> {
+export async function scheduleMany<K>(parts: KickoffParts, items: readonly KickoffItem<K>[], options: ScheduleManyOptions = {}, keys: KeyType<K>): Promise<ScheduleManyResult<K>> {
   if (!parts.dispatcher.hasQueue) throw new ConfigError('scheduleMany() needs a queue: pass `queue` to the Locker.');
   rejectUnknownOptions('scheduleMany()', options, SCHEDULE_MANY_OPTION_NAMES);
   if (!Array.isArray(items)) throw new TypeError('scheduleMany(items): items must be an array of { key, entity, path, payload?, scheduleTime? }');
@@ -81,8 +83,8 @@ export async function scheduleMany(parts: KickoffParts, items: readonly KickoffI
   const concurrency = options.concurrency ?? SCHEDULE_MANY_DEFAULTS.concurrency;
   if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new RangeError(`scheduleMany(): concurrency must be a whole number of at least 1; got ${String(concurrency)}`);
 
-  const run = new Run(parts, items, kickoffId, options.onProgress);
-  const pending = check(parts, items, kickoffId, run);
+  const run = new Run<K>(parts, items, kickoffId, options.onProgress);
+  const pending = check(parts, items, kickoffId, run, keys);
   await record(parts, (found) => begin(found, {
     kickoffId, run: run.run, total: items.length, kinds: kindsOf(pending.map((p) => p.item.key)), now: new Date(parts.config.clock()),
   }), run.run);
@@ -115,14 +117,20 @@ async function record(parts: KickoffParts, change: (found: KickoffRun | undefine
   }
 }
 
-/** Checks every item; throws on a key given twice, reports the other invalid items failed. */
-function check(parts: KickoffParts, items: readonly KickoffItem[], kickoffId: string, run: Run): Pending[] {
+/**
+ * Checks every item, its key turned into a `Key` by the store's key type; throws on a key given
+ * twice, reports the other invalid items failed (a key the key type refuses among them).
+ */
+function check<K>(parts: KickoffParts, items: readonly KickoffItem<K>[], kickoffId: string, run: Run<K>, keys: KeyType<K>): Pending[] {
   const first = new Map<string, number>();
+  const converted: Key[] = [];
   const ids = items.map((item, index) => {
     let id: string;
     try {
       if (typeof item !== 'object' || item === null) throw new TypeError('an item must be { key, entity, path, payload?, scheduleTime? }');
-      id = keyString(item.key);
+      const key = keys.toKey(item.key);
+      id = keyString(key);
+      converted[index] = key;
     } catch (error) {
       return asError(error);
     }
@@ -138,10 +146,11 @@ function check(parts: KickoffParts, items: readonly KickoffItem[], kickoffId: st
     const id = ids[index]!;
     try {
       if (id instanceof Error) throw id;
-      checkDeliverable(item.key, parts.config.keyAppId);
+      const key = converted[index]!;
+      checkDeliverable(key, parts.config.keyAppId);
       if (item.scheduleTime !== undefined && !(item.scheduleTime instanceof Date)) throw new TypeError('scheduleTime must be a Date');
       const step = checkStep(parts, item.path, item.payload, item.scheduleTime ? { at: item.scheduleTime } : {});
-      pending.push({ index, item, step, chain: kickoffChainId(kickoffId, id) });
+      pending.push({ index, item: { ...item, key }, step, chain: kickoffChainId(kickoffId, id) });
     } catch (error) {
       run.settle(index, { status: 'failed', key: item?.key, error: asError(error) });
     }
@@ -162,7 +171,7 @@ const MARKING: KickoffMarking<Job> = {
 };
 
 /** Starts one batch's chains (`kickoff-rounds.ts`); settles what it can and returns the steps to send. */
-async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<ToSend[]> {
+async function write(parts: KickoffParts, batch: Pending[], run: Run<unknown>): Promise<ToSend[]> {
   const toSend: ToSend[] = [];
   const jobs: Job[] = batch.map((pending) => ({
     pending, key: pending.item.key, entity: pending.item.entity, chain: pending.chain, step: pending.step, markerKey: kickoffRecordKey(pending.item.key, pending.chain), run: kickoffRun(run.kickoffId),
@@ -177,7 +186,7 @@ async function write(parts: KickoffParts, batch: Pending[], run: Run): Promise<T
 }
 
 /** Settles (or queues for sending) a chain this kickoff started before. */
-function settleOwn(run: Run, p: Pending, plan: Extract<KickoffOutcome, { kind: 'own' }>, toSend: ToSend[]): void {
+function settleOwn(run: Run<unknown>, p: Pending, plan: Extract<KickoffOutcome, { kind: 'own' }>, toSend: ToSend[]): void {
   const { lock } = plan;
   // The chain it started ended (and another may run, or the entity was deleted): nothing is started or sent.
   if (!plan.live) return run.settle(p.index, { status: 'started', key: p.item.key, seq: plan.seq, task: '', sent: false, resumed: true });
@@ -187,7 +196,7 @@ function settleOwn(run: Run, p: Pending, plan: Extract<KickoffOutcome, { kind: '
 }
 
 /** Creates a written step's task; for a resumed chain, reads its record first and sends its current task. */
-async function send(parts: KickoffParts, s: ToSend, run: Run): Promise<void> {
+async function send(parts: KickoffParts, s: ToSend, run: Run<unknown>): Promise<void> {
   const { pending } = s;
   if (run.settled(pending.index)) return;
   let record = s.record;
@@ -207,7 +216,7 @@ async function send(parts: KickoffParts, s: ToSend, run: Run): Promise<void> {
  * Reports an item failed. A record its write may have stored stays: after a failed commit its entity
  * may have been written nonetheless, and the sweep clears the record if it was not.
  */
-function fail(parts: KickoffParts, run: Run, p: Pending, error: unknown): void {
+function fail(parts: KickoffParts, run: Run<unknown>, p: Pending, error: unknown): void {
   run.settle(p.index, { status: 'failed', key: p.item.key, error: asError(error) });
   parts.config.logger.warn('scheduleMany(): a chain was not started', { key: keyPath(p.item.key), error: asError(error).message });
 }
@@ -235,31 +244,31 @@ class Limiter {
   }
 }
 
-/** The results of one call, and its progress. */
-class Run {
+/** The results of one call, and its progress; each result answers the item's own key (`K`). */
+class Run<K = Key> {
   /** The `lock_run` of the chains this kickoff starts. */
   readonly run: string;
-  private readonly results: (KickoffResult | undefined)[];
+  private readonly results: (KickoffResult<unknown> | undefined)[];
   private readonly counts = { started: 0, busy: 0, failed: 0 };
   private readonly total: number;
   private sinceProgress = 0;
 
   constructor(
     private readonly parts: KickoffParts,
-    private readonly items: readonly KickoffItem[],
+    private readonly items: readonly KickoffItem<K>[],
     readonly kickoffId: string,
     private readonly onProgress: ((progress: KickoffProgress) => void) | undefined,
   ) {
     this.total = items.length;
     this.run = kickoffRun(kickoffId);
-    this.results = new Array<KickoffResult | undefined>(this.total);
+    this.results = new Array<KickoffResult<unknown> | undefined>(this.total);
   }
 
   settled(index: number): boolean {
     return this.results[index] !== undefined;
   }
 
-  settle(index: number, result: KickoffResult): void {
+  settle(index: number, result: KickoffResult<unknown>): void {
     if (this.results[index] !== undefined) return;
     this.results[index] = result;
     this.counts[result.status]++;
@@ -284,10 +293,11 @@ class Run {
     if (this.sinceProgress >= every || started + busy + failed === this.total) this.progress();
   }
 
-  result(): ScheduleManyResult {
+  result(): ScheduleManyResult<K> {
     this.progress();
     // Every item is settled by then; the fallback only keeps the answer whole if a path were missed.
-    const results = this.results.map((r, i): KickoffResult => r ?? { status: 'failed', key: this.items[i]!.key, error: new Error(`item ${i} was not settled`) });
+    // Each result answers the item's own key, as the caller gave it (a DocumentReference on FirestoreStore).
+    const results = this.results.map((r, i): KickoffResult<K> => ({ ...(r ?? { status: 'failed', error: new Error(`item ${i} was not settled`) }), key: this.items[i]?.key as K }));
     return { kickoffId: this.kickoffId, results, ...this.counts };
   }
 }

@@ -9,13 +9,21 @@ import { rejectUnknownOptions, type OptionNames } from './option-names';
 import { CONTENTION_RETRY_DEFAULTS } from '../locks/retry';
 import { LOG_FORMATS, platformLogger, type LogFormat } from '../log/platform-logger';
 import { checkTimeLimits, DEFAULT_REQUEST_TIMEOUT, stepTimes } from './time-limits';
+import type { Key } from '@google-cloud/datastore';
 import type { Alerter, Authenticator, Logger, Queue, Store } from '../types';
+import type { KeyedStore } from '../keys/key-type';
 import { isRedaction, type Redaction } from '../alert/redact';
 
-/** Options of `new Locker(options)`. Only `store` is required. */
-export interface LockerOptions {
-  /** Where entities live: `DatastoreStore` in production, `MemoryStore` for local runs. */
-  store: Store;
+/**
+ * Options of `new Locker(options)`. Only `store` is required. `K` is the store's key type: `Key`
+ * for `DatastoreStore` and `MemoryStore`, `DocumentReference` for `FirestoreStore`.
+ */
+export interface LockerOptions<K = Key> {
+  /**
+   * Where entities live: `DatastoreStore` in production, `MemoryStore` for local runs,
+   * `FirestoreStore` (`datastore-locker/firestore`) for Firestore in Native mode.
+   */
+  store: Store & KeyedStore<K>;
   /** Where tasks go: `CloudTasksQueue` in production, `LocalQueue` for local runs. Needed to schedule. */
   queue?: Queue;
   /** Who is told about lease overwrites and permanent failures. */
@@ -243,7 +251,7 @@ export const DEFAULTS = Object.freeze({
 export const consoleLogger: Logger = platformLogger({ format: 'text' });
 
 /** Parses user options once: fills defaults, checks every value and plug-in, and freezes the result. */
-export function parseOptions(options: LockerOptions): Config {
+export function parseOptions(options: LockerOptions<unknown>): Config {
   if (typeof options !== 'object' || options === null) throw new ConfigError('Locker options must be an object.');
   rejectUnknownOptions('Locker', options, LOCKER_OPTION_NAMES);
   rejectUnknownOptions('Locker', options.contention, CONTENTION_OPTION_NAMES, 'contention.');
@@ -342,7 +350,7 @@ export function parseOptions(options: LockerOptions): Config {
  * `new Datastore()` built without one. Resolves once it is known or the lookup failed (logged);
  * never rejects.
  */
-export async function lookUpProjectId(config: Config, options: LockerOptions): Promise<void> {
+export async function lookUpProjectId(config: Config, options: LockerOptions<unknown>): Promise<void> {
   const { store, logger } = config;
   if (options.keyAppId !== undefined || store.projectId !== undefined || !store.init) return;
   try {

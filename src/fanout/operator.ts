@@ -53,16 +53,16 @@ export interface RetryFanOutOptions {
 /** Every option name of {@link RetryFanOutOptions}. */
 export const RETRY_FAN_OUT_OPTION_NAMES: OptionNames<RetryFanOutOptions> = { seq: true };
 
-/** A failed child `retryFanOutChildren()` could not retry. */
-export interface SkippedChild {
+/** A failed child `retryFanOutChildren()` could not retry; `K` is the store's key type. */
+export interface SkippedChild<K = Key> {
   /** The child's entity. */
-  key: Key;
+  key: K;
   /** Why it was not retried. */
   error: string;
 }
 
-/** What an operator's action on a fan-out did. */
-export interface FanOutActionResult {
+/** What an operator's action on a fan-out did; `K` is the store's key type. */
+export interface FanOutActionResult<K = Key> {
   /** The fan-out's id. */
   fanout: string;
   /** The header's state before the action. */
@@ -70,7 +70,7 @@ export interface FanOutActionResult {
   /** Children acted on: cancelled (`cancelFanOut`) or retried (`retryFanOutChildren`). */
   children: number;
   /** Failed children that could not be retried (no failed chain of their own: busy, deleted, never started), with why. */
-  skipped?: SkippedChild[];
+  skipped?: SkippedChild<K>[];
   /** Whether the join was committed by this call (`cancelFanOut` with `join`). */
   joined?: boolean;
 }

@@ -10,10 +10,10 @@ import type { ChildCounts, ChildState } from './records';
 export type { FanOutOutcome, FanOutPolicy } from './policy';
 export type { ChildCounts, ChildState } from './records';
 
-/** One child of a fan-out: a chain started on its own entity. */
-export interface FanOutChild {
+/** One child of a fan-out: a chain started on its own entity; `K` is the store's key type. */
+export interface FanOutChild<K = Key> {
   /** The child's entity (any namespace); each entity at most once per fan-out. */
-  key: Key;
+  key: K;
   /** The handler path of the child chain's first step. */
   path: string;
   /** Its JSON payload. */
@@ -49,10 +49,10 @@ export interface FanOutStarted {
   joinSeq: number;
 }
 
-/** One settled child, as the join reads it. */
-export interface FanInChild {
+/** One settled child, as the join reads it; `K` is the store's key type. */
+export interface FanInChild<K = Key> {
   /** The child's entity. */
-  key: Key;
+  key: K;
   /** How it ended. */
   state: ChildState;
   /** Why it failed, was cancelled or timed out. */
@@ -61,16 +61,16 @@ export interface FanInChild {
   result?: Json;
 }
 
-/** One page of children. */
-export interface FanInPage {
+/** One page of children; `K` is the store's key type. */
+export interface FanInPage<K = Key> {
   /** The children of this page (at most 100), filtered by state when asked. */
-  children: FanInChild[];
+  children: FanInChild<K>[];
   /** Pass it to `children()` for the next page; undefined after the last. */
   cursor?: string;
 }
 
-/** What the join step of a fan-out reads (`ctx.fanIn()`). */
-export interface FanIn {
+/** What the join step of a fan-out reads (`ctx.fanIn()`); `K` is the store's key type. */
+export interface FanIn<K = Key> {
   /** The fan-out's id. */
   id: string;
   /** What the policy made of the children's ends. */
@@ -78,5 +78,5 @@ export interface FanIn {
   /** Children per state, as the join was decided. */
   counts: ChildCounts;
   /** The children, a page at a time, read from storage (strongly consistent); optionally only those in `state`. */
-  children(options?: { cursor?: string; state?: ChildState }): Promise<FanInPage>;
+  children(options?: { cursor?: string; state?: ChildState }): Promise<FanInPage<K>>;
 }

@@ -8,8 +8,8 @@ import type { OptionNames } from '../config/option-names';
 import { LOCK_FIELD_PREFIX, type Json, type Properties, type TaskInfo } from '../types';
 import type { FanIn, FanOutChild, FanOutOptions, FanOutStarted } from '../fanout/types';
 
-/** Builds the user's typed entity from its stored properties (lock fields left out). */
-export type EntityFactory<E> = (properties: Properties, key: Key) => E;
+/** Builds the user's typed entity from its stored properties (lock fields left out); `key` is the store's key type (`K`). */
+export type EntityFactory<E, K = Key> = (properties: Properties, key: K) => E;
 
 /** Options of a scheduled step. */
 export interface ScheduleOptions {
@@ -32,10 +32,10 @@ export interface ScheduledStep {
   sent: boolean;
 }
 
-/** Everything a handler needs to run one step. */
-export interface TaskContext<E, P = Json | undefined> {
+/** Everything a handler needs to run one step; `K` is the store's key type (`Key`, or `DocumentReference` on `FirestoreStore`). */
+export interface TaskContext<E, P = Json | undefined, K = Key> {
   /** The entity's key. */
-  readonly key: Key;
+  readonly key: K;
   /** The user's entity, typed by the factory. Changes to it are saved when the step finishes. */
   readonly entity: E;
   /** The step's sequence number: use it to fence your own downstream writes. */
@@ -83,15 +83,15 @@ export interface TaskContext<E, P = Json | undefined> {
    * step like `schedule()` does; the chain waits, holding no lease, and `options.join` runs as its
    * next step once every child settled. Fenced; a retried attempt resumes and starts no child twice.
    */
-  fanOut(children: Iterable<FanOutChild> | AsyncIterable<FanOutChild>, options: FanOutOptions): Promise<FanOutStarted>;
+  fanOut(children: Iterable<FanOutChild<K>> | AsyncIterable<FanOutChild<K>>, options: FanOutOptions): Promise<FanOutStarted>;
   /** In a join step: the fan-out's outcome, counts and children; undefined in any other step. */
-  fanIn(): Promise<FanIn | undefined>;
+  fanIn(): Promise<FanIn<K> | undefined>;
   /** In a fan-out child's chain: stores a small JSON result (at most 16 KiB) the join reads once the chain completed. */
   setResult(value: Json): Promise<void>;
 }
 
 /** A task handler. Resolving finishes the step; throwing fails the attempt (retried). */
-export type TaskHandler<E, P = Json | undefined> = (ctx: TaskContext<E, P>) => Promise<void> | void;
+export type TaskHandler<E, P = Json | undefined, K = Key> = (ctx: TaskContext<E, P, K>) => Promise<void> | void;
 
 /** An entity that says how it is stored. */
 export interface SelfStoring {

@@ -216,7 +216,7 @@ const EXAMPLES: Example[] = [
     // On the Firestore emulator in Native mode, which this row starts for itself (the lanes run the
     // Datastore-mode emulators only): a request to /orders/o-1 writes the document Order/o-1 with
     // the order and its lock fields, and creates the task for /charge with the tasks account's token.
-    page: 'docs/guides/firestore-native.md', index: 0, shows: 'store: new FirestoreStore(new Firestore())',
+    page: 'docs/guides/firestore-native.md', index: 0, shows: 'store: new FirestoreStore(firestore)',
     async check({ tasks, start }) {
       const emulators = (await import(pathToFileURL(join(ROOT, 'scripts', 'emulators.mjs')).href)) as {
         startEmulators(names: string[]): Promise<{ firestoreNative?: { host: string }; stop(): Promise<void> }>;

@@ -1,7 +1,7 @@
 // handle() under store faults on FirestoreStore against the Firestore emulator in Native mode,
 // behind the fault-injecting wrapper; the file starts the emulator itself (test/support/firestore-native.ts).
 import { faultSuite } from './fault-suite';
-import { FirestoreStore } from '../../src/store/firestore/store';
+import { FirestoreKeyStore } from '../../src/store/firestore/store';
 import { uniqueNamespace } from '../support/emulator';
 import { NATIVE_EMULATOR_OPTIONS, useFirestoreNative } from '../support/firestore-native';
 
@@ -9,5 +9,5 @@ const emulator = useFirestoreNative();
 
 faultSuite('the Firestore emulator in Native mode', async () => {
   const namespace = uniqueNamespace('faults');
-  return { store: new FirestoreStore(emulator.client(), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace], projectId: 'locker-native' }), namespace };
+  return { store: new FirestoreKeyStore(emulator.client(), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace], projectId: 'locker-native' }), namespace };
 });

@@ -3,7 +3,7 @@
 import { describe } from 'node:test';
 import { handleSuite } from './handle-suite';
 import { chainSuite } from '../chain/chain-suite';
-import { FirestoreStore } from '../../src/store/firestore/store';
+import { FirestoreKeyStore } from '../../src/store/firestore/store';
 import { uniqueNamespace } from '../support/emulator';
 import { NATIVE_EMULATOR_OPTIONS, useFirestoreNative } from '../support/firestore-native';
 
@@ -12,7 +12,7 @@ const emulator = useFirestoreNative();
 // The store sweeps only its own namespace: the other suite's ledger records stay out of its sweeps.
 const native = async () => {
   const namespace = uniqueNamespace('handle');
-  return { store: new FirestoreStore(emulator.client(), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace], projectId: 'locker-native' }), namespace };
+  return { store: new FirestoreKeyStore(emulator.client(), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace], projectId: 'locker-native' }), namespace };
 };
 
 describe('handle() and chaining on the Firestore emulator in Native mode', { concurrency: true }, () => {

@@ -2,7 +2,7 @@
  * What the store suites run on the Firestore emulator in Native mode: a `FirestoreStore` that sweeps
  * only a namespace of its own, fresh for each suite, so no suite sees another's records.
  */
-import { FirestoreStore } from '../../src/store/firestore/store';
+import { FirestoreKeyStore } from '../../src/store/firestore/store';
 import type { StoreUnderTest } from '../step/handle-suite';
 import { uniqueNamespace } from './emulator';
 import { NATIVE_EMULATOR_OPTIONS, type FirestoreNative } from './firestore-native';
@@ -11,6 +11,6 @@ import { NATIVE_EMULATOR_OPTIONS, type FirestoreNative } from './firestore-nativ
 export function nativeStore(emulator: FirestoreNative, prefix: string): () => Promise<StoreUnderTest> {
   return async () => {
     const namespace = uniqueNamespace(prefix);
-    return { store: new FirestoreStore(emulator.client(), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace], projectId: 'locker-native' }), namespace };
+    return { store: new FirestoreKeyStore(emulator.client(), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace], projectId: 'locker-native' }), namespace };
   };
 }

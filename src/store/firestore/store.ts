@@ -33,7 +33,8 @@
  * entity does; a write over it is a `StoreRejectedError`.
  */
 import type { Key } from '@google-cloud/datastore';
-import type { Firestore } from '@google-cloud/firestore';
+import type { DocumentReference, Firestore } from '@google-cloud/firestore';
+import type { KeyType } from '../../keys/key-type';
 import { ConfigError, StoreConfigError } from '../../errors/errors';
 import { rejectUnknownOptions, type OptionNames } from '../../config/option-names';
 import type {
@@ -45,6 +46,7 @@ import { readMany, replaceMany } from './batch';
 import { call, isConflict, toStoreError } from './errors';
 import { checkCallTimeout, DEFAULT_CALL_TIMEOUT_MS, withDeadline } from './deadline';
 import { documentOf } from './paths';
+import { documentKeys } from './document-keys';
 import { countLocks, findKeys, listDue, listRecords, queryLocks, type Scope } from './queries';
 import { checkPreconditions } from './preconditions';
 import { replacement } from './replace';
@@ -73,8 +75,12 @@ export interface FirestoreStoreOptions {
 
 const OPTION_NAMES: OptionNames<FirestoreStoreOptions> = { projectId: true, namespaces: true, callTimeoutMs: true };
 
-/** A {@link Store} over a Firestore database in Native mode. */
-export class FirestoreStore implements Store {
+/**
+ * The {@link Store} port over a Firestore database in Native mode, keyed by Datastore `Key`s: what
+ * {@link FirestoreStore} is without its key type. Internal: the library's own suites drive it with
+ * the `Key`s they share with the other stores.
+ */
+export class FirestoreKeyStore implements Store {
   readonly projectId?: string;
   private readonly scope: Scope;
   private readonly ledgerKind = LEDGER_KIND;
@@ -83,7 +89,7 @@ export class FirestoreStore implements Store {
   /** The backend check's finding (`preconditions.ts`), once it ran; forgotten when it could not run. */
   private preconditions?: Promise<void>;
 
-  constructor(private readonly firestore: Firestore, options: FirestoreStoreOptions = {}) {
+  constructor(protected readonly firestore: Firestore, options: FirestoreStoreOptions = {}) {
     if (typeof firestore?.collection !== 'function' || typeof firestore.runTransaction !== 'function') {
       throw new ConfigError('FirestoreStore needs a Firestore client from @google-cloud/firestore: new FirestoreStore(new Firestore())');
     }
@@ -205,5 +211,20 @@ export class FirestoreStore implements Store {
 
   findKeys(query: KeyQuery): Promise<Key[]> {
     return findKeys(this.firestore, this.timeoutMs, query, this.scope);
+  }
+}
+
+/**
+ * A {@link Store} over a Firestore database in Native mode. The Locker built on it takes and hands
+ * out `DocumentReference`s of this client (`firestore.doc('Order/o-1')`) where a Datastore store's
+ * takes `Key`s: its key type (`document-keys.ts`).
+ */
+export class FirestoreStore extends FirestoreKeyStore {
+  /** `DocumentReference`s of this store's client, as the Locker's keys. */
+  readonly keyType: KeyType<DocumentReference>;
+
+  constructor(firestore: Firestore, options: FirestoreStoreOptions = {}) {
+    super(firestore, options);
+    this.keyType = documentKeys(firestore);
   }
 }
