@@ -4,7 +4,7 @@
  *
  * - `datastore` (the legacy emulator) and `firestore` (the Firestore emulator in Datastore mode):
  *   `DatastoreStore` over a `Datastore` client, its store options left at their defaults.
- * - `firestoreNative` (the Firestore emulator in Native mode): `FirestoreStore` over a `Firestore`
+ * - `firestoreNative` (the Firestore emulator in Native mode): `FirestoreKeyStore` (the `FirestoreStore` of Datastore `Key`s the chaos run shares with the other stores) over a `Firestore`
  *   client, with a call deadline of 30 s instead of 5 s, as the tests give it on this emulator
  *   (`NATIVE_EMULATOR_OPTIONS` of test/support/firestore-native.ts): the emulator holds a
  *   transaction's read locks until its lock timeout ends a deadlock, about 5 s, so with 5 s the
@@ -17,7 +17,7 @@
 import { Datastore, Key } from '@google-cloud/datastore';
 import { Firestore, type DocumentData } from '@google-cloud/firestore';
 import { DatastoreStore, type Properties, type Store } from '../src/index';
-import { FirestoreStore } from '../src/firestore';
+import { FirestoreKeyStore } from '../src/store/firestore/store';
 import type { EmulatorName } from './options';
 import { CHAIN_KIND } from './protocol';
 
@@ -77,7 +77,7 @@ function nativeChainStore(host: string, projectId: string): ChainStore {
     else process.env.FIRESTORE_EMULATOR_HOST = before;
   }
   return {
-    store: new FirestoreStore(firestore, { projectId, callTimeoutMs: NATIVE_CALL_TIMEOUT_MS }),
+    store: new FirestoreKeyStore(firestore, { projectId, callTimeoutMs: NATIVE_CALL_TIMEOUT_MS }),
     key: (name) => new Key({ path: [CHAIN_KIND, name] }),
     async readChains(names) {
       const out = new Map<string, Properties>();

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { Datastore, type Key } from '@google-cloud/datastore';
 import { MemoryStore } from '../src/store/memory/store';
 import { DatastoreStore } from '../src/store/datastore/store';
-import { FirestoreStore } from '../src/store/firestore/store';
+import { FirestoreKeyStore } from '../src/store/firestore/store';
 import { NATIVE_EMULATOR_OPTIONS } from '../test/support/firestore-native';
 import { TestSmtpServer } from '../test/support/smtp';
 import { commandArbitraries, configArbitrary, type Command, type Feature } from './commands';
@@ -19,7 +19,7 @@ import { judge, PROMISES, type Violation } from './oracle';
 import { KNOWN_DEFECTS, type KnownDefect } from './scenarios';
 import { World, type Backend, type SequenceConfig } from './world';
 
-/** Where the entities live: a memory store, the legacy Datastore emulator, or the Firestore emulator in Native mode (`FirestoreStore`). */
+/** Where the entities live: a memory store, the legacy Datastore emulator, or the Firestore emulator in Native mode (`FirestoreKeyStore`: `FirestoreStore` driven with the model's Datastore `Key`s). */
 export type StoreKind = 'memory' | 'datastore' | 'firestoreNative';
 
 /** Every store kind, as `--store` takes it. */
@@ -143,7 +143,7 @@ export class Rig {
     const namespace = `model-${process.pid}-${++this.namespaces}-${Math.random().toString(36).slice(2, 8)}`;
     const key = (name: string): Key => datastore.key({ namespace, path: ['ModelEntity', name] });
     if (this.native) {
-      return { store: new FirestoreStore(this.native.client, { ...NATIVE_EMULATOR_OPTIONS, projectId: MODEL_PROJECT, namespaces: [namespace] }), key, loopback, smtp };
+      return { store: new FirestoreKeyStore(this.native.client, { ...NATIVE_EMULATOR_OPTIONS, projectId: MODEL_PROJECT, namespaces: [namespace] }), key, loopback, smtp };
     }
     return { store: new DatastoreStore(datastore, { namespaces: [namespace] }), key, loopback, smtp };
   }

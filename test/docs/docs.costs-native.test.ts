@@ -10,7 +10,7 @@ import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FirestoreStore } from '../../src/store/firestore/store';
+import { FirestoreKeyStore } from '../../src/store/firestore/store';
 import { PermanentError } from '../../src/errors/errors';
 import { uniqueNamespace } from '../support/emulator';
 import { useFirestoreNative, NATIVE_EMULATOR_OPTIONS } from '../support/firestore-native';
@@ -69,11 +69,11 @@ describe('what a step costs on the Firestore emulator in Native mode', () => {
     for (const r of recorders) await r.close();
   });
 
-  /** A Locker on a FirestoreStore whose client goes through a recorder of its own, warmed by a kickoff. */
+  /** A Locker on a FirestoreKeyStore (FirestoreStore with Datastore Keys, as taskApp uses) whose client goes through a recorder of its own, warmed by a kickoff. */
   async function instance(namespace: string, queue: KeptTasks, options: Parameters<typeof taskApp>[1] = {}): Promise<{ t: TaskApp; recorder: GrpcRecorder }> {
     const recorder = await startGrpcRecorder(native.host());
     recorders.push(recorder);
-    const store = new FirestoreStore(native.clientOf(recorder.host), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace] });
+    const store = new FirestoreKeyStore(native.clientOf(recorder.host), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace] });
     const t = taskApp(store, { queue, ...options });
     await t.locker.schedule(keys.key({ namespace, path: ['Warm', `up-${recorders.length}`] }), new Counter({}), '/task');
     // The store's check, once, that a stale updateTime is refused (before its first compare-and-swap),
