@@ -6,6 +6,9 @@
  */
 import { DatastoreClient, type Datastore } from '@google-cloud/datastore';
 
+/** gRPC's ABORTED: the backend's answer to contention. */
+const ABORTED = 10;
+
 /** The RPCs a `DatastoreStore` sends. */
 export const RPC_METHODS = ['lookup', 'beginTransaction', 'commit', 'rollback', 'runQuery', 'runAggregationQuery'] as const;
 export type RpcMethod = (typeof RPC_METHODS)[number];
@@ -28,6 +31,8 @@ export interface SpiedClient {
   readonly calls: RpcMethod[];
   /** The requests, in order. */
   readonly sent: SentRpc[];
+  /** The indexes in `calls` of the RPCs the backend answered ABORTED (contention), which the store sends again. */
+  readonly aborted: Set<number>;
   /** Forgets what was recorded. */
   clear(): void;
   /** Closes the underlying client. */
@@ -53,6 +58,7 @@ export function spyClient(datastore: Datastore, options: SpyOptions = {}): Spied
   const real = new DatastoreClient({ ...datastore.options });
   const calls: RpcMethod[] = [];
   const sent: SentRpc[] = [];
+  const aborted = new Set<number>();
   const methods = new Set<string | symbol>(RPC_METHODS);
   const client = new Proxy(real, {
     get(target, property) {
@@ -63,9 +69,15 @@ export function spyClient(datastore: Datastore, options: SpyOptions = {}): Spied
         const method = property as RpcMethod;
         const actual = rewrite ? rewrite(method, request) : request;
         const send = (): unknown => {
-          calls.push(method);
+          const index = calls.push(method) - 1;
           if (keepRequests) sent.push({ method, request: actual });
-          return (value as (...args: unknown[]) => unknown).call(target, actual, ...rest);
+          const answer = (value as (...args: unknown[]) => unknown).call(target, actual, ...rest);
+          if (answer instanceof Promise) {
+            answer.catch((error: unknown) => {
+              if ((error as { code?: unknown } | null)?.code === ABORTED) aborted.add(index);
+            });
+          }
+          return answer;
         };
         const held = hold?.(method, actual);
         return held ? held.then(send) : send();
@@ -76,9 +88,11 @@ export function spyClient(datastore: Datastore, options: SpyOptions = {}): Spied
     client,
     calls,
     sent,
+    aborted,
     clear() {
       calls.length = 0;
       sent.length = 0;
+      aborted.clear();
     },
     close: () => real.close(),
   };
