@@ -4,7 +4,7 @@
  * counts them on the emulator in Native mode (started for this file), through a recording gRPC
  * proxy on loopback (test/support/grpc-recorder.ts) between a `FirestoreStore`'s client and the
  * emulator: the RPCs by method, the documents a `BatchGetDocuments` asks for, the documents a
- * `RunQuery` returns and the writes a `Commit` carries. The scenarios are docs.costs.test.ts's.
+ * `RunQuery` returns and the writes a `Commit` or a `BatchWrite` carries. The scenarios are docs.costs.test.ts's.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -41,7 +41,7 @@ function documented(): Map<string, Row> {
 // Field numbers of google.firestore.v1 (firestore.proto): what is read and written.
 const BATCH_GET_DOCUMENTS = 2; // BatchGetDocumentsRequest.documents: the documents asked for
 const QUERY_DOCUMENT = 1; // RunQueryResponse.document: a document a query returned
-const COMMIT_WRITES = 2; // CommitRequest.writes
+const WRITES = 2; // CommitRequest.writes, BatchWriteRequest.writes
 
 /** What `calls` cost: the RPCs per method in the order first sent, documents read and written. */
 function cost(calls: readonly RecordedCall[]): Omit<Row, 'tasks'> {
@@ -54,7 +54,7 @@ function cost(calls: readonly RecordedCall[]): Omit<Row, 'tasks'> {
     counts.set(call.method, (counts.get(call.method) ?? 0) + 1);
     if (call.method === 'BatchGetDocuments') read += call.requests.reduce((sum, m) => sum + field(m, BATCH_GET_DOCUMENTS), 0);
     if (call.method === 'RunQuery') read += call.responses.reduce((sum, m) => sum + field(m, QUERY_DOCUMENT), 0);
-    if (call.method === 'Commit') written += call.requests.reduce((sum, m) => sum + field(m, COMMIT_WRITES), 0);
+    if (call.method === 'Commit' || call.method === 'BatchWrite') written += call.requests.reduce((sum, m) => sum + field(m, WRITES), 0);
   }
   const rpcs = counts.size === 0 ? 'none' : [...counts].map(([m, n]) => (n === 1 ? m : `${n} × ${m}`)).join(', ');
   return { rpcs, read, written };
@@ -168,6 +168,23 @@ describe('what a step costs on the Firestore emulator in Native mode', () => {
     now += 61_000;
     await measure('sweep-resends', recorder, queue, async () => assert.equal((await t.locker.sweep()).resent, 1));
     await t.locker.shutdown();
+  });
+
+  it('counts finished steps\' ledger records removed together, as grouped under load', async () => {
+    const namespace = uniqueNamespace('costs');
+    const recorder = await startGrpcRecorder(native.host());
+    recorders.push(recorder);
+    const store = new FirestoreKeyStore(native.clientOf(recorder.host), { ...NATIVE_EMULATOR_OPTIONS, namespaces: [namespace] });
+    await store.checkPreconditions();
+    const due = new Date();
+    const records = ['r1', 'r2', 'r3'].map((id) => ({
+      id, key: keys.key({ namespace, path: ['Order', id] }), seq: 1, chain: 'c', path: '/task', body: '{}', createdAt: due, task: id, sends: 1, sentAt: due, failures: 0, due,
+    }));
+    await store.transaction(async (tx) => { for (const r of records) tx.putLedger(r); });
+    const read = await Promise.all(records.map((r) => store.readWithLedger(r.key, r.id)));
+    const queue = new KeptTasks();
+    await measure('retire-grouped', recorder, queue, () => store.retireLedgerMany(records.map((r, i) => ({ key: r.key, id: r.id, version: read[i]!.recordVersion })), () => true));
+    assert.deepEqual((await store.listDue(new Date(due.getTime() + 1), 10)).records, [], 'all three removed');
   });
 
   it('docs/reference/costs.md\'s Native-mode table is what was measured, row by row', () => {
