@@ -7,9 +7,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KNOWN_DEFECTS } from '../../model/scenarios';
-import { Rig, runSequence } from '../../model/run';
-import { PROMISES } from '../../model/oracle';
-import { fansOutWide } from './model-wide';
+import { Rig } from '../../model/run';
+import { fansOutWide, knownDefectCases } from './known-defects';
 
 const WIDE = KNOWN_DEFECTS.filter(fansOutWide);
 
@@ -22,12 +21,5 @@ describe('the model\'s wide fan-out sequences, on the legacy Datastore emulator'
     assert.deepEqual(WIDE.map((d) => d.id), ['37.1', '37.6']);
   });
 
-  for (const defect of WIDE) {
-    const name = `defect ${defect.id}: ${defect.title}`;
-    it(defect.fixed ? `${name}: fixed, every promise holds` : `${name}: breaks (${defect.promise}) ${PROMISES[defect.promise]}`, async () => {
-      const { violations } = await runSequence(rig, defect.config, defect.commands());
-      if (defect.fixed) assert.deepEqual(violations, [], 'a fixed defect breaks no promise');
-      else assert.ok(violations.some((v) => v.promise === defect.promise), `the oracle finds (${defect.promise}) broken; it found ${JSON.stringify(violations)}`);
-    });
-  }
+  knownDefectCases(WIDE, () => rig);
 });

@@ -11,9 +11,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KNOWN_DEFECTS, KNOWN_TRIGGERS } from '../../model/scenarios';
-import { fansOutWide } from './model-wide';
-import { describeFailure, Rig, runModel, runSequence } from '../../model/run';
-import { PROMISES } from '../../model/oracle';
+import { fansOutWide, knownDefectCases } from './known-defects';
+import { describeFailure, Rig, runModel } from '../../model/run';
 
 describe('the model of the four promises, on the legacy Datastore emulator', { timeout: 900_000 }, () => {
   describe('the known broken promises, each as a short sequence', () => {
@@ -21,14 +20,7 @@ describe('the model of the four promises, on the legacy Datastore emulator', { t
     before(async () => { rig = await Rig.start('datastore'); });
     after(async () => { await rig.stop(); });
 
-    for (const defect of KNOWN_DEFECTS.filter((d) => !fansOutWide(d))) {
-      const name = `defect ${defect.id}: ${defect.title}`;
-      it(defect.fixed ? `${name}: fixed, every promise holds` : `${name}: breaks (${defect.promise}) ${PROMISES[defect.promise]}`, async () => {
-        const { violations } = await runSequence(rig, defect.config, defect.commands());
-        if (defect.fixed) assert.deepEqual(violations, [], 'a fixed defect breaks no promise');
-        else assert.ok(violations.some((v) => v.promise === defect.promise), `the oracle finds (${defect.promise}) broken; it found ${JSON.stringify(violations)}`);
-      });
-    }
+    knownDefectCases(KNOWN_DEFECTS.filter((d) => !fansOutWide(d)), () => rig);
   });
 
   it('holds every promise on 12 random sequences that leave out the known defects\' triggers (seed 7)', async () => {

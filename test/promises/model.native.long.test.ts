@@ -10,8 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore } from '@google-cloud/datastore';
 import { KNOWN_DEFECTS } from '../../model/scenarios';
-import { describeFailure, Rig, runModel, runSequence } from '../../model/run';
-import { PROMISES } from '../../model/oracle';
+import { describeFailure, Rig, runModel } from '../../model/run';
+import { knownDefectCases } from './known-defects';
 import { MortalStore } from '../../model/store-faults';
 import { FirestoreStore } from '../../src/store/firestore/store';
 import { NATIVE_EMULATOR_OPTIONS, useFirestoreNative } from '../support/firestore-native';
@@ -25,14 +25,7 @@ describe('the model of the promises, on the Firestore emulator in Native mode', 
     before(async () => { rig = await Rig.start('firestoreNative'); });
     after(async () => { await rig.stop(); });
 
-    for (const defect of KNOWN_DEFECTS) {
-      const name = `defect ${defect.id}: ${defect.title}`;
-      it(defect.fixed ? `${name}: fixed, every promise holds` : `${name}: breaks (${defect.promise}) ${PROMISES[defect.promise]}`, async () => {
-        const { violations } = await runSequence(rig, defect.config, defect.commands());
-        if (defect.fixed) assert.deepEqual(violations, [], 'a fixed defect breaks no promise');
-        else assert.ok(violations.some((v) => v.promise === defect.promise), `the oracle finds (${defect.promise}) broken; it found ${JSON.stringify(violations)}`);
-      });
-    }
+    knownDefectCases(KNOWN_DEFECTS, () => rig);
   });
 
   it('ends the transaction an instance died in: its read locks do not stop another instance\'s write', async () => {

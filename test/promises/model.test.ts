@@ -18,8 +18,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KNOWN_DEFECTS, KNOWN_TRIGGERS } from '../../model/scenarios';
-import { describeFailure, Rig, runModel, runSequence } from '../../model/run';
-import { PROMISES } from '../../model/oracle';
+import { describeFailure, Rig, runModel } from '../../model/run';
+import { knownDefectCases } from './known-defects';
 
 /** True once every known defect is marked fixed in model/scenarios.ts: the full random run must then hold. */
 const KNOWN_DEFECTS_FIXED = KNOWN_DEFECTS.every((d) => d.fixed);
@@ -32,14 +32,7 @@ describe('the model of the four promises, on the memory store', { timeout: 600_0
     before(async () => { rig = await Rig.start('memory'); });
     after(async () => { await rig.stop(); });
 
-    for (const defect of KNOWN_DEFECTS) {
-      const name = `defect ${defect.id}: ${defect.title}`;
-      it(defect.fixed ? `${name}: fixed, every promise holds` : `${name}: breaks (${defect.promise}) ${PROMISES[defect.promise]}`, async () => {
-        const { violations } = await runSequence(rig, defect.config, defect.commands());
-        if (defect.fixed) assert.deepEqual(violations, [], 'a fixed defect breaks no promise');
-        else assert.ok(violations.some((v) => v.promise === defect.promise), `the oracle finds (${defect.promise}) broken; it found ${JSON.stringify(violations)}`);
-      });
-    }
+    knownDefectCases(KNOWN_DEFECTS, () => rig);
   });
 
   if (KNOWN_DEFECTS_FIXED) {
