@@ -11,7 +11,7 @@ import type { Drain } from './step/drain';
 import { ConfigError } from './errors/errors';
 import type { LockerEvents } from './events/events';
 import { decodeKey } from './keys/key-codec';
-import { DATASTORE_KEYS, keyTypeOf, type KeyType } from './keys/key-type';
+import { DATASTORE_KEYS, keyTypeOf, shownAs, type KeyType } from './keys/key-type';
 import { keyedFactory, keyedHandler } from './step/keyed-context';
 import { handleMiddleware, HTTP_SETTINGS, sweepMiddleware, type HandleOptions, type HttpSettings, type SweepHandlerOptions, type TaskRouteParts } from './http/middleware';
 import { SweepGate } from './chain/sweep-gate';
@@ -173,8 +173,8 @@ export class Locker<K = Key> extends EventEmitter<LockerEvents> {
    * steps in a state (scheduled, running, stale, stalled, failed, complete) by indexed queries;
    * `step(key)` shows one entity's detail.
    */
-  inspect(): Inspector {
-    return new Inspector(this.ports.inspect, () => this.declaredSchedules, this.config.scheduleNamespace);
+  inspect(): Inspector<K> {
+    return new Inspector(this.ports.inspect, () => this.declaredSchedules, this.config.scheduleNamespace, this.keys);
   }
 
   /**
@@ -252,7 +252,8 @@ export class Locker<K = Key> extends EventEmitter<LockerEvents> {
     return statusRouter({
       config: settingsOf(this.config, ['logger', 'clock', 'stallAfter']),
       decodeKey,
-      inspect: () => new Inspector(inspect, () => this.declaredSchedules, this.config.scheduleNamespace),
+      inspect: () => new Inspector(inspect, () => this.declaredSchedules, this.config.scheduleNamespace, shownAs(this.keys)),
+      showKey: (key) => this.keys.show(key),
       retry: (key, o) => retryStep(actions, key, o),
       resend: (key, o) => resendStep(actions, key, o),
       cancel: (key, o) => cancelChain(actions, key, o),

@@ -4,7 +4,6 @@
  * operator's read, proportional to the number of children.
  */
 import type { Key } from '@google-cloud/datastore';
-import { keyPath } from '../keys/key-codec';
 import { allChildren, getHeader, type ReadParts } from './read-children';
 import { countStates, fanOutId, type ChildCounts, type FanOutState } from './records';
 
@@ -12,21 +11,25 @@ import { countStates, fanOutId, type ChildCounts, type FanOutState } from './rec
 const SAMPLE = 5;
 
 /** A child still pending. */
-export interface PendingChild {
-  /** The child's entity. */
-  key: Key;
+export interface PendingChild<K = Key> {
+  /** The child's entity: a `DocumentReference` on a `FirestoreStore`. */
+  key: K;
   /** The key as `X-Lock-Key` encodes it (the status page's links carry it). */
   encodedKey: string;
+  /** The key as the store's users write it: `Line:"a"`; a document's path on a `FirestoreStore`. */
+  keyPath: string;
   /** When its record was written. */
   startedAt: Date;
 }
 
 /** A child that failed, was cancelled or timed out. */
-export interface FailedChild {
-  /** The child's entity. */
-  key: Key;
+export interface FailedChild<K = Key> {
+  /** The child's entity: a `DocumentReference` on a `FirestoreStore`. */
+  key: K;
   /** The key as `X-Lock-Key` encodes it. */
   encodedKey: string;
+  /** The key as the store's users write it (`PendingChild.keyPath`). */
+  keyPath: string;
   /** `failed`, `cancelled` or `timedOut`. */
   state: string;
   /** Why. */
@@ -34,7 +37,7 @@ export interface FailedChild {
 }
 
 /** A parent's fan-out, for the operator. */
-export interface FanOutView {
+export interface FanOutView<K = Key> {
   /** The fan-out's id. */
   id: string;
   /** `writing`, `sealed` (waiting for children), `joining` (the join was started) or `cancelled`. */
@@ -42,9 +45,9 @@ export interface FanOutView {
   /** Children per state, now. */
   counts: ChildCounts;
   /** The pending child added first, when one is pending. */
-  oldestPending?: PendingChild;
+  oldestPending?: PendingChild<K>;
   /** Up to five children that failed, were cancelled or timed out, with why. */
-  failures: FailedChild[];
+  failures: FailedChild<K>[];
   /** When it was sealed. */
   sealedAt?: Date;
   /** When pending children time out, if ever. */
@@ -55,9 +58,15 @@ export interface FanOutView {
   reason?: string;
 }
 
-/** The fan-out step `seq` of `chain` on `parent` started, if it did; `encode` gives each child key's `X-Lock-Key` encoding. */
+/** How a view writes a child's key: its `X-Lock-Key` encoding, and as the store's users write it (`KeyType.show`). */
+export interface ChildKeyWriting {
+  encode: (key: Key) => string;
+  show: (key: Key) => string;
+}
+
+/** The fan-out step `seq` of `chain` on `parent` started, if it did, each child key written by `writing`. */
 export async function viewFanOut(
-  parts: ReadParts, parent: Key, chain: string | undefined, seq: number, encode: (key: Key) => string,
+  parts: ReadParts, parent: Key, chain: string | undefined, seq: number, writing: ChildKeyWriting,
 ): Promise<FanOutView | undefined> {
   if (chain === undefined || seq < 1) return undefined;
   const header = await getHeader(parts, fanOutId(parent, chain, seq), parent.namespace);
@@ -65,10 +74,10 @@ export async function viewFanOut(
   const children = await allChildren(parts, header);
   const view: FanOutView = { id: header.id, state: header.state, counts: countStates(children), failures: [] };
   const pending = children.filter((c) => c.state === 'pending').sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime());
-  if (pending[0]) view.oldestPending = { key: pending[0].key, encodedKey: encode(pending[0].key), startedAt: pending[0].startedAt };
+  if (pending[0]) view.oldestPending = { key: pending[0].key, encodedKey: writing.encode(pending[0].key), keyPath: writing.show(pending[0].key), startedAt: pending[0].startedAt };
   for (const c of children) {
     if (view.failures.length >= SAMPLE) break;
-    if (c.state === 'failed' || c.state === 'cancelled' || c.state === 'timedOut') view.failures.push({ key: c.key, encodedKey: encode(c.key), state: c.state, ...(c.error !== undefined && { error: c.error }) });
+    if (c.state === 'failed' || c.state === 'cancelled' || c.state === 'timedOut') view.failures.push({ key: c.key, encodedKey: writing.encode(c.key), keyPath: writing.show(c.key), state: c.state, ...(c.error !== undefined && { error: c.error }) });
   }
   if (header.sealedAt) view.sealedAt = header.sealedAt;
   if (header.deadline) view.deadline = header.deadline;
@@ -87,8 +96,8 @@ export interface ChildKeyJson {
   namespace: string;
 }
 
-function keyJson(key: Key, encodedKey: string): ChildKeyJson {
-  return { keyPath: keyPath(key), encodedKey, namespace: key.namespace ?? '' };
+function keyJson(child: PendingChild | FailedChild): ChildKeyJson {
+  return { keyPath: child.keyPath, encodedKey: child.encodedKey, namespace: child.key.namespace ?? '' };
 }
 
 /**
@@ -99,8 +108,8 @@ export function fanOutJson(view: FanOutView): Record<string, unknown> {
   const { oldestPending, failures, sealedAt, deadline, ...rest } = view;
   return {
     ...rest,
-    ...(oldestPending && { oldestPending: { ...keyJson(oldestPending.key, oldestPending.encodedKey), startedAt: oldestPending.startedAt.toISOString() } }),
-    failures: failures.map((f) => ({ ...keyJson(f.key, f.encodedKey), state: f.state, ...(f.error !== undefined && { error: f.error }) })),
+    ...(oldestPending && { oldestPending: { ...keyJson(oldestPending), startedAt: oldestPending.startedAt.toISOString() } }),
+    failures: failures.map((f) => ({ ...keyJson(f), state: f.state, ...(f.error !== undefined && { error: f.error }) })),
     ...(sealedAt && { sealedAt: sealedAt.toISOString() }),
     ...(deadline && { deadline: deadline.toISOString() }),
   };

@@ -13,6 +13,7 @@ import type { EntityFactory, TaskContext } from '../../src/step/handler-types';
 import type { KickoffItem, ScheduleManyResult } from '../../src/chain/schedule-many-types';
 import type { FanIn, FanOutChild } from '../../src/fanout/types';
 import type { FanOutActionResult } from '../../src/fanout/operator';
+import type { Inspector } from '../../src/ops/inspect/inspector';
 import { DatastoreStore } from '../../src/store/datastore/store';
 import { FirestoreStore } from '../../src/store/firestore/store';
 import { MemoryStore } from '../../src/store/memory/store';
@@ -48,6 +49,9 @@ describe('the key type of a Locker follows its store', () => {
     expectType<Equal<ReturnType<typeof datastore.retryFanOutChildren>, Promise<FanOutActionResult>>>();
     expectType<Equal<Parameters<TaskContext<object>['fanOut']>[0], Iterable<FanOutChild> | AsyncIterable<FanOutChild>>>();
     expectType<Equal<ReturnType<TaskContext<object>['fanIn']>, Promise<FanIn | undefined>>>();
+    expectType<Equal<ReturnType<typeof datastore.inspect>, Inspector>>();
+    expectType<Equal<Parameters<ReturnType<typeof datastore.inspect>['step']>[0], Key>>();
+    expectType<Equal<NonNullable<Awaited<ReturnType<ReturnType<typeof datastore.inspect>['step']>>>['key'], Key>>();
     // An options object typed as before still makes a Locker of Keys.
     const options: LockerOptions = { store: new MemoryStore() };
     expectType<Equal<typeof options.store.keyType, undefined | import('../../src/keys/key-type').KeyType<Key>>>();
@@ -84,6 +88,17 @@ describe('the key type of a Locker follows its store', () => {
     expectType<Equal<Parameters<typeof native.cancelFanOut>[0], DocumentReference>>();
     expectType<Equal<Parameters<typeof native.retryFanOutChildren>[0], DocumentReference>>();
     expectType<Equal<NonNullable<Awaited<ReturnType<typeof native.retryFanOutChildren>>['skipped']>[number]['key'], DocumentReference>>();
+    const inspector = native.inspect();
+    expectType<Equal<typeof inspector, Inspector<DocumentReference>>>();
+    expectType<Equal<Parameters<typeof inspector.step>[0], DocumentReference>>();
+    type Detail = NonNullable<Awaited<ReturnType<typeof inspector.step>>>;
+    expectType<Equal<Detail['key'], DocumentReference>>();
+    expectType<Equal<NonNullable<Detail['fanOut']>['failures'][number]['key'], DocumentReference>>();
+    expectType<Equal<NonNullable<Detail['parent']>['key'], DocumentReference>>();
+    expectType<Equal<Detail['fanOuts'][number]['parent']['key'], DocumentReference>>();
+    expectType<Equal<Awaited<ReturnType<typeof inspector.list>>['steps'][number]['key'], DocumentReference>>();
+    expectType<Equal<Awaited<ReturnType<typeof inspector.search>>[number]['step']['key'], DocumentReference>>();
+    expectType<Equal<NonNullable<Awaited<ReturnType<typeof inspector.kickoffs>>['rows'][number]['oldestPending']>['key'], DocumentReference>>();
     native.handle(async (ctx) => {
       expectType<Equal<typeof ctx.key, DocumentReference>>();
       expectType<Equal<Parameters<typeof ctx.fanOut>[0], Iterable<FanOutChild<DocumentReference>> | AsyncIterable<FanOutChild<DocumentReference>>>>();
@@ -130,6 +145,21 @@ describe("FirestoreStore's key type maps a DocumentReference of its client to a 
       assert.equal(back.firestore, firestore, "the store's own client");
     });
   }
+
+  it('writes a key as its document\'s path (show) and reads a path back (parse), the path saying its namespace; nothing for a text that names no document', () => {
+    for (const [path, key] of cases) {
+      assert.equal(keys.show(key), path);
+      const parsed = keys.parse(path, ['', 'other']);
+      assert.equal(parsed.length, 1, `one key for ${path}, whatever namespaces are searched`);
+      assert.equal(keys.show(parsed[0]!), path);
+      assert.equal(parsed[0]!.namespace, key.namespace);
+    }
+    assert.equal(keys.show(keys.parse('/Order/o-1', [''])[0]!), 'Order/o-1', 'a leading / is allowed');
+    for (const text of ['', 'Order', 'Order:"o-1"', 'Order/#x', 'LockerNamespaces/ns', 'a//b']) assert.deepEqual(keys.parse(text, ['']), [], text);
+    assert.equal(DATASTORE_KEYS.show(new Key({ path: ['Order', 'o-1'] })), 'Order:"o-1"');
+    assert.deepEqual(DATASTORE_KEYS.parse('Order:"o-1"', ['', 'ns']).map((k) => [k.namespace, k.name]), [[undefined, 'o-1'], ['ns', 'o-1']]);
+    assert.deepEqual(DATASTORE_KEYS.parse('Order/o-1', ['']), []);
+  });
 
   it('refuses, with a TypeError naming it, anything else: another client, another database, a path the store never makes', () => {
     const ofAnotherDatabase = new Firestore({ projectId: 'p', databaseId: 'orders' }).doc('Order/o-1');

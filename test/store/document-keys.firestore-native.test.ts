@@ -1,14 +1,16 @@
 // A Locker on FirestoreStore takes and hands out DocumentReferences (issue 40, "the key where the
 // user has one"): schedule(), a handler's ctx.key and its factory's key, ctx.schedule(), retry(),
 // cancel(), resend(), scheduleMany()'s items and results, ctx.fanOut()'s children, ctx.fanIn()'s,
-// retryFanOutChildren() and cancelFanOut(), on the Firestore emulator in Native mode (started by
-// this file). A document of another client, or anything but a DocumentReference, is refused with a
-// TypeError that says so.
+// retryFanOutChildren() and cancelFanOut(), locker.inspect()'s views and the status page (which
+// show document paths and find a document by its path), on the Firestore emulator in Native mode
+// (started by this file). A document of another client, or anything but a DocumentReference, is
+// refused with a TypeError that says so.
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import express from 'express';
+import express, { type Express } from 'express';
+import request from 'supertest';
 import { Key } from '@google-cloud/datastore';
 import { DocumentReference, type Firestore } from '@google-cloud/firestore';
 import { Locker } from '../../src/locker';
@@ -38,6 +40,7 @@ describe('a Locker on FirestoreStore keys its chains by DocumentReference', { co
   let locker: Locker<DocumentReference>;
   let local: LocalQueue;
   let server: Server;
+  let app: Express;
   const runs: Run[] = [];
   /** Documents whose runs on /flaky fail, until taken out (the retry case). */
   const failing = new Set<string>();
@@ -53,7 +56,7 @@ describe('a Locker on FirestoreStore keys its chains by DocumentReference', { co
 
   before(async () => {
     firestore = emulator.client();
-    const app = express();
+    app = express();
     server = app.listen(0, '127.0.0.1');
     await new Promise<void>((resolve) => server.once('listening', () => resolve()));
     const { port } = server.address() as AddressInfo;
@@ -87,6 +90,7 @@ describe('a Locker on FirestoreStore keys its chains by DocumentReference', { co
       });
     }, (props) => props));
     app.post('/blocked', locker.handle(async () => { await released; }, (props) => props));
+    app.use('/ops', locker.statusRouter({ authenticate: () => ({ ok: true }), kinds: ['Order', 'Line'], namespaces: ['', namespace] }));
   });
   after(async () => {
     release();
@@ -244,5 +248,60 @@ describe('a Locker on FirestoreStore keys its chains by DocumentReference', { co
       children: [{ path: blocked.path, isDocument: true, state: 'cancelled' }, { path: flaky.path, isDocument: true, state: 'succeeded' }],
     });
     await assert.rejects(locker.cancelFanOut(emulator.client().doc(parent.path)), { name: 'TypeError', message: /of another Firestore client/u });
+  });
+
+  it('inspect() takes a DocumentReference and its views hand out DocumentReferences, written as document paths; its search reads a path', async () => {
+    const parent = firestore.doc(`Order/${fresh()}`);
+    // Top-level children: a kind's query (the lists, a row's oldest pending chain) finds top-level documents only.
+    const flaky = firestore.doc(`Line/${fresh()}`);
+    const blocked = firestore.doc(`Line/${fresh()}`);
+    failing.add(flaky.path);
+    fans.set(parent.path, [{ key: flaky, path: '/flaky' }, { key: blocked, path: '/blocked' }]);
+    await locker.schedule(parent, {}, '/parent');
+    await until(flaky, StepState.failed, 1);
+    await until(parent, StepState.scheduled, 2);
+    const inspector = locker.inspect();
+
+    const detail = (await inspector.step(parent))!;
+    assert.ok(detail.key instanceof DocumentReference);
+    assert.equal(detail.key.path, parent.path);
+    assert.equal(detail.keyPath, parent.path, 'the key written as its document\'s path, not as Order:"…"');
+    const fanOut = detail.fanOut!;
+    assert.deepEqual(fanOut.failures.map((f) => [f.key instanceof DocumentReference, f.key.path, f.keyPath, f.state]), [[true, flaky.path, flaky.path, 'failed']]);
+    assert.deepEqual([fanOut.oldestPending?.key instanceof DocumentReference, fanOut.oldestPending?.key.path, fanOut.oldestPending?.keyPath], [true, blocked.path, blocked.path]);
+    assert.deepEqual(detail.fanOuts.map((r) => [r.parent.key instanceof DocumentReference, r.parent.key.path, r.parent.keyPath, r.oldestPending?.key.path, r.oldestPending?.keyPath]),
+      [[true, parent.path, parent.path, blocked.path, blocked.path]]);
+
+    const child = (await inspector.step(flaky))!;
+    assert.deepEqual([child.keyPath, child.parent?.key instanceof DocumentReference, child.parent?.key.path, child.parent?.keyPath, child.state],
+      [flaky.path, true, parent.path, parent.path, 'failed']);
+    const row = (await inspector.fanOut(child.parent!.fanOut))!;
+    assert.equal(row.parent.key.path, parent.path);
+
+    const failed = await inspector.list({ state: 'failed', kind: 'Line', run: child.run!, limit: 10 });
+    assert.deepEqual(failed.steps.map((s) => [s.key instanceof DocumentReference, s.key.path, s.keyPath]), [[true, flaky.path, flaky.path]]);
+    for (const text of [flaky.path, `/${flaky.path}`]) {
+      const hits = await inspector.search(text, { kinds: ['Order', 'Line'], namespaces: ['', namespace] });
+      assert.deepEqual(hits.map((h) => [h.by, h.step.key instanceof DocumentReference, h.step.key.path]), [['key', true, flaky.path]], `found by ${text}`);
+    }
+    const other = firestore.doc(`LockerNamespaces/${namespace}/Order/${fresh()}`);
+    await locker.schedule(other, {}, '/second');
+    await until(other, StepState.complete, 2);
+    const inNamespace = await inspector.search(other.path, { kinds: ['Order'], namespaces: [''] });
+    assert.deepEqual(inNamespace.map((h) => [h.step.key.path, h.step.namespace, h.step.keyPath]), [[other.path, namespace, other.path]], 'the path says its namespace');
+    assert.deepEqual(await inspector.search(`Order:${JSON.stringify(parent.id)}`, { kinds: ['Order'], namespaces: [''] }), [], 'a Datastore key path is no document path');
+    await assert.rejects(inspector.step(emulator.client().doc(parent.path)), { name: 'TypeError', message: /of another Firestore client/u });
+
+    // The status page: a document's path finds it (one match: 303 to its page), and its pages and JSON write document paths.
+    const found = await request(app).get('/ops/search').query({ q: flaky.path }).expect(303);
+    const page = await request(app).get(`/ops/${String(found.headers.location).replace(/^\/ops\//u, '')}`).expect(200);
+    assert.match(page.text, new RegExp(`<h2 class="key">${flaky.path}</h2>`));
+    const json = await request(app).get('/ops/step.json').query({ key: child.encodedKey }).expect(200);
+    assert.deepEqual([json.body.keyPath, json.body.parent.keyPath], [flaky.path, parent.path]);
+    const parentPage = await request(app).get('/ops/step').query({ key: detail.encodedKey }).expect(200);
+    assert.match(parentPage.text, new RegExp(`<code>${blocked.path}</code>, started`), 'the oldest pending child as a path');
+    assert.match(parentPage.text, new RegExp(`<code>${flaky.path}</code> failed`), 'a failed child as a path');
+    failing.delete(flaky.path);
+    await locker.cancelFanOut(parent);
   });
 });

@@ -10,13 +10,15 @@ import type { Key } from '@google-cloud/datastore';
 import type { Parts } from '../../parts';
 import type { Config } from '../../config/options';
 import { ConfigError } from '../../errors/errors';
-import { keyIdentity, keyPath } from '../../keys/key-path';
+import { keyIdentity } from '../../keys/key-path';
+import { DATASTORE_KEYS, isDatastoreKeys, type KeyType } from '../../keys/key-type';
+import { fanOutRowWith, fanOutViewWith, kickoffRowWith, refWith, summaryWith, type FromKey } from './view-keys';
 import { readLock, userProperties } from '../../rules/lock-fields';
 import { HISTORY_STEPS, readHistory, storedHistory, type HistoryEntry } from '../../rules/step-history';
 import { bucketsOf, endedSteps, minuteOf, MINUTE_MS, overall, type EndedStep, type Throughput } from './throughput';
 import { MAX_QUERY_LIMIT } from '../../store/lock-query';
 import type { LockQuery } from '../../store/lock-query';
-import { StepState, type LockCount, type QueueDepth } from '../../types';
+import { StepState, type LockCount, type Properties, type QueueDepth } from '../../types';
 import type { StoreReads } from '../../store/reads';
 import { viewLedger, type LedgerView } from './ledger-view';
 import { getOperation, listOperations, type OperationView } from '../bulk/view';
@@ -56,15 +58,15 @@ export interface ListQuery {
 }
 
 /** A page of steps. */
-export interface StepPage {
+export interface StepPage<K = Key> {
   /** The steps of this page, in the order asked for. */
-  steps: StepSummary[];
+  steps: StepSummary<K>[];
   /** Pass it back as `cursor` for the next page; undefined when there is no more. */
   cursor?: string;
 }
 
 /** One entity's detail. */
-export interface StepDetail extends StepSummary {
+export interface StepDetail<K = Key> extends StepSummary<K> {
   /** The last error of the current step, message and stack as stored (bounded). */
   error?: {
     /** The error's message. */
@@ -95,7 +97,7 @@ export interface StepDetail extends StepSummary {
   /** How long without progress makes a scheduled step stalled, ms. */
   stallAfterMs: number;
   /** The fan-out the chain waits for (its step `lock_seq - 1` fanned out), or that it joined: counts, oldest pending child, sample failures. */
-  fanOut?: FanOutView;
+  fanOut?: FanOutView<K>;
   /**
    * The chain's last steps, newest first, as the lock keeps them (`lock_hist`: at most
    * `HISTORY_STEPS`): route, when the last attempt began, how long it took, attempts, outcome,
@@ -103,13 +105,13 @@ export interface StepDetail extends StepSummary {
    */
   history: HistoryEntry[];
   /** Every fan-out of the current chain (at most 20, newest first), joined ones included, as rows with their progress. */
-  fanOuts: FanOutRow[];
+  fanOuts: FanOutRow<K>[];
   /** For a fan-out's child: the fan-out (its `lock_run` names it) and its parent, read from its header. */
-  parent?: ChildOf;
+  parent?: ChildOf<K>;
 }
 
 /** A fan-out child's fan-out and parent (`StepDetail.parent`). */
-export interface ChildOf extends EntityRef {
+export interface ChildOf<K = Key> extends EntityRef<K> {
   /** The fan-out's id. */
   fanOut: string;
 }
@@ -136,9 +138,9 @@ export interface KindCounts {
 }
 
 /** Entities that owe an alert (`inspector.alertsOwed()`). */
-export interface AlertsOwed {
+export interface AlertsOwed<K = Key> {
   /** The entities, one summary each. */
-  steps: StepSummary[];
+  steps: StepSummary<K>[];
   /** True when more records were due than were read: more entities may owe one. */
   cut: boolean;
 }
@@ -162,9 +164,9 @@ export interface RunProgress {
 }
 
 /** An entity a search found. */
-export interface SearchHit {
+export interface SearchHit<K = Key> {
   /** The entity's step. */
-  step: StepSummary;
+  step: StepSummary<K>;
   /** How the text matched it. */
   by: SearchReading;
 }
@@ -178,8 +180,15 @@ const MAX_LIMIT = 200;
 export const INSPECT_SETTINGS = ['clock', 'leaseDuration', 'stallAfter', 'maxRetries', 'redact'] as const satisfies readonly SettingName[];
 export type InspectSettings = Settings<typeof INSPECT_SETTINGS>;
 
-/** Lists and shows steps; made by `locker.inspect()`. */
-export class Inspector {
+/**
+ * Lists and shows steps; made by `locker.inspect()`. `K` is the store's key type: its views carry
+ * keys as `K` (a `DocumentReference` on a `FirestoreStore`) and write them as the store's users do
+ * (`keyPath`), and `step()` takes one.
+ */
+export class Inspector<K = Key> {
+  /** Turns the keys the store reads into `K`s; undefined when they are `Key`s already. */
+  private readonly from: FromKey<K> | undefined;
+
   /** @internal */
   constructor(
     private readonly parts: Pick<Parts, 'locks' | 'reads' | 'dispatcher'> & { readonly config: InspectSettings },
@@ -187,7 +196,11 @@ export class Inspector {
     private readonly declared: () => ReadonlySet<string> = () => new Set(),
     /** Where the schedules' records live (the Locker's `scheduleNamespace`). */
     private readonly scheduleNamespace = '',
-  ) {}
+    /** The store's key type: how keys are handed out, taken, written and read back. */
+    private readonly keys: KeyType<K> = DATASTORE_KEYS as KeyType<unknown> as KeyType<K>,
+  ) {
+    this.from = isDatastoreKeys(keys) ? undefined : (key) => keys.fromKey(key);
+  }
 
   /** One page of schedules (`locker.recurring()`), newest declared first: next tick, last run, state. */
   schedules(page: { limit?: number; cursor?: string } = {}): Promise<SchedulePage> {
@@ -204,7 +217,7 @@ export class Inspector {
   }
 
   /** One page of the steps in `query.state`, by last progress. */
-  async list(query: ListQuery): Promise<StepPage> {
+  async list(query: ListQuery): Promise<StepPage<K>> {
     const reads = this.reads();
     checkList(query);
     const limit = query.limit ?? DEFAULT_LIMIT;
@@ -218,31 +231,44 @@ export class Inspector {
         kind: query.kind, namespace: query.namespace ?? '', order: query.order === 'newest' ? 'desc' : 'asc',
         limit: limit - steps.length, ...range, ...(storeCursor ? { cursor: storeCursor } : {}), ...(query.run !== undefined ? { run: query.run } : {}),
       });
-      const views = page.entities.map(({ key, properties }) => {
-        const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
-        return redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
-      });
+      const views = page.entities.map(({ key, properties }) => this.summary(key, properties, clock));
       for (const view of await this.withLedgers(views, clock)) if (inList(view, query.state)) steps.push(view);
       storeCursor = page.cursor;
       if (!storeCursor) break;
     }
-    return storeCursor ? { steps, cursor: encodeCursor({ now: clock.now, store: storeCursor }) } : { steps };
+    const keyed = this.summaries(steps);
+    return storeCursor ? { steps: keyed, cursor: encodeCursor({ now: clock.now, store: storeCursor }) } : { steps: keyed };
+  }
+
+  /** The view of an entity as lists show it: its secrets scrubbed from the error line, `redact` applied, its key written by the key type. */
+  private summary(key: Key, properties: Properties, clock: ViewClock): StepSummary {
+    const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
+    return redactView(this.written(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets)), this.parts.config.redact);
+  }
+
+  /** A view whose `keyPath` is written as the store's users write keys. */
+  private written<V extends StepSummary>(view: V): V {
+    return this.keys.show === DATASTORE_KEYS.show ? view : { ...view, keyPath: this.keys.show(view.key) };
+  }
+
+  /** Views with their keys as `K`. */
+  private summaries(views: StepSummary[]): StepSummary<K>[] {
+    const from = this.from;
+    return from ? views.map((v) => summaryWith(v, from)) : (views as StepSummary<unknown>[] as StepSummary<K>[]);
   }
 
   /**
    * The entities `text` names: a key as the status page writes it (`Counter:"counters-12"`,
-   * ancestors included, looked up in each namespace of `scope`), a key as `X-Lock-Key` encodes it,
+   * ancestors included, looked up in each namespace of `scope`; a document's path such as
+   * `Order/o-1` on a `FirestoreStore`), a key as `X-Lock-Key` encodes it,
    * or a chain id (`lock_chain`, queried per kind and namespace of `scope`). At most one lookup and
    * one query per kind and namespace, run concurrently. Each found entity once, with how it matched.
    */
-  async search(text: string, scope: SearchScope): Promise<SearchHit[]> {
+  async search(text: string, scope: SearchScope): Promise<SearchHit<K>[]> {
     const clock = this.clock();
-    const matches = await searchEntities(this.parts.reads, text, scope, decodeKey);
-    const views = matches.map(({ key, properties }) => {
-      const secrets = secretsOf(userProperties(properties), this.parts.config.redact);
-      return redactView(viewStep(key, properties, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
-    });
-    return (await this.withLedgers(views, clock)).map((step, i) => ({ step, by: matches[i]!.by }));
+    const matches = await searchEntities(this.parts.reads, text, scope, { decode: decodeKey, parse: (t, namespaces) => this.keys.parse(t, namespaces) });
+    const views = matches.map(({ key, properties }) => this.summary(key, properties, clock));
+    return this.summaries(await this.withLedgers(views, clock)).map((step, i) => ({ step, by: matches[i]!.by }));
   }
 
   /** Whether the store counts (`Store.countLocks`): `counts()` needs it. */
@@ -317,27 +343,40 @@ export class Inspector {
    * kinds, when, how its calls settled) and its progress now (chains pending, complete, failed,
    * cancelled, from counts by `lock_run`), its age and its oldest pending chain (`runs.ts`).
    */
-  kickoffs(page: { limit?: number; cursor?: string } = {}): Promise<RowPage<KickoffRow>> {
-    return kickoffRows(this.rowParts(), page);
+  async kickoffs(page: { limit?: number; cursor?: string } = {}): Promise<RowPage<KickoffRow<K>>> {
+    const rows = await kickoffRows(this.rowParts(), page);
+    const from = this.from;
+    return from ? { ...rows, rows: rows.rows.map((r) => kickoffRowWith(r, from)) } : (rows as RowPage<KickoffRow<unknown>> as RowPage<KickoffRow<K>>);
   }
 
   /** The kickoff `kickoffId` as a row (its record, progress, age, oldest pending chain); undefined when it left no record. */
-  kickoffRow(kickoffId: string): Promise<KickoffRow | undefined> {
-    return kickoffRowOf(this.rowParts(), kickoffId);
+  async kickoffRow(kickoffId: string): Promise<KickoffRow<K> | undefined> {
+    const row = await kickoffRowOf(this.rowParts(), kickoffId);
+    return row && this.kickoffWith(row);
+  }
+
+  private kickoffWith(row: KickoffRow): KickoffRow<K> {
+    return this.from ? kickoffRowWith(row, this.from) : (row as KickoffRow<unknown> as KickoffRow<K>);
+  }
+
+  private fanOutWith(row: FanOutRow): FanOutRow<K> {
+    return this.from ? fanOutRowWith(row, this.from) : (row as FanOutRow<unknown> as FanOutRow<K>);
   }
 
   /** Fan-outs of one namespace (the default one unless named), newest first, a page at a time, joined ones included. */
-  fanOuts(page: { limit?: number; cursor?: string; namespace?: string } = {}): Promise<RowPage<FanOutRow>> {
-    return fanOutRows(this.rowParts(), page);
+  async fanOuts(page: { limit?: number; cursor?: string; namespace?: string } = {}): Promise<RowPage<FanOutRow<K>>> {
+    const rows = await fanOutRows(this.rowParts(), page);
+    return { ...rows, rows: rows.rows.map((r) => this.fanOutWith(r)) };
   }
 
   /** The fan-out `id` (in its parent's namespace) as a row; undefined when there is none. */
-  fanOut(id: string, namespace?: string): Promise<FanOutRow | undefined> {
-    return fanOutRowOf(this.rowParts(), id, namespace);
+  async fanOut(id: string, namespace?: string): Promise<FanOutRow<K> | undefined> {
+    const row = await fanOutRowOf(this.rowParts(), id, namespace);
+    return row && this.fanOutWith(row);
   }
 
   private rowParts(): RowParts {
-    return { reads: this.parts.reads, encode: (k) => this.parts.dispatcher.encodeKey(k), now: this.parts.config.clock() };
+    return { reads: this.parts.reads, encode: (k) => this.parts.dispatcher.encodeKey(k), show: (k) => this.keys.show(k), now: this.parts.config.clock() };
   }
 
   /**
@@ -378,7 +417,7 @@ export class Inspector {
    * among the first `limit` ledger records due (one query per namespace the store sweeps, then one
    * lookup of their entities). `cut` says the records due went past `limit`, so more may owe one.
    */
-  async alertsOwed(limit = DEFAULT_LIMIT): Promise<AlertsOwed> {
+  async alertsOwed(limit = DEFAULT_LIMIT): Promise<AlertsOwed<K>> {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new RangeError('limit must be 1 to 1,000');
     const clock = this.clock();
     const due = await this.parts.reads.listDue(new Date(clock.now), limit);
@@ -391,11 +430,10 @@ export class Inspector {
     const steps = keys.flatMap((key, i) => {
       const props = found[i];
       if (!props) return [];
-      const secrets = secretsOf(userProperties(props), this.parts.config.redact);
-      const view = redactView(viewStep(key, props, clock, this.parts.dispatcher.encodeKey(key), secrets), this.parts.config.redact);
+      const view = this.summary(key, props, clock);
       return view.alertsOwed > 0 ? [view] : [];
     });
-    return { steps, cut: due.records.length >= limit };
+    return { steps: this.summaries(steps), cut: due.records.length >= limit };
   }
 
   /**
@@ -412,9 +450,28 @@ export class Inspector {
 
   /**
    * The detail of the entity at `key`, or undefined when it does not exist: the entity and its
-   * step's ledger record, read by key in one transaction (two lookups, never a query).
+   * step's ledger record, read by key in one transaction (two lookups, never a query). A key the
+   * store cannot hold (another client's `DocumentReference`) rejects with a `TypeError`.
    */
-  async step(key: Key): Promise<StepDetail | undefined> {
+  async step(wanted: K): Promise<StepDetail<K> | undefined> {
+    const key = this.keys.toKey(wanted);
+    const detail = await this.detail(key);
+    return detail && this.detailWith(detail);
+  }
+
+  /** A detail with its keys as `K`. */
+  private detailWith(detail: StepDetail): StepDetail<K> {
+    const from = this.from;
+    if (!from) return detail as StepDetail<unknown> as StepDetail<K>;
+    const { fanOut, fanOuts, parent, ...rest } = detail;
+    return {
+      ...rest, key: from(detail.key), fanOuts: fanOuts.map((r) => fanOutRowWith(r, from)),
+      ...(fanOut && { fanOut: fanOutViewWith(fanOut, from) }),
+      ...(parent && { parent: refWith(parent, from) }),
+    };
+  }
+
+  private async detail(key: Key): Promise<StepDetail | undefined> {
     const read = await this.parts.locks.transact(async (tx) => {
       const props = await tx.get(key);
       if (!props) return undefined;
@@ -425,7 +482,7 @@ export class Inspector {
     const clock = this.clock();
     const lock = readLock(read.props);
     const secrets = secretsOf(userProperties(read.props), this.parts.config.redact);
-    const view = withLedger(viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key), secrets), read.record, clock);
+    const view = withLedger(this.written(viewStep(key, read.props, clock, this.parts.dispatcher.encodeKey(key), secrets)), read.record, clock);
     const rows = this.rowParts();
     const [fanOuts, parent] = await Promise.all([
       lock.chain === undefined ? [] : fanOutsOfChain(rows, key, lock.chain),
@@ -442,9 +499,8 @@ export class Inspector {
     if (lock.err) detail.error = splitError(scrub(lock.err, secrets));
     // The fan-out the step before started (the step is its join), else the one this step started:
     // still being added, or left behind when the step failed or was cancelled before its seal.
-    const encode = (k: Key): string => this.parts.dispatcher.encodeKey(k);
-    const fanOut = await viewFanOut(this.parts, key, lock.chain, lock.seq - 1, encode)
-      ?? await viewFanOut(this.parts, key, lock.chain, lock.seq, encode);
+    const fanOut = await viewFanOut(this.parts, key, lock.chain, lock.seq - 1, rows)
+      ?? await viewFanOut(this.parts, key, lock.chain, lock.seq, rows);
     if (fanOut) detail.fanOut = await this.scrubFanOut(fanOut, secrets);
     if (read.record && read.record.seq === lock.seq && keyIdentity(read.record.key) === keyIdentity(key)) {
       detail.ledger = viewLedger(read.record, clock.now);
@@ -577,5 +633,5 @@ async function parentOf(parts: RowParts, key: Key, run: string | undefined): Pro
   if (id === undefined) return undefined;
   const header = await getHeader(parts, id, key.namespace);
   if (!header) return undefined;
-  return { fanOut: id, key: header.parent, encodedKey: parts.encode(header.parent), keyPath: keyPath(header.parent) };
+  return { fanOut: id, key: header.parent, encodedKey: parts.encode(header.parent), keyPath: parts.show(header.parent) };
 }

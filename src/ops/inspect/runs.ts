@@ -13,7 +13,7 @@
 import type { Key } from '@google-cloud/datastore';
 import { KICKOFF_RUN_KIND, kickoffRunKey, readKickoffRun, type KickoffRun, type KickoffSettled, type RunKind } from '../../chain/kickoff-run';
 import { decodeKey } from '../../keys/key-codec';
-import { keyPath } from '../../keys/key-path';
+import { keyIdentity } from '../../keys/key-path';
 import { fanOutRun, kickoffRun } from '../../rules/kickoff-plan';
 import { HEADER_KIND, headerKey, readHeader, type ChildCounts, type FanOutState, type Header } from '../../fanout/records';
 import { MAX_COUNT_CAP } from '../../store/lock-query';
@@ -38,17 +38,17 @@ export interface RowProgress {
 }
 
 /** An entity, as the operator's rows name it. */
-export interface EntityRef {
-  /** Its key. */
-  key: Key;
+export interface EntityRef<K = Key> {
+  /** Its key: a `DocumentReference` on a `FirestoreStore`. */
+  key: K;
   /** The key as `X-Lock-Key` encodes it (the status page's links carry it). */
   encodedKey: string;
-  /** e.g. `Order:42/Line:"a"`. */
+  /** As the store's users write it: `Order:42/Line:"a"`; a document's path on a `FirestoreStore`. */
   keyPath: string;
 }
 
 /** The oldest chain of a run still pending. */
-export interface OldestPending extends EntityRef {
+export interface OldestPending<K = Key> extends EntityRef<K> {
   /** When it last progressed (`lock_ts`). */
   since: Date;
   /** How long ago, ms. */
@@ -56,7 +56,7 @@ export interface OldestPending extends EntityRef {
 }
 
 /** A kickoff, as a row. */
-export interface KickoffRow {
+export interface KickoffRow<K = Key> {
   /** The kickoff's id, as `scheduleMany()` was given it (or returned it). */
   kickoffId: string;
   /** Its chains' `lock_run`: pass it as `list({ run })` to list them by state. */
@@ -78,11 +78,11 @@ export interface KickoffRow {
   /** Its chains by state, now. */
   progress: RowProgress;
   /** Its oldest chain still pending, if one is. */
-  oldestPending?: OldestPending;
+  oldestPending?: OldestPending<K>;
 }
 
 /** A fan-out, as a row. */
-export interface FanOutRow {
+export interface FanOutRow<K = Key> {
   /** The fan-out's id (24 hex digits). */
   id: string;
   /** Its children's `lock_run`: pass it as `list({ run })` to list them by state. */
@@ -90,7 +90,7 @@ export interface FanOutRow {
   /** `writing`, `sealed` (waiting for children), `joining` (the join was started) or `cancelled`. */
   state: FanOutState;
   /** The parent entity. */
-  parent: EntityRef;
+  parent: EntityRef<K>;
   /** The parent's chain. */
   chain: string;
   /** The parent's step that fanned out (the join is the next one). */
@@ -112,7 +112,7 @@ export interface FanOutRow {
   /** Its children by state, now (from their locks). */
   progress: RowProgress;
   /** Its oldest child still pending, if one is. */
-  oldestPending?: OldestPending;
+  oldestPending?: OldestPending<K>;
 }
 
 /** A page of rows. */
@@ -127,6 +127,8 @@ export interface RowPage<R> {
 export interface RowParts {
   reads: StoreReads;
   encode: (key: Key) => string;
+  /** How the rows write a key (`KeyType.show`). */
+  show: (key: Key) => string;
   now: number;
 }
 
@@ -171,7 +173,7 @@ export async function fanOutsOfChain(parts: RowParts, parent: Key, chain: string
   const found = await parts.reads.getMany(keys);
   const headers = keys.flatMap((k, i) => {
     const h = readHeader(String(k.name ?? ''), found[i], decodeKey);
-    return h && keyPath(h.parent) === keyPath(parent) ? [h] : [];
+    return h && keyIdentity(h.parent) === keyIdentity(parent) ? [h] : [];
   });
   headers.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
   return Promise.all(headers.map((h) => fanOutRow(parts, h)));
@@ -195,7 +197,7 @@ async function fanOutRow(parts: RowParts, h: Header): Promise<FanOutRow> {
   const run = fanOutRun(h.id);
   const { progress, oldestPending } = await progressOf(parts, run, kinds.map((kind) => ({ kind, namespace, items: 0 })), h.total);
   const row: FanOutRow = {
-    id: h.id, run, state: h.state, parent: { key: h.parent, encodedKey: parts.encode(h.parent), keyPath: keyPath(h.parent) },
+    id: h.id, run, state: h.state, parent: { key: h.parent, encodedKey: parts.encode(h.parent), keyPath: parts.show(h.parent) },
     chain: h.chain, seq: h.seq, kinds, createdAt: h.createdAt, ageMs: Math.max(0, parts.now - h.createdAt.getTime()), progress,
   };
   if (h.sealedAt) row.sealedAt = h.sealedAt;
@@ -228,7 +230,7 @@ async function progressOf(
   for (const { oldest } of per) {
     const since = oldest?.properties.lock_ts;
     if (!oldest || !(since instanceof Date) || (oldestPending && oldestPending.since <= since)) continue;
-    oldestPending = { key: oldest.key, encodedKey: parts.encode(oldest.key), keyPath: keyPath(oldest.key), since, ageMs: Math.max(0, parts.now - since.getTime()) };
+    oldestPending = { key: oldest.key, encodedKey: parts.encode(oldest.key), keyPath: parts.show(oldest.key), since, ageMs: Math.max(0, parts.now - since.getTime()) };
   }
   return oldestPending ? { progress, oldestPending } : { progress };
 }

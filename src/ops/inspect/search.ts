@@ -3,7 +3,8 @@
  * shows. The text is read as each of these, and every reading that can match is looked up:
  *
  * - a key as the page writes it (`Counter:"counters-12"`, `Order:42/Line:"a"`: parents included),
- *   looked up by key in each namespace the search covers;
+ *   looked up by key in each namespace the search covers; on a `FirestoreStore`, a document's path
+ *   (`Order/o-1`), which says its namespace (the store's key type reads it: `KeyType.parse`);
  * - a key as `X-Lock-Key` encodes it (the page's links carry it);
  * - a chain id: the entities whose `lock_chain` is it, one keys-only query per kind and namespace.
  *
@@ -11,7 +12,6 @@
  * namespace; never a scan.
  */
 import type { Key } from '@google-cloud/datastore';
-import { parseKeyPath } from '../../keys/key-path-parse';
 import { keyIdentity } from '../../keys/key-path';
 import type { StoreReads } from '../../store/reads';
 import type { Properties } from '../../types';
@@ -41,15 +41,20 @@ const CHAIN_MATCHES = 20;
 /** What a chain id may be (the ids this library writes, and those a user passes to `schedule()`). */
 const CHAIN_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
 
-/** The entities `text` names, each once; `decode` reads an encoded key (throws when it is not one). */
-export async function searchEntities(reads: StoreReads, text: string, scope: SearchScope, decode: (encoded: string) => Key): Promise<SearchMatch[]> {
+/** How a search reads a key: as `X-Lock-Key` encodes it (`decode` throws when it is not one), and as the page writes it (`KeyType.parse`). */
+export interface KeyReading {
+  decode: (encoded: string) => Key;
+  parse: (text: string, namespaces: readonly string[]) => Key[];
+}
+
+/** The entities `text` names, each once. */
+export async function searchEntities(reads: StoreReads, text: string, scope: SearchScope, reading: KeyReading): Promise<SearchMatch[]> {
   const wanted = text.trim();
   if (wanted === '') throw new RangeError('search for a key (Counter:"counters-12"), an encoded key or a chain id');
   if (wanted.length > MAX_SEARCH_LENGTH) throw new RangeError(`a search is at most ${MAX_SEARCH_LENGTH} characters`);
   const byKey: Array<{ key: Key; by: SearchReading }> = [];
-  const path = attempt(() => scope.namespaces.map((ns) => parseKeyPath(wanted, ns)));
-  for (const key of path ?? []) byKey.push({ key, by: 'key' });
-  const encoded = attempt(() => decode(wanted));
+  for (const key of attempt(() => reading.parse(wanted, scope.namespaces)) ?? []) byKey.push({ key, by: 'key' });
+  const encoded = attempt(() => reading.decode(wanted));
   if (encoded) byKey.push({ key: encoded, by: 'encoded key' });
   const [direct, chained] = await Promise.all([
     lookUp(reads, byKey),

@@ -40,16 +40,16 @@ export interface ViewClock {
 }
 
 /** One step as the operator's view shows it. */
-export interface StepSummary {
-  /** The entity's key. */
-  key: Key;
+export interface StepSummary<K = Key> {
+  /** The entity's key: a `DocumentReference` on a `FirestoreStore`. */
+  key: K;
   /** The key as `X-Lock-Key` encodes it; the status router's links and forms carry it. */
   encodedKey: string;
   /** The entity's kind. */
   kind: string;
   /** The key's namespace; undefined in the default namespace. */
   namespace?: string;
-  /** e.g. `Order:42/Line:"a"`. */
+  /** The key as the store's users write it: `Order:42/Line:"a"`; a document's path (`Order/#42/Line/a`) on a `FirestoreStore`. */
   keyPath: string;
   /** Undefined for an entity no step was ever scheduled on. */
   state: InspectState | undefined;

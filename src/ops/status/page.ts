@@ -16,7 +16,6 @@ import { bulkLink, operationsTable } from './operation-page';
 import { historyHtml } from './history-table';
 import { throughputFigure } from './throughput-svg';
 import { fanOutRowHtml, kickoffRowHtml } from './run-rows';
-import { keyPath } from '../../keys/key-codec';
 import { STYLE } from './style';
 import { documentHtml } from './document';
 import { schedulesSection } from './schedule-rows';
@@ -133,14 +132,14 @@ function fanOutHtml(f: FanOutView, now: number): string {
   ];
   if (f.oldestPending) {
     const age = Math.max(0, now - f.oldestPending.startedAt.getTime());
-    rows.push(['Oldest pending', `${code(keyPath(f.oldestPending.key))}, started <span class="age" data-age="oldest-pending">${formatAge(age)}</span> ago`]);
+    rows.push(['Oldest pending', `${code(f.oldestPending.keyPath)}, started <span class="age" data-age="oldest-pending">${formatAge(age)}</span> ago`]);
   }
   if (f.sealedAt) rows.push(['Sealed', `<time datetime="${f.sealedAt.toISOString()}">${f.sealedAt.toISOString()}</time>`]);
   if (f.deadline) rows.push(['Deadline', `<time datetime="${f.deadline.toISOString()}">${f.deadline.toISOString()}</time>`]);
   const failures = f.failures.length === 0 ? '' : `
 <h3>Failures (up to five)</h3>
 <ul class="fanout-failures">
-${f.failures.map((x) => `<li data-state="${escapeHtml(x.state)}">${code(keyPath(x.key))} ${escapeHtml(x.state)}${x.error !== undefined ? `: ${escapeHtml(x.error)}` : ''}</li>`).join('\n')}
+${f.failures.map((x) => `<li data-state="${escapeHtml(x.state)}">${code(x.keyPath)} ${escapeHtml(x.state)}${x.error !== undefined ? `: ${escapeHtml(x.error)}` : ''}</li>`).join('\n')}
 </ul>`;
   return `<h2>Fan-out</h2>
 <table class="detail fanout" data-fanout="${escapeHtml(f.id)}" data-fanout-state="${escapeHtml(f.state)}">
@@ -178,7 +177,7 @@ export function layout(title: string, ctx: PageContext, body: string, json: stri
   return documentHtml({
     title, siteTitle: ctx.title, base: ctx.base, refreshSeconds: ctx.refreshSeconds, body,
     header: `
-<form class="search" method="get" action="${escapeHtml(ctx.base)}/search" role="search"><label>Find <input type="search" name="q" size="40" maxlength="1500" placeholder='Counter:"counters-12", an encoded key or a chain id'></label> <button type="submit">Search</button></form>`,
+<form class="search" method="get" action="${escapeHtml(ctx.base)}/search" role="search"><label>Find <input type="search" name="q" size="40" maxlength="1500" placeholder='a key as shown here, an encoded key or a chain id'></label> <button type="submit">Search</button></form>`,
     footer: `<footer>As JSON: <a href="${escapeHtml(json)}">${escapeHtml(json)}</a>${ctx.refreshSeconds > 0 ? ` · reloads every ${ctx.refreshSeconds} s` : ''}</footer>`,
   });
 }

@@ -39,6 +39,8 @@ import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, t
 export interface StatusBackend extends BulkBackend, ScheduleBackend {
   inspect(): Inspector;
   decodeKey(encoded: string): Key;
+  /** How the page writes a key (the store's key type: a document's path on a `FirestoreStore`). */
+  showKey(key: Key): string;
   retry(key: Key, options?: ActionOptions): Promise<ActionResult>;
   resend(key: Key, options?: ActionOptions): Promise<ActionResult>;
   cancel(key: Key, options?: ActionOptions): Promise<ActionResult>;
@@ -244,7 +246,7 @@ async function searchView(backend: StatusBackend, config: StatusConfig, req: Req
 async function detailView(backend: StatusBackend, config: StatusConfig, req: Request): Promise<DetailView> {
   const key = readKey(backend, req.query.key);
   const step = await backend.inspect().step(key);
-  if (!step) throw new BadRequestError(`${keyPath(key)} does not exist`);
+  if (!step) throw new BadRequestError(`${backend.showKey(key)} does not exist`);
   const view: DetailView = { now: backend.inspect().clock().now, step, extra: await extraColumns(config, step), actions: actionsFor(step) };
   const done = req.query.done;
   if (typeof done === 'string' && (ACTIONS as readonly string[]).includes(done)) view.done = done as ActionName;

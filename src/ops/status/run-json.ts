@@ -3,16 +3,14 @@
  * `/kickoff.json`, `/fanouts.json`, `/fanout.json`): keys as path, `X-Lock-Key` encoding and
  * namespace, never raw key objects; dates as ISO text.
  */
-import type { Key } from '@google-cloud/datastore';
-import { keyPath } from '../../keys/key-codec';
-import type { FanOutRow, KickoffRow, OldestPending } from '../inspect/runs';
+import type { EntityRef, FanOutRow, KickoffRow, OldestPending } from '../inspect/runs';
 
-function keyJson(key: Key, encodedKey: string): { keyPath: string; encodedKey: string; namespace: string } {
-  return { keyPath: keyPath(key), encodedKey, namespace: key.namespace ?? '' };
+function keyJson(ref: EntityRef): { keyPath: string; encodedKey: string; namespace: string } {
+  return { keyPath: ref.keyPath, encodedKey: ref.encodedKey, namespace: ref.key.namespace ?? '' };
 }
 
 function oldestJson(o: OldestPending | undefined): Record<string, unknown> {
-  return o ? { oldestPending: { ...keyJson(o.key, o.encodedKey), since: o.since.toISOString(), ageMs: o.ageMs } } : {};
+  return o ? { oldestPending: { ...keyJson(o), since: o.since.toISOString(), ageMs: o.ageMs } } : {};
 }
 
 /** A kickoff row as JSON. */
@@ -27,7 +25,7 @@ export function kickoffJson(r: KickoffRow): Record<string, unknown> {
 /** A fan-out row as JSON. */
 export function fanOutJsonRow(r: FanOutRow): Record<string, unknown> {
   return {
-    id: r.id, run: r.run, state: r.state, parent: keyJson(r.parent.key, r.parent.encodedKey), chain: r.chain, seq: r.seq, kinds: r.kinds,
+    id: r.id, run: r.run, state: r.state, parent: keyJson(r.parent), chain: r.chain, seq: r.seq, kinds: r.kinds,
     createdAt: r.createdAt.toISOString(), ageMs: r.ageMs, ...(r.sealedAt && { sealedAt: r.sealedAt.toISOString() }),
     ...(r.joinedAt && { joinedAt: r.joinedAt.toISOString() }), ...(r.outcome !== undefined && { outcome: r.outcome }),
     ...(r.atJoin && { atJoin: r.atJoin }), progress: r.progress, ...oldestJson(r.oldestPending),

@@ -13,14 +13,40 @@
 import type { Key } from '@google-cloud/datastore';
 import type { DocumentReference, Firestore } from '@google-cloud/firestore';
 import type { KeyType } from '../../keys/key-type';
+import { keyPath } from '../../keys/key-path';
 import { documentOf, keyOf } from './paths';
+
+/** The longest text `parse` reads as a document path. */
+const MAX_PATH_LENGTH = 6_000;
 
 /** The key type of a `FirestoreStore` on `firestore`. */
 export function documentKeys(firestore: Firestore): KeyType<DocumentReference> {
   return {
     toKey: (ref) => keyOfDocument(firestore, ref),
     fromKey: (key) => documentOf(firestore, key),
+    show: (key) => showDocument(firestore, key),
+    parse: (text) => parseDocument(firestore, text),
   };
+}
+
+/** The document's path (`Order/#42/Line/a`); the key path for a key no document stands for (never one the store wrote). */
+function showDocument(firestore: Firestore, key: Key): string {
+  try {
+    return documentOf(firestore, key).path;
+  } catch {
+    return keyPath(key);
+  }
+}
+
+/** The key of the document at the path `text` (a leading `/` allowed): the path says its namespace. None when it names no document of this store. */
+function parseDocument(firestore: Firestore, text: string): Key[] {
+  const path = text.trim().replace(/^\/+/, '');
+  if (path === '' || path.length > MAX_PATH_LENGTH) return [];
+  try {
+    return [keyOfDocument(firestore, firestore.doc(path))];
+  } catch {
+    return [];
+  }
 }
 
 function keyOfDocument(firestore: Firestore, ref: unknown): Key {
