@@ -11,7 +11,7 @@ import type { Drain } from './step/drain';
 import { ConfigError } from './errors/errors';
 import type { LockerEvents } from './events/events';
 import { decodeKey } from './keys/key-codec';
-import { DATASTORE_KEYS, keyTypeOf, shownAs, type KeyType } from './keys/key-type';
+import { DATASTORE_KEYS, isDatastoreKeys, keyTypeOf, shownAs, type KeyType } from './keys/key-type';
 import { keyedFactory, keyedHandler } from './step/keyed-context';
 import { handleMiddleware, HTTP_SETTINGS, sweepMiddleware, type HandleOptions, type HttpSettings, type SweepHandlerOptions, type TaskRouteParts } from './http/middleware';
 import { SweepGate } from './chain/sweep-gate';
@@ -41,7 +41,7 @@ import { countTargets, type TargetCount } from './ops/bulk/targets';
 import { checkBulk } from './ops/bulk/filter';
 import { declare, type Declaration } from './recurring/declaration';
 import { tick, type TickParts } from './recurring/tick';
-import type { RecurringOptions, TickResult } from './recurring/recurring-types';
+import type { RecurringOptions, RecurringTick, TickResult } from './recurring/recurring-types';
 import { pauseSchedule, resumeSchedule, runScheduleNow, type RunNowResult, type ScheduleOperatorParts } from './recurring/operator';
 
 /** How long one tick may go on starting runs before it leaves the rest to the next (`locker.tick()`). */
@@ -320,15 +320,27 @@ export class Locker<K = Key> extends EventEmitter<LockerEvents> {
    * declares stops and is reported. Throws `ConfigError`, `RangeError` or `TypeError` naming what
    * is wrong. See docs/guides/recurring.md.
    */
-  recurring(name: string, options: RecurringOptions): void {
-    if (!this.parts.reads.findsKeys) throw new ConfigError(`locker.recurring(${JSON.stringify(name)}): recurring work needs a store that finds keys by a property (findKeys): DatastoreStore and MemoryStore have it`);
-    const d = declare(name, options, this.config.scheduleNamespace);
+  recurring(name: string, options: RecurringOptions<K>): void {
+    if (!this.parts.reads.findsKeys) throw new ConfigError(`locker.recurring(${JSON.stringify(name)}): recurring work needs a store that finds keys by a property (findKeys): DatastoreStore, MemoryStore and FirestoreStore have it`);
+    const d = declare(name, this.recurringKeys(options), this.config.scheduleNamespace);
     for (const other of this.declarations.values()) {
       if (other.name !== name && d.spec.fixedKey !== undefined && other.spec.fixedKey === d.spec.fixedKey && other.spec.fixedNamespace === d.spec.fixedNamespace) {
         throw new ConfigError(`locker.recurring(${JSON.stringify(name)}): schedule ${JSON.stringify(other.name)} already runs on ${d.spec.fixedKey}; give each schedule its own entity`);
       }
     }
     this.declarations.set(name, d);
+  }
+
+  /**
+   * A schedule's options with its `key` in `Key`s: a fixed key converted now (a `TypeError` naming a
+   * key the store cannot hold), a function's keys at each tick. Nothing to convert on a store of `Key`s.
+   */
+  private recurringKeys(options: RecurringOptions<K>): RecurringOptions {
+    if (isDatastoreKeys(this.keys) || typeof options !== 'object' || options === null || options.key === undefined) return options as RecurringOptions<unknown> as RecurringOptions;
+    const given = options.key;
+    const keys = this.keys;
+    const key = typeof given === 'function' ? (tick: RecurringTick): Key => keys.toKey((given as (tick: RecurringTick) => K)(tick)) : keys.toKey(given);
+    return { ...options, key };
   }
 
   /**

@@ -18,8 +18,11 @@ export type OverlapPolicy = 'skip' | 'allow' | 'queue';
 /** What to do with ticks missed while nothing ticked (an outage, a paused heartbeat). */
 export type MisfirePolicy = 'coalesce' | 'each' | 'skip';
 
-/** A schedule as declared in code: `locker.recurring(name, options)`. */
-export interface RecurringOptions {
+/**
+ * A schedule as declared in code: `locker.recurring(name, options)`. `K` is the Locker's key type:
+ * a Datastore `Key`, or a `DocumentReference` on a `FirestoreStore`.
+ */
+export interface RecurringOptions<K = Key> {
   /** Five-field cron expression (minute hour day-of-month month day-of-week) or a nickname such as `@daily`. */
   cron: string;
   /** IANA time zone the expression is read in. Defaults to `UTC`. */
@@ -27,12 +30,12 @@ export interface RecurringOptions {
   /** The handler path of each run's first step, e.g. `/payouts`. */
   path: string;
   /**
-   * The entity each run's chain starts on. A `Key`: one entity for every run (a run due while the
+   * The entity each run's chain starts on. A key (`K`): one entity for every run (a run due while the
    * previous one still runs on it is an overlap). A function: a key per tick, which must give the
    * same key for the same tick (a tick resumed after a crash asks again). Defaults to one entity
    * per schedule, kind `LockerRecurringRun` named by the schedule, in the Locker's `scheduleNamespace`.
    */
-  key?: Key | ((tick: RecurringTick) => Key);
+  key?: K | ((tick: RecurringTick) => K);
   /**
    * The entity written with a run's first step, as `schedule()` writes its entity. Defaults to
    * `{ schedule: name, scheduledAt: at }`.

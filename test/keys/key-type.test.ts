@@ -14,6 +14,7 @@ import type { KickoffItem, ScheduleManyResult } from '../../src/chain/schedule-m
 import type { FanIn, FanOutChild } from '../../src/fanout/types';
 import type { FanOutActionResult } from '../../src/fanout/operator';
 import type { Inspector } from '../../src/ops/inspect/inspector';
+import type { RecurringTick } from '../../src/recurring/recurring-types';
 import { DatastoreStore } from '../../src/store/datastore/store';
 import { FirestoreStore } from '../../src/store/firestore/store';
 import { MemoryStore } from '../../src/store/memory/store';
@@ -50,6 +51,7 @@ describe('the key type of a Locker follows its store', () => {
     expectType<Equal<Parameters<TaskContext<object>['fanOut']>[0], Iterable<FanOutChild> | AsyncIterable<FanOutChild>>>();
     expectType<Equal<ReturnType<TaskContext<object>['fanIn']>, Promise<FanIn | undefined>>>();
     expectType<Equal<ReturnType<typeof datastore.inspect>, Inspector>>();
+    expectType<Equal<Parameters<typeof datastore.recurring>[1]['key'], Key | ((tick: RecurringTick) => Key) | undefined>>();
     expectType<Equal<Parameters<ReturnType<typeof datastore.inspect>['step']>[0], Key>>();
     expectType<Equal<NonNullable<Awaited<ReturnType<ReturnType<typeof datastore.inspect>['step']>>>['key'], Key>>();
     // An options object typed as before still makes a Locker of Keys.
@@ -88,6 +90,7 @@ describe('the key type of a Locker follows its store', () => {
     expectType<Equal<Parameters<typeof native.cancelFanOut>[0], DocumentReference>>();
     expectType<Equal<Parameters<typeof native.retryFanOutChildren>[0], DocumentReference>>();
     expectType<Equal<NonNullable<Awaited<ReturnType<typeof native.retryFanOutChildren>>['skipped']>[number]['key'], DocumentReference>>();
+    expectType<Equal<Parameters<typeof native.recurring>[1]['key'], DocumentReference | ((tick: RecurringTick) => DocumentReference) | undefined>>();
     const inspector = native.inspect();
     expectType<Equal<typeof inspector, Inspector<DocumentReference>>>();
     expectType<Equal<Parameters<typeof inspector.step>[0], DocumentReference>>();

@@ -1,7 +1,7 @@
 // A Locker on FirestoreStore takes and hands out DocumentReferences (issue 40, "the key where the
 // user has one"): schedule(), a handler's ctx.key and its factory's key, ctx.schedule(), retry(),
 // cancel(), resend(), scheduleMany()'s items and results, ctx.fanOut()'s children, ctx.fanIn()'s,
-// retryFanOutChildren() and cancelFanOut(), locker.inspect()'s views and the status page (which
+// retryFanOutChildren() and cancelFanOut(), locker.recurring()'s key, locker.inspect()'s views and the status page (which
 // show document paths and find a document by its path), on the Firestore emulator in Native mode
 // (started by this file). A document of another client, or anything but a DocumentReference, is
 // refused with a TypeError that says so.
@@ -303,5 +303,23 @@ describe('a Locker on FirestoreStore keys its chains by DocumentReference', { co
     assert.match(parentPage.text, new RegExp(`<code>${flaky.path}</code> failed`), 'a failed child as a path');
     failing.delete(flaky.path);
     await locker.cancelFanOut(parent);
+  });
+
+  it('recurring() takes a DocumentReference, or a function of the tick that gives one; a run starts its chain on that document', async () => {
+    const fixed = firestore.doc(`Payout/${fresh()}`);
+    const perTick = firestore.doc(`LockerNamespaces/${namespace}/Payout/${fresh()}`);
+    const daily = `payouts-${fresh()}`;
+    const each = `each-${fresh()}`;
+    locker.recurring(daily, { cron: '@daily', path: '/second', key: fixed });
+    locker.recurring(each, { cron: '@daily', path: '/second', key: () => perTick });
+    assert.throws(() => locker.recurring(`wrong-${fresh()}`, { cron: '@daily', path: '/second', key: emulator.client().doc('Payout/x') }), { name: 'TypeError', message: /of another Firestore client/u });
+    await locker.tick(); // writes the declarations
+    for (const [name, ref] of [[daily, fixed], [each, perTick]] as const) {
+      assert.equal((await locker.runScheduleNow(name, 'now-1')).outcome, 'started');
+      await until(ref, StepState.complete, 2);
+    }
+    // No local.idle(): the blocked children of the cases above still hold their requests. A run is
+    // recorded before its step completes, and the step was awaited complete.
+    for (const ref of [fixed, perTick]) assert.deepEqual(runs.filter((r) => r.path === ref.path).map((r) => [r.isDocument, r.seq]), [[true, 1]], ref.path);
   });
 });
