@@ -20,7 +20,7 @@ describe('npm run bench:native', () => {
     assert.equal(code, 0, `the benchmark failed:\n${stderr}`);
     const lines = stdout.trimEnd().split('\n');
     const table = lines.slice(0, -1);
-    for (const heading of ['At concurrency 1:', 'At concurrency 16:']) {
+    for (const heading of ['At concurrency 1:', 'At concurrency 16:', "At concurrency 16, the limit whose read also reads the step's record"]) {
       const at = table.findIndex((line) => line.startsWith(heading));
       assert.ok(at >= 0, `the table has a section "${heading}"`);
       // After the heading and its column names, one row per backend, in order.
@@ -29,10 +29,12 @@ describe('npm run bench:native', () => {
     const result = JSON.parse(lines.at(-1)!) as { againstLimit: Array<Record<string, unknown>>; nativeStepToLimit: unknown; nativeThroughput16ToLimit: unknown; nativeTargetsMet: unknown };
     assert.deepEqual(result.againstLimit.map((r) => r.backend), BACKENDS);
     for (const r of result.againstLimit) {
-      for (const name of ['stepMs', 'stepLimitMs', 'stepToLimit', 'stepOpsPerSec16', 'limitOpsPerSec16', 'throughput16ToLimit']) {
+      for (const name of ['stepMs', 'stepLimitMs', 'stepToLimit', 'stepOpsPerSec16', 'limitOpsPerSec16', 'throughput16ToLimit', 'limitRecordOpsPerSec16', 'limitWithRecordToLimit16', 'throughput16ToLimitWithRecord']) {
         assert.ok(typeof r[name] === 'number' && Number.isFinite(r[name]) && r[name] > 0, `${String(r.backend)}: ${name} is a positive number, got ${String(r[name])}`);
       }
       assert.equal(typeof r.targetsMet, 'boolean');
+      const [toLimit, recordToLimit, toRecord] = [r.throughput16ToLimit, r.limitWithRecordToLimit16, r.throughput16ToLimitWithRecord] as number[];
+      assert.ok(Math.abs(toLimit! / recordToLimit! - toRecord!) < 0.02, `${String(r.backend)}: steps ÷ the limit with its record is steps ÷ the limit over the two limits' ratio`);
     }
     const native = result.againstLimit[2]!;
     assert.equal(result.nativeStepToLimit, native.stepToLimit);
