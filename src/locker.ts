@@ -171,7 +171,8 @@ export class Locker<K = Key> extends EventEmitter<LockerEvents> {
   /**
    * The operator's view: `list({ state, kind, namespace, order, limit, cursor })` pages through the
    * steps in a state (scheduled, running, stale, stalled, failed, complete) by indexed queries;
-   * `step(key)` shows one entity's detail.
+   * `step(key)` shows one entity's detail. Its keys are the store's (`K`: a `DocumentReference` on a
+   * `FirestoreStore`), each written as the store's users write it (`keyPath`).
    */
   inspect(): Inspector<K> {
     return new Inspector(this.ports.inspect, () => this.declaredSchedules, this.config.scheduleNamespace, this.keys);
