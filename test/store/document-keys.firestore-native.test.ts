@@ -321,5 +321,14 @@ describe('a Locker on FirestoreStore keys its chains by DocumentReference', { co
     // No local.idle(): the blocked children of the cases above still hold their requests. A run is
     // recorded before its step completes, and the step was awaited complete.
     for (const ref of [fixed, perTick]) assert.deepEqual(runs.filter((r) => r.path === ref.path).map((r) => [r.isDocument, r.seq]), [[true, 1]], ref.path);
+    // The status page's schedules write each last run's entity as its document's path.
+    const listed = await request(app).get('/ops/schedules.json').expect(200);
+    const lastOf = (name: string): { keyPath?: string; encodedKey?: string } | undefined =>
+      (listed.body.schedules as Array<{ name: string; last?: { keyPath?: string; encodedKey?: string } }>).find((x) => x.name === name)?.last;
+    assert.equal(lastOf(daily)?.keyPath, fixed.path);
+    assert.equal(lastOf(each)?.keyPath, perTick.path);
+    const page = await request(app).get('/ops/schedules').expect(200);
+    assert.match(page.text, new RegExp(`>${fixed.path}</a>`), 'the last run links to its document, written as its path');
+    await request(app).get('/ops/step').query({ key: lastOf(daily)!.encodedKey! }).expect(200);
   });
 });

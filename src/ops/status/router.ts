@@ -39,8 +39,6 @@ import { actionsFor, stepJson, type ActionName, type DetailView, type Filters, t
 export interface StatusBackend extends BulkBackend, ScheduleBackend {
   inspect(): Inspector;
   decodeKey(encoded: string): Key;
-  /** How the page writes a key (the store's key type: a document's path on a `FirestoreStore`). */
-  showKey(key: Key): string;
   retry(key: Key, options?: ActionOptions): Promise<ActionResult>;
   resend(key: Key, options?: ActionOptions): Promise<ActionResult>;
   cancel(key: Key, options?: ActionOptions): Promise<ActionResult>;

@@ -30,6 +30,8 @@ export interface ScheduleBackend {
   inspect(): Inspector;
   /** `X-Lock-Key` for a key (the step page's `?key=`). */
   encodeKey(key: Key): string;
+  /** How the page writes a key (the store's key type: a document's path on a `FirestoreStore`). */
+  showKey(key: Key): string;
   /** `locker.pauseSchedule(name)`. */
   pauseSchedule(name: string): Promise<boolean>;
   /** `locker.resumeSchedule(name)`. */
@@ -51,7 +53,7 @@ export const MAX_SCHEDULES_PAGE = 200;
 export async function readSchedules(backend: ScheduleBackend, page: { limit: number; cursor?: string }): Promise<SchedulesView> {
   const inspector = backend.inspect();
   const found = await inspector.schedules(page);
-  const view = scheduleRows(found, inspector.clock().now, (key) => backend.encodeKey(key));
+  const view = scheduleRows(found, inspector.clock().now, { encode: (key) => backend.encodeKey(key), show: (key) => backend.showKey(key) });
   return page.cursor !== undefined ? { ...view, from: page.cursor } : view;
 }
 
@@ -84,7 +86,7 @@ export function scheduleRoutes(router: Router, backend: ScheduleBackend, config:
     if (!view) throw new BadRequestError(`no schedule named ${JSON.stringify(name)} is in the store`);
     if (!view.declaredHere) throw new TransitionError(`schedule ${JSON.stringify(name)} is not declared by this code: only an app that declares it (locker.recurring()) can run it`);
     const inspector = backend.inspect();
-    const [row] = scheduleRows({ schedules: [view] }, inspector.clock().now, (key) => backend.encodeKey(key)).rows;
+    const [row] = scheduleRows({ schedules: [view] }, inspector.clock().now, { encode: (key) => backend.encodeKey(key), show: (key) => backend.showKey(key) }).rows;
     res.type('html').set('Cache-Control', 'no-store').send(renderRunNowConfirm(row!, newRunNowId(), pageContext(config, req, res)));
   }));
   router.post('/schedules/run-now', auth, form, handler(async (req, res) => {

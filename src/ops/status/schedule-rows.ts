@@ -93,7 +93,7 @@ function lastCell(row: ScheduleRow, ctx: ScheduleRowsContext): string {
   const when = `<time datetime="${last.at.toISOString()}" title="${last.at.toISOString()}"><span class="age" data-age="last">${formatAge(row.lastAgeMs)}</span> ago</time>`;
   const entity = last.key === undefined ? ''
     : row.lastEncodedKey !== undefined
-      ? `<div><a href="${escapeHtml(`${ctx.base}/step?key=${encodeURIComponent(row.lastEncodedKey)}`)}">${escapeHtml(last.key)}</a>${last.namespace ? ` <span class="help">in ${escapeHtml(last.namespace)}</span>` : ''}</div>`
+      ? `<div><a href="${escapeHtml(`${ctx.base}/step?key=${encodeURIComponent(row.lastEncodedKey)}`)}">${escapeHtml(row.lastKeyPath ?? last.key)}</a>${last.namespace ? ` <span class="help">in ${escapeHtml(last.namespace)}</span>` : ''}</div>`
       : `<div><code>${escapeHtml(last.key)}</code></div>`;
   const chain = last.chain !== undefined ? `<div class="help">chain <code>${escapeHtml(last.chain)}</code></div>` : '';
   const error = last.error !== undefined ? `<div class="error-message">${escapeHtml(last.error)}</div>` : '';

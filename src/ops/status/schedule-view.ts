@@ -19,6 +19,14 @@ export interface ScheduleRow {
   lastAgeMs?: number;
   /** The last run's entity as `X-Lock-Key` encodes it (the step page's `?key=`); none when the record names none, or a key this page cannot read. */
   lastEncodedKey?: string;
+  /** The last run's entity as the store's users write it (a document's path on a `FirestoreStore`); none when `lastEncodedKey` is none. */
+  lastKeyPath?: string;
+}
+
+/** How the page writes a key: as `X-Lock-Key` encodes it, and as the store's users write it (`KeyType.show`). */
+export interface KeyWriting {
+  encode: (key: Key) => string;
+  show: (key: Key) => string;
 }
 
 /** One page of schedules, as the router shows it. */
@@ -31,26 +39,29 @@ export interface SchedulesView {
   from?: string;
 }
 
-/** The rows of a page of schedules read at `now`; `encode` writes a key as `X-Lock-Key` does. */
-export function scheduleRows(page: SchedulePage, now: number, encode: (key: Key) => string): SchedulesView {
+/** The rows of a page of schedules read at `now`, each last run's key written by `writing`. */
+export function scheduleRows(page: SchedulePage, now: number, writing: KeyWriting): SchedulesView {
   const rows = page.schedules.map((view): ScheduleRow => {
     const row: ScheduleRow = { view };
     if (view.next) row.nextInMs = view.next.getTime() - now;
     if (view.last) {
       row.lastAgeMs = Math.max(0, now - view.last.at.getTime());
-      const encoded = encodedKeyOf(view.last, encode);
-      if (encoded !== undefined) row.lastEncodedKey = encoded;
+      const key = keyOf(view.last);
+      if (key !== undefined) {
+        row.lastEncodedKey = writing.encode(key);
+        row.lastKeyPath = writing.show(key);
+      }
     }
     return row;
   });
   return page.cursor ? { now, rows, cursor: page.cursor } : { now, rows };
 }
 
-/** The last run's entity, encoded; undefined when there is none or its text is not a key path. */
-function encodedKeyOf(last: LastRun, encode: (key: Key) => string): string | undefined {
+/** The last run's entity (the record keeps its key path); undefined when there is none or its text is not a key path. */
+function keyOf(last: LastRun): Key | undefined {
   if (last.key === undefined) return undefined;
   try {
-    return encode(parseKeyPath(last.key, last.namespace));
+    return parseKeyPath(last.key, last.namespace);
   } catch {
     return undefined; // a record written by hand, or a key no task could carry: shown as text, unlinked
   }
@@ -79,7 +90,7 @@ export function scheduleJson(row: ScheduleRow): Record<string, unknown> {
     ...(last && {
       last: {
         at: last.at.toISOString(), ageMs: row.lastAgeMs, outcome: last.outcome, settledAt: last.settledAt.toISOString(),
-        ...(last.key !== undefined && { keyPath: last.key, namespace: last.namespace ?? '' }),
+        ...(last.key !== undefined && { keyPath: row.lastKeyPath ?? last.key, namespace: last.namespace ?? '' }),
         ...(row.lastEncodedKey !== undefined && { encodedKey: row.lastEncodedKey }),
         ...(last.chain !== undefined && { chain: last.chain }),
         ...(last.error !== undefined && { error: last.error }),
