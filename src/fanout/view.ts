@@ -4,6 +4,7 @@
  * operator's read, proportional to the number of children.
  */
 import type { Key } from '@google-cloud/datastore';
+import type { KeyWriting } from '../keys/key-writing';
 import { allChildren, getHeader, type ReadParts } from './read-children';
 import { countStates, fanOutId, type ChildCounts, type FanOutState } from './records';
 
@@ -58,15 +59,9 @@ export interface FanOutView<K = Key> {
   reason?: string;
 }
 
-/** How a view writes a child's key: its `X-Lock-Key` encoding, and as the store's users write it (`KeyType.show`). */
-export interface ChildKeyWriting {
-  encode: (key: Key) => string;
-  show: (key: Key) => string;
-}
-
 /** The fan-out step `seq` of `chain` on `parent` started, if it did, each child key written by `writing`. */
 export async function viewFanOut(
-  parts: ReadParts, parent: Key, chain: string | undefined, seq: number, writing: ChildKeyWriting,
+  parts: ReadParts, parent: Key, chain: string | undefined, seq: number, writing: KeyWriting,
 ): Promise<FanOutView | undefined> {
   if (chain === undefined || seq < 1) return undefined;
   const header = await getHeader(parts, fanOutId(parent, chain, seq), parent.namespace);

@@ -59,6 +59,7 @@ export const DATASTORE_KEYS: KeyType<Key> = Object.freeze({
  * it shows each key as the store's users write it.
  */
 export function shownAs<K>(keys: KeyType<K>): KeyType<Key> {
+  if (isDatastoreKeys(keys)) return keys as KeyType<unknown> as KeyType<Key>;
   return { toKey: asIs, fromKey: asIs, show: (key) => keys.show(key), parse: (text, namespaces) => keys.parse(text, namespaces) };
 }
 

@@ -12,7 +12,7 @@ import type { Config } from '../../config/options';
 import { ConfigError } from '../../errors/errors';
 import { keyIdentity } from '../../keys/key-path';
 import { DATASTORE_KEYS, isDatastoreKeys, type KeyType } from '../../keys/key-type';
-import { fanOutRowWith, fanOutViewWith, kickoffRowWith, refWith, summaryWith, type FromKey } from './view-keys';
+import { fanOutRowWith, fanOutViewWith, kickoffRowWith, withKey, type FromKey } from './view-keys';
 import { readLock, userProperties } from '../../rules/lock-fields';
 import { HISTORY_STEPS, readHistory, storedHistory, type HistoryEntry } from '../../rules/step-history';
 import { bucketsOf, endedSteps, minuteOf, MINUTE_MS, overall, type EndedStep, type Throughput } from './throughput';
@@ -254,7 +254,7 @@ export class Inspector<K = Key> {
   /** Views with their keys as `K`. */
   private summaries(views: StepSummary[]): StepSummary<K>[] {
     const from = this.from;
-    return from ? views.map((v) => summaryWith(v, from)) : (views as StepSummary<unknown>[] as StepSummary<K>[]);
+    return from ? views.map((v) => withKey(v, from)) : (views as StepSummary<unknown>[] as StepSummary<K>[]);
   }
 
   /**
@@ -345,8 +345,7 @@ export class Inspector<K = Key> {
    */
   async kickoffs(page: { limit?: number; cursor?: string } = {}): Promise<RowPage<KickoffRow<K>>> {
     const rows = await kickoffRows(this.rowParts(), page);
-    const from = this.from;
-    return from ? { ...rows, rows: rows.rows.map((r) => kickoffRowWith(r, from)) } : (rows as RowPage<KickoffRow<unknown>> as RowPage<KickoffRow<K>>);
+    return { ...rows, rows: rows.rows.map((r) => this.kickoffWith(r)) };
   }
 
   /** The kickoff `kickoffId` as a row (its record, progress, age, oldest pending chain); undefined when it left no record. */
@@ -467,7 +466,7 @@ export class Inspector<K = Key> {
     return {
       ...rest, key: from(detail.key), fanOuts: fanOuts.map((r) => fanOutRowWith(r, from)),
       ...(fanOut && { fanOut: fanOutViewWith(fanOut, from) }),
-      ...(parent && { parent: refWith(parent, from) }),
+      ...(parent && { parent: withKey(parent, from) }),
     };
   }
 

@@ -14,6 +14,7 @@ import type { Key } from '@google-cloud/datastore';
 import { KICKOFF_RUN_KIND, kickoffRunKey, readKickoffRun, type KickoffRun, type KickoffSettled, type RunKind } from '../../chain/kickoff-run';
 import { decodeKey } from '../../keys/key-codec';
 import { keyIdentity } from '../../keys/key-path';
+import type { KeyWriting } from '../../keys/key-writing';
 import { fanOutRun, kickoffRun } from '../../rules/kickoff-plan';
 import { HEADER_KIND, headerKey, readHeader, type ChildCounts, type FanOutState, type Header } from '../../fanout/records';
 import { MAX_COUNT_CAP } from '../../store/lock-query';
@@ -124,11 +125,8 @@ export interface RowPage<R> {
 }
 
 /** What the rows read with. */
-export interface RowParts {
+export interface RowParts extends KeyWriting {
   reads: StoreReads;
-  encode: (key: Key) => string;
-  /** How the rows write a key (`KeyType.show`). */
-  show: (key: Key) => string;
   now: number;
 }
 

@@ -6,40 +6,30 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import type { FanOutView } from '../../fanout/view';
-import type { EntityRef, FanOutRow, KickoffRow } from './runs';
-import type { StepSummary } from './step-view';
+import type { FanOutRow, KickoffRow } from './runs';
 
 /** A `Key` turned into the store's key. */
 export type FromKey<K> = (key: Key) => K;
 
-/** A step's view with its key as `K`. */
-export function summaryWith<K>(view: StepSummary, from: FromKey<K>): StepSummary<K> {
+/** A view that names one entity (a step, a fan-out's parent or child, a run's oldest pending chain) with its key as `K`. */
+export function withKey<K, V extends { key: Key }>(view: V, from: FromKey<K>): Omit<V, 'key'> & { key: K } {
   return { ...view, key: from(view.key) };
-}
-
-/** An entity reference with its key as `K`. */
-export function refWith<K, R extends EntityRef>(ref: R, from: FromKey<K>): Omit<R, 'key'> & { key: K } {
-  return { ...ref, key: from(ref.key) };
 }
 
 /** A kickoff row with its oldest pending chain's key as `K`. */
 export function kickoffRowWith<K>(row: KickoffRow, from: FromKey<K>): KickoffRow<K> {
   const { oldestPending, ...rest } = row;
-  return { ...rest, ...(oldestPending && { oldestPending: refWith(oldestPending, from) }) };
+  return { ...rest, ...(oldestPending && { oldestPending: withKey(oldestPending, from) }) };
 }
 
 /** A fan-out row with its parent's and its oldest pending child's keys as `K`. */
 export function fanOutRowWith<K>(row: FanOutRow, from: FromKey<K>): FanOutRow<K> {
   const { oldestPending, parent, ...rest } = row;
-  return { ...rest, parent: refWith(parent, from), ...(oldestPending && { oldestPending: refWith(oldestPending, from) }) };
+  return { ...rest, parent: withKey(parent, from), ...(oldestPending && { oldestPending: withKey(oldestPending, from) }) };
 }
 
 /** A fan-out's view with its children's keys as `K`. */
 export function fanOutViewWith<K>(view: FanOutView, from: FromKey<K>): FanOutView<K> {
   const { oldestPending, failures, ...rest } = view;
-  return {
-    ...rest,
-    failures: failures.map((f) => ({ ...f, key: from(f.key) })),
-    ...(oldestPending && { oldestPending: { ...oldestPending, key: from(oldestPending.key) } }),
-  };
+  return { ...rest, failures: failures.map((f) => withKey(f, from)), ...(oldestPending && { oldestPending: withKey(oldestPending, from) }) };
 }

@@ -7,6 +7,7 @@
  */
 import type { Key } from '@google-cloud/datastore';
 import { parseKeyPath } from '../../keys/key-path-parse';
+import type { KeyWriting } from '../../keys/key-writing';
 import type { SchedulePage } from '../../recurring/operator';
 import type { LastRun, ScheduleView } from '../../recurring/recurring-types';
 
@@ -23,11 +24,6 @@ export interface ScheduleRow {
   lastKeyPath?: string;
 }
 
-/** How the page writes a key: as `X-Lock-Key` encodes it, and as the store's users write it (`KeyType.show`). */
-export interface KeyWriting {
-  encode: (key: Key) => string;
-  show: (key: Key) => string;
-}
 
 /** One page of schedules, as the router shows it. */
 export interface SchedulesView {
