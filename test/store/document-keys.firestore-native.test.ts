@@ -252,9 +252,9 @@ describe('a Locker on FirestoreStore keys its chains by DocumentReference', { co
 
   it('inspect() takes a DocumentReference and its views hand out DocumentReferences, written as document paths; its search reads a path', async () => {
     const parent = firestore.doc(`Order/${fresh()}`);
-    // Top-level children: a kind's query (the lists, a row's oldest pending chain) finds top-level documents only.
-    const flaky = firestore.doc(`Line/${fresh()}`);
-    const blocked = firestore.doc(`Line/${fresh()}`);
+    // Children in the parent's subcollection: a kind's query (the lists, counts, a row's oldest pending chain, the search by chain id) reads every depth.
+    const flaky = firestore.doc(`${parent.path}/Line/${fresh()}`);
+    const blocked = firestore.doc(`${parent.path}/Line/${fresh()}`);
     failing.add(flaky.path);
     fans.set(parent.path, [{ key: flaky, path: '/flaky' }, { key: blocked, path: '/blocked' }]);
     await locker.schedule(parent, {}, '/parent');
@@ -280,6 +280,12 @@ describe('a Locker on FirestoreStore keys its chains by DocumentReference', { co
 
     const failed = await inspector.list({ state: 'failed', kind: 'Line', run: child.run!, limit: 10 });
     assert.deepEqual(failed.steps.map((s) => [s.key instanceof DocumentReference, s.key.path, s.keyPath]), [[true, flaky.path, flaky.path]]);
+    const live = await inspector.list({ state: 'running', kind: 'Line', run: child.run!, limit: 10 });
+    assert.deepEqual(live.steps.map((s) => s.key.path), [blocked.path]);
+    const [counted] = await inspector.counts({ kinds: ['Line'], namespaces: [''], run: child.run! });
+    assert.deepEqual([counted!.failed, counted!.live], [{ count: 1, exact: true }, { count: 1, exact: true }], 'the run\'s children counted below their parent');
+    const byChain = await inspector.search(child.chain!, { kinds: ['Order', 'Line'], namespaces: ['', namespace] });
+    assert.deepEqual(byChain.map((h) => [h.by, h.step.key.path]), [['chain id', flaky.path]], 'a child found by its chain id');
     for (const text of [flaky.path, `/${flaky.path}`]) {
       const hits = await inspector.search(text, { kinds: ['Order', 'Line'], namespaces: ['', namespace] });
       assert.deepEqual(hits.map((h) => [h.by, h.step.key instanceof DocumentReference, h.step.key.path]), [['key', true, flaky.path]], `found by ${text}`);

@@ -2,8 +2,9 @@
 // FirestoreStore's queries (src/store/firestore/queries.ts) need in Native mode, for the kinds a
 // user names. The expected indexes are written out here as read from the query code: queryLocks
 // and countLocks filter `lock_state ==`, then `lock_run ==` for a run, then range and order on
-// `lock_ts` (ascending or descending); listDue and fan-out's findKeys without a namespace are
-// collection-group queries on `due`. No emulator: the command runs from source through tsx.
+// `lock_ts` (ascending or descending), on a kind at every depth (collection-group scope); the
+// search finds a chain by `lock_chain` at every depth; listDue and fan-out's findKeys without a
+// namespace are collection-group queries on `due`. No emulator: the command runs from source through tsx.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -14,21 +15,21 @@ const root = join(__dirname, '..', '..');
 const bin = join(root, 'src', 'bin', 'indexes.ts');
 
 const locks = (kind: string): FirestoreIndexes['indexes'] => [
-  { collectionGroup: kind, queryScope: 'COLLECTION', fields: [{ fieldPath: 'lock_state', order: 'ASCENDING' }, { fieldPath: 'lock_ts', order: 'ASCENDING' }] },
-  { collectionGroup: kind, queryScope: 'COLLECTION', fields: [{ fieldPath: 'lock_state', order: 'ASCENDING' }, { fieldPath: 'lock_ts', order: 'DESCENDING' }] },
+  { collectionGroup: kind, queryScope: 'COLLECTION_GROUP', fields: [{ fieldPath: 'lock_state', order: 'ASCENDING' }, { fieldPath: 'lock_ts', order: 'ASCENDING' }] },
+  { collectionGroup: kind, queryScope: 'COLLECTION_GROUP', fields: [{ fieldPath: 'lock_state', order: 'ASCENDING' }, { fieldPath: 'lock_ts', order: 'DESCENDING' }] },
   {
-    collectionGroup: kind, queryScope: 'COLLECTION',
+    collectionGroup: kind, queryScope: 'COLLECTION_GROUP',
     fields: [{ fieldPath: 'lock_state', order: 'ASCENDING' }, { fieldPath: 'lock_run', order: 'ASCENDING' }, { fieldPath: 'lock_ts', order: 'ASCENDING' }],
   },
   {
-    collectionGroup: kind, queryScope: 'COLLECTION',
+    collectionGroup: kind, queryScope: 'COLLECTION_GROUP',
     fields: [{ fieldPath: 'lock_state', order: 'ASCENDING' }, { fieldPath: 'lock_run', order: 'ASCENDING' }, { fieldPath: 'lock_ts', order: 'DESCENDING' }],
   },
 ];
 
-const due = (collectionGroup: string): FirestoreIndexes['fieldOverrides'][number] => ({
+const groupToo = (collectionGroup: string, fieldPath: string): FirestoreIndexes['fieldOverrides'][number] => ({
   collectionGroup,
-  fieldPath: 'due',
+  fieldPath,
   indexes: [{ order: 'ASCENDING', queryScope: 'COLLECTION' }, { order: 'ASCENDING', queryScope: 'COLLECTION_GROUP' }],
 });
 
@@ -36,11 +37,12 @@ describe('firestoreIndexes()', () => {
   it('lists the composite indexes queryLocks and countLocks need for each kind named, once each', () => {
     assert.deepEqual(firestoreIndexes(['Order', 'Invoice', 'Order']).indexes, [...locks('Order'), ...locks('Invoice')]);
   });
-  it('enables `due` for collection-group queries on the ledger and the fan-out header, keeping its collection-scope index', () => {
-    assert.deepEqual(firestoreIndexes(['Order']).fieldOverrides, [due('LockerOutbox'), due('LockerFanOut')]);
+  it('enables `lock_chain` of each kind named, and `due` on the ledger and the fan-out header, for collection-group queries, keeping their collection-scope indexes', () => {
+    assert.deepEqual(firestoreIndexes(['Order', 'Line', 'Order']).fieldOverrides,
+      [groupToo('Order', 'lock_chain'), groupToo('Line', 'lock_chain'), groupToo('LockerOutbox', 'due'), groupToo('LockerFanOut', 'due')]);
   });
   it('is the whole document: the two lists and nothing else', () => {
-    assert.deepEqual(firestoreIndexes(['Order']), { indexes: locks('Order'), fieldOverrides: [due('LockerOutbox'), due('LockerFanOut')] });
+    assert.deepEqual(firestoreIndexes(['Order']), { indexes: locks('Order'), fieldOverrides: [groupToo('Order', 'lock_chain'), groupToo('LockerOutbox', 'due'), groupToo('LockerFanOut', 'due')] });
   });
   it('refuses no kind with a TypeError', () => {
     assert.throws(() => firestoreIndexes([]), { name: 'TypeError', message: /at least one kind/ });

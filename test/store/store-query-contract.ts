@@ -1,7 +1,8 @@
 /**
  * The lock query's contract (`Store.queryLocks`): equality on `lock_state`, range and order on
- * `lock_ts`, one kind in one namespace, pages joined by cursors without loss or repeat. Run
- * against the in-memory store and the Datastore store on both emulators.
+ * `lock_ts`, one kind in one namespace (at any depth, as a Datastore kind query), pages joined
+ * by cursors without loss or repeat. Run against the in-memory store, the Datastore store on both
+ * emulators and the Firestore store in Native mode.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -121,6 +122,40 @@ export function storeQueryContract(name: string, make: () => Store): void {
       assert.deepEqual((await store.queryLocks!({ ...base, order: 'asc', limit: 10, tsFrom: at(2) })).entities.map((e) => e.key.name), ['a2', 'a3']);
       const all4 = await store.queryLocks!({ kind: 'Run', namespace, state: StepState.scheduled, order: 'asc', limit: 10 });
       assert.equal(all4.entities.length, 6, 'without run, every scheduled one');
+    });
+
+    it('lists, counts and finds a kind below an ancestor too, in its namespace only (the default one too), across pages', async () => {
+      const { store, namespace } = fresh();
+      const kind = `Nested${Math.random().toString(36).slice(2, 8)}`; // the default namespace is shared: a kind of its own
+      const inNs = (...path: string[]) => new Key({ namespace, path });
+      const inDefault = (...path: string[]) => new Key({ path });
+      const chain = { lock_chain: `chain-${kind}` };
+      await seed(store, [
+        [inNs(kind, 'top'), lock(StepState.scheduled, 0)],
+        [inNs('Order', 'o1', kind, 'under'), lock(StepState.scheduled, 1, { lock_run: 'k:n', ...chain })],
+        [inNs('Shop', 's', 'Order', 'o2', kind, 'deep'), lock(StepState.scheduled, 2, chain)],
+        [inNs('Order', 'o1', kind, 'done'), lock(StepState.complete, 3)],
+        [new Key({ namespace: `${namespace}-other`, path: ['Order', 'o1', kind, 'other-ns'] }), lock(StepState.scheduled, 1, { lock_run: 'k:n', ...chain })],
+        [inDefault(kind, 'd-top'), lock(StepState.scheduled, 4)],
+        [inDefault('Order', 'o1', kind, 'd-under'), lock(StepState.scheduled, 5, chain)],
+      ]);
+      const base = { kind, namespace, state: StepState.scheduled } as const;
+      assert.deepEqual((await all(store, { ...base, order: 'asc', limit: 2 })).names, ['top', 'under', 'deep']);
+      assert.deepEqual((await all(store, { ...base, order: 'desc', limit: 1 })).names, ['deep', 'under', 'top']);
+      const under = (await store.queryLocks!({ ...base, order: 'asc', limit: 10, tsFrom: at(1) })).entities[0]!;
+      assert.equal(under.key.namespace, namespace);
+      assert.deepEqual(under.key.path, ['Order', 'o1', kind, 'under'], 'the key keeps its ancestor');
+      assert.deepEqual((await all(store, { ...base, run: 'k:n', order: 'asc', limit: 10 })).names, ['under']);
+      assert.deepEqual(await store.countLocks!({ ...base, cap: 100 }), { count: 3, exact: true });
+      assert.deepEqual(await store.countLocks!({ ...base, cap: 100, run: 'k:n' }), { count: 1, exact: true });
+      assert.deepEqual((await all(store, { kind, state: StepState.scheduled, order: 'asc', limit: 1 })).names, ['d-top', 'd-under'], 'the default namespace');
+      assert.deepEqual(await store.countLocks!({ kind, namespace: '', state: StepState.scheduled, cap: 100 }), { count: 2, exact: true });
+      if (store.findKeys) {
+        const found = await store.findKeys({ kind, namespace, property: 'lock_chain', equals: chain.lock_chain, limit: 10 });
+        assert.deepEqual(found.map((k) => String(k.name)).sort(), ['deep', 'under']);
+        const inDefaultFound = await store.findKeys({ kind, namespace: '', property: 'lock_chain', equals: chain.lock_chain, limit: 10 });
+        assert.deepEqual(inDefaultFound.map((k) => String(k.name)), ['d-under']);
+      }
     });
 
     it('counts a state, a range of lock_ts and a run, up to a cap (a count past it is not exact)', async () => {

@@ -88,7 +88,7 @@ describe('FirestoreStore: keys as document paths', () => {
 });
 
 describe('FirestoreStore: every namespace, with no namespaces option (collection-group queries)', () => {
-  it('lists due records and finds keys in every namespace, and only top-level documents of the kind', async () => {
+  it('lists due records and finds keys in every namespace, and, for a property that is no lock field (a library record's), only the kind's top-level documents', async () => {
     const client = emulator.client();
     const store = new FirestoreStore(client, NATIVE_EMULATOR_OPTIONS);
     const [a, b] = [uniqueNamespace('group-a'), uniqueNamespace('group-b')];
@@ -110,6 +110,30 @@ describe('FirestoreStore: every namespace, with no namespaces option (collection
     assert.deepEqual(listed.malformed, [], 'the nested document of the same kind is not read as a record');
     const keys = await store.findKeys({ kind: 'Marker', property: 'tag', equals: 'group-test', limit: 10 });
     assert.deepEqual(keys.map((k) => `${k.namespace}:${k.name}`).sort(), [`${a}:m1`, `${b}:m2`].sort());
+  });
+});
+
+describe('FirestoreStore: a lock page\'s cursor', () => {
+  it('goes on from a document below an ancestor, and refuses a cursor of another kind, another namespace or another form with a RangeError', async () => {
+    const store = new FirestoreStore(emulator.client(), NATIVE_EMULATOR_OPTIONS);
+    const [namespace, other] = [uniqueNamespace('cursor'), uniqueNamespace('cursor-other')];
+    const lock = (minutes: number) => ({ lock_ts: new Date(Date.UTC(2031, 0, 1, 0, minutes)), lock_req: '', lock_seq: 1, lock_try: 0, lock_state: 'failed' });
+    await store.transaction(async (tx) => {
+      tx.put(new Key({ namespace, path: ['Order', 'o1', 'Line', 'a'] }), lock(0), []);
+      tx.put(new Key({ namespace, path: ['Line', 'b'] }), lock(1), []);
+      tx.put(new Key({ namespace: other, path: ['Line', 'c'] }), lock(0), []);
+      tx.put(new Key({ namespace: other, path: ['Line', 'd'] }), lock(1), []);
+    });
+    const query = { kind: 'Line', namespace, state: 'failed', order: 'asc', limit: 1 } as const;
+    const first = await store.queryLocks(query);
+    assert.deepEqual(first.entities.map((e) => e.key.name), ['a']);
+    assert.deepEqual((await store.queryLocks({ ...query, cursor: first.cursor! })).entities.map((e) => e.key.name), ['b'], 'on from below an ancestor');
+    const elsewhere = (await store.queryLocks({ ...query, namespace: other })).cursor!;
+    const bare = Buffer.from(JSON.stringify([Date.UTC(2031, 0, 1), 'a'])).toString('base64url'); // a document id alone
+    for (const [what, cursor] of [['another namespace', elsewhere], ['another form', bare], ['not one at all', 'x']] as const) {
+      await assert.rejects(store.queryLocks({ ...query, cursor }), { name: 'RangeError', message: /not one this store handed out/u }, what);
+    }
+    await assert.rejects(store.queryLocks({ ...query, kind: 'Order', cursor: first.cursor! }), RangeError, 'another kind');
   });
 });
 

@@ -6,7 +6,11 @@
  * - `queryLocks`/`countLocks` (`locker.inspect()`, the status router, bulk operations): per kind,
  *   composite (`lock_state`, `lock_ts`) ascending and descending, and (`lock_state`, `lock_run`,
  *   `lock_ts`) ascending and descending for one run's steps: equalities in the order the query
- *   filters on them, then the order on `lock_ts` (its tie-break on the document id is implicit);
+ *   filters on them, then the order on `lock_ts` (its tie-break on the document id is implicit).
+ *   Collection-group scope: the queries read a kind at every depth, kept to one namespace by
+ *   ranges of document names (`kindInNamespace`, `paths.ts`);
+ * - the search by chain id (`findKeys` on `lock_chain`, per kind): the single-field index of
+ *   `lock_chain` in collection-group scope, an override that keeps the collection-scope one;
  * - the sweep's `listDue` on the ledger and fan-out's sweep (`findKeys` on the fan-out header's
  *   `due`, no namespace): collection-group queries over every namespace, which need the
  *   single-field index of `due` in collection-group scope, an override of the field's indexes. An
@@ -14,7 +18,7 @@
  *   the same queries use when the store is pinned to `namespaces`.
  *
  * Every other query is served by Firestore's built-in single-field indexes (`listRecords`, `findKeys`
- * in one namespace). Type-only imports of `@google-cloud/firestore`: the command
+ * on a library record in one namespace). Type-only imports of `@google-cloud/firestore`: the command
  * `datastore-locker-indexes --firestore` must not load it (an optional peer).
  */
 import { HEADER_KIND } from '../../fanout/records';
@@ -79,8 +83,9 @@ const DUE_COLLECTIONS: readonly string[] = [LEDGER_KIND, HEADER_KIND];
 
 /**
  * The `firestore.indexes.json` document `FirestoreStore` needs for your lockable kinds: for each,
- * four composite indexes (`lock_state` then `lock_ts`, ascending and descending; the same with
- * `lock_run` between them), and the collection-group index of `due` on the library's ledger
+ * four composite indexes in collection-group scope (`lock_state` then `lock_ts`, ascending and
+ * descending; the same with `lock_run` between them) and the collection-group index of
+ * `lock_chain`; and the collection-group index of `due` on the library's ledger
  * (`LockerOutbox`) and fan-out (`LockerFanOut`) collections. Deploy it with
  * `firebase deploy --only firestore:indexes` (merge it into your own file first). Also a command:
  * `npx datastore-locker-indexes --firestore Order Invoice > firestore.indexes.json`.
@@ -100,16 +105,17 @@ export function firestoreIndexes(kinds: readonly string[]): FirestoreIndexes {
       for (const last of ['ASCENDING', 'DESCENDING'] as const) {
         indexes.push({
           collectionGroup: kind,
-          queryScope: 'COLLECTION',
+          queryScope: 'COLLECTION_GROUP',
           fields: [...prefix.map((fieldPath): FirestoreIndexField => ({ fieldPath, order: 'ASCENDING' })), { fieldPath: 'lock_ts', order: last }],
         });
       }
     }
   }
-  const fieldOverrides = DUE_COLLECTIONS.map((collectionGroup): FirestoreFieldOverride => ({
+  const groupToo = (collectionGroup: string, fieldPath: string): FirestoreFieldOverride => ({
     collectionGroup,
-    fieldPath: 'due',
+    fieldPath,
     indexes: [{ order: 'ASCENDING', queryScope: 'COLLECTION' }, { order: 'ASCENDING', queryScope: 'COLLECTION_GROUP' }],
-  }));
+  });
+  const fieldOverrides = [...[...new Set(kinds)].map((kind) => groupToo(kind, 'lock_chain')), ...DUE_COLLECTIONS.map((kind) => groupToo(kind, 'due'))];
   return { indexes, fieldOverrides };
 }

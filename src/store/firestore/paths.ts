@@ -125,3 +125,8 @@ export function isTopLevel(ref: DocumentReference): boolean {
   const depth = ref.path.split('/').length;
   return ref.path.startsWith(`${NAMESPACES_COLLECTION}/`) ? depth === 4 : depth === 2;
 }
+
+/** Whether a document this store wrote lives in `namespace` ('' or undefined: the default one). */
+export function inNamespace(ref: DocumentReference, namespace: string | undefined): boolean {
+  return namespaceOf(ref) === (namespace ?? '');
+}

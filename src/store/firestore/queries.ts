@@ -1,10 +1,16 @@
 /**
  * The store's queries on Firestore (Native mode): the sweep's due ledger records, the operator's
- * lock pages, counts and record lists, and fan-out's key lookups. A kind in a namespace is one
- * collection (`paths.ts`): these queries read the kind's top-level collection, so an entity
- * stored under an ancestor is not listed (a Datastore kind query would list it). Queries that span
- * every namespace (the sweep, fan-out's `findKeys` without a namespace) are collection-group
- * queries kept to top-level documents, unless the store is pinned to `namespaces`.
+ * lock pages, counts and record lists, and fan-out's key lookups. Two kinds of kind:
+ * - **The user's lockable kinds** (`queryLocks`, `countLocks`, `findKeys` on a lock field such as
+ *   the search's `lock_chain`): every document of the kind in the namespace, at any depth, as a
+ *   Datastore kind query lists entities below an ancestor too (`Order/o-1/Line/l-1` is a `Line`).
+ *   That is the kind's collection group kept to the namespace by ranges of document names
+ *   (`kindInNamespace`, `paths.ts`).
+ * - **The library's own records** (the ledger, the fan-out header, the schedules, the record lists):
+ *   the library writes them only at the top level of their collections, so these queries read the
+ *   kind's top-level collection. Queries that span every namespace (the sweep, fan-out's
+ *   `findKeys` without a namespace) are collection-group queries kept to top-level documents,
+ *   unless the store is pinned to `namespaces`.
  *
  * The indexes they need in a real database (the emulator needs none), which `firestoreIndexes(kinds)`
  * (`indexes.ts`) returns as a `firestore.indexes.json` document and
@@ -14,20 +20,23 @@
  *   replaces the field's built-in indexes, so it lists the collection-scope one again:
  *   `gcloud firestore indexes fields update due --collection-group=LockerOutbox --index=order=ascending,query-scope=collection --index=order=ascending,query-scope=collection-group`);
  * - `queryLocks`/`countLocks`, per lockable kind: composite (`lock_state` ascending, `lock_ts`
- *   ascending) and (`lock_state` ascending, `lock_ts` descending); with a run, the same with
- *   `lock_run` ascending between them;
+ *   ascending) and (`lock_state` ascending, `lock_ts` descending) in collection-group scope; with
+ *   a run, the same with `lock_run` ascending between them;
+ * - `findKeys` on a lockable kind's `lock_chain` (the search by chain id): its single-field index
+ *   enabled for collection-group scope (an override, as for `due`);
  * - `listRecords`: the built-in single-field index of its time property (descending);
- * - `findKeys` by one property equal to a string: the built-in single-field index.
+ * - `findKeys` on a library record by one property equal to a string: the built-in single-field index.
  */
 import type { Key } from '@google-cloud/datastore';
 import { FieldPath, Timestamp, type DocumentData, type DocumentReference, type Firestore, type Query, type QueryDocumentSnapshot } from '@google-cloud/firestore';
-import type { DueLedger, KeyQuery, LockCount, LockCountQuery, LockPage, LockQuery, RecordQuery } from '../../types';
+import { LOCK_FIELD_PREFIX, type DueLedger, type KeyQuery, type LockCount, type LockCountQuery, type LockPage, type LockQuery, type RecordQuery } from '../../types';
 import { dueFirst, readLedger } from '../ledger-entity';
 import { checkLockCount, checkLockQuery } from '../lock-query';
 import { checkRecordQuery } from '../record-query';
 import { checkKeyQuery } from '../key-query';
 import { call } from './errors';
-import { isTopLevel, keyOf, kindCollection, namespaceOf } from './paths';
+import { kindInNamespace } from './kind-in-namespace';
+import { inNamespace, isTopLevel, keyOf, kindCollection, namespaceOf } from './paths';
 import { fromDocument } from './values';
 
 /** The most malformed records one namespace's query reads past before it stops looking for well-formed ones. */
@@ -75,8 +84,8 @@ export async function queryLocks(firestore: Firestore, timeoutMs: number, query:
   const direction = query.order === 'desc' ? 'desc' : 'asc';
   let q = lockFilter(firestore, query).orderBy('lock_ts', direction).orderBy(FieldPath.documentId(), direction);
   if (query.cursor !== undefined) {
-    const [ms, id] = readCursor(query.cursor);
-    q = q.startAfter(Timestamp.fromMillis(ms), id);
+    const [ms, doc] = readCursor(firestore, query.cursor, (ref) => ref.parent.id === query.kind && inNamespace(ref, query.namespace));
+    q = q.startAfter(Timestamp.fromMillis(ms), doc);
   }
   const docs = (await call('lock query', timeoutMs, () => q.limit(query.limit + 1).get())).docs;
   return pageOf(docs, query.limit, (doc) => timeOf(doc.get('lock_ts')));
@@ -91,7 +100,7 @@ export async function countLocks(firestore: Firestore, timeoutMs: number, query:
 }
 
 function lockFilter(firestore: Firestore, query: Omit<LockCountQuery, 'cap'>): Query {
-  let q: Query = kindCollection(firestore, query.namespace, query.kind).where('lock_state', '==', query.state);
+  let q: Query = kindInNamespace(firestore, query.namespace, query.kind).where('lock_state', '==', query.state);
   if (query.run !== undefined) q = q.where('lock_run', '==', query.run);
   if (query.tsFrom !== undefined) q = q.where('lock_ts', '>=', Timestamp.fromDate(query.tsFrom));
   if (query.tsBefore !== undefined) q = q.where('lock_ts', '<', Timestamp.fromDate(query.tsBefore));
@@ -101,21 +110,27 @@ function lockFilter(firestore: Firestore, query: Omit<LockCountQuery, 'cap'>): Q
 /** Records of one kind, newest first by a time property (`Store.listRecords`). */
 export async function listRecords(firestore: Firestore, timeoutMs: number, query: RecordQuery): Promise<LockPage> {
   checkRecordQuery(query);
-  let q = kindCollection(firestore, query.namespace, query.kind).orderBy(query.newestBy, 'desc').orderBy(FieldPath.documentId(), 'desc');
+  const collection = kindCollection(firestore, query.namespace, query.kind);
+  let q = collection.orderBy(query.newestBy, 'desc').orderBy(FieldPath.documentId(), 'desc');
   if (query.cursor !== undefined) {
-    const [ms, id] = readCursor(query.cursor);
-    q = q.startAfter(Timestamp.fromMillis(ms), id);
+    const [ms, doc] = readCursor(firestore, query.cursor, (ref) => ref.parent.path === collection.path);
+    q = q.startAfter(Timestamp.fromMillis(ms), doc);
   }
   const docs = (await call('record query', timeoutMs, () => q.limit(query.limit + 1).get())).docs;
   return pageOf(docs.filter((doc) => doc.get(query.newestBy) instanceof Timestamp), query.limit, (doc) => timeOf(doc.get(query.newestBy)));
 }
 
-/** Keys of the entities one property matches (`Store.findKeys`): keys-only queries. */
+/**
+ * Keys of the entities one property matches (`Store.findKeys`): keys-only queries. On a lock field
+ * the kind is a lockable one, read at every depth; on another, a library record's top-level collection.
+ */
 export async function findKeys(firestore: Firestore, timeoutMs: number, query: KeyQuery, scope: Scope): Promise<Key[]> {
   checkKeyQuery(query);
+  const lockable = query.property.startsWith(LOCK_FIELD_PREFIX);
+  const inOne = (ns: string | undefined): Query => (lockable ? kindInNamespace : kindCollection)(firestore, ns, query.kind);
   const bases: Query[] = query.namespace !== undefined
-    ? [kindCollection(firestore, query.namespace, query.kind)]
-    : scope === 'all' ? [firestore.collectionGroup(query.kind)] : scope.map((ns) => kindCollection(firestore, ns, query.kind));
+    ? [inOne(query.namespace)]
+    : scope === 'all' ? [firestore.collectionGroup(query.kind)] : scope.map(inOne);
   const keys: Key[] = [];
   for (const base of bases) {
     const filtered = query.equals !== undefined
@@ -123,7 +138,7 @@ export async function findKeys(firestore: Firestore, timeoutMs: number, query: K
       : base.where(query.property, '<=', Timestamp.fromDate(query.atOrBefore!));
     const docs = (await call('key query', timeoutMs, () => filtered.select().limit(query.limit).get())).docs;
     for (const doc of docs) {
-      const key = isTopLevel(doc.ref) ? keyOf(doc.ref) : undefined;
+      const key = lockable || isTopLevel(doc.ref) ? keyOf(doc.ref) : undefined;
       if (key && keys.length < query.limit) keys.push(key);
     }
   }
@@ -135,7 +150,7 @@ function pageOf(docs: QueryDocumentSnapshot[], limit: number, at: (doc: QueryDoc
   const page = docs.slice(0, limit);
   const out: LockPage = { entities: page.flatMap((doc) => entityOf(doc.ref, doc.data())) };
   const last = page.at(-1);
-  if (last && docs.length > limit) out.cursor = Buffer.from(JSON.stringify([at(last), last.id])).toString('base64url');
+  if (last && docs.length > limit) out.cursor = Buffer.from(JSON.stringify([at(last), last.ref.path])).toString('base64url');
   return out;
 }
 
@@ -148,10 +163,14 @@ function timeOf(value: unknown): number {
   return value instanceof Timestamp ? value.toMillis() : 0;
 }
 
-function readCursor(cursor: string): [number, string] {
+/** A cursor's time and document (its path), when it is one this store handed out for a query whose documents pass `fits`. */
+function readCursor(firestore: Firestore, cursor: string, fits: (ref: DocumentReference) => boolean): [number, DocumentReference] {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString());
-    if (Array.isArray(value) && typeof value[0] === 'number' && typeof value[1] === 'string') return [value[0], value[1]];
+    if (Array.isArray(value) && typeof value[0] === 'number' && typeof value[1] === 'string') {
+      const ref = firestore.doc(value[1]);
+      if (keyOf(ref) && fits(ref)) return [value[0], ref];
+    }
   } catch {
     // fall through
   }
