@@ -88,7 +88,7 @@ describe('FirestoreStore: keys as document paths', () => {
 });
 
 describe('FirestoreStore: every namespace, with no namespaces option (collection-group queries)', () => {
-  it('lists due records and finds keys in every namespace, and, for a property that is no lock field (a library record's), only the kind's top-level documents', async () => {
+  it('lists due records and finds keys in every namespace, and, for a property that is no lock field (a library record), only the top-level documents of the kind', async () => {
     const client = emulator.client();
     const store = new FirestoreStore(client, NATIVE_EMULATOR_OPTIONS);
     const [a, b] = [uniqueNamespace('group-a'), uniqueNamespace('group-b')];
