@@ -21,12 +21,17 @@ export function keyPath(key: Key): string {
  * ancestor has neither an id nor a name.
  */
 export function keyIdentity(key: Key): string {
+  checkComplete(key);
+  return `${key.namespace ?? ''}\u0000${keyPath(key)}`;
+}
+
+/** Throws `keyIdentity`'s `TypeError` when the key or an ancestor has neither an id nor a name; makes no text otherwise. */
+export function checkComplete(key: Key): void {
   for (let k: Key | undefined = key; k; k = k.parent) {
     if ((k.name === undefined || k.name === '') && (k.id === undefined || String(k.id) === '')) {
       throw new TypeError(`the key ${k.kind} in ${keyPath(key)} has neither an id nor a name: stores need complete keys`);
     }
   }
-  return `${key.namespace ?? ''}\u0000${keyPath(key)}`;
 }
 
 /** The key and its ancestors, root first. */

@@ -19,7 +19,7 @@
 import { Datastore, Key } from '@google-cloud/datastore';
 import type { CollectionReference, DocumentReference, Firestore } from '@google-cloud/firestore';
 import { StoreRejectedError } from '../../errors/errors';
-import { ancestry, keyIdentity, keyPath } from '../../keys/key-path';
+import { ancestry, checkComplete, keyPath } from '../../keys/key-path';
 
 /** The root collection whose documents stand for namespaces (never written themselves). */
 export const NAMESPACES_COLLECTION = 'LockerNamespaces';
@@ -30,7 +30,7 @@ const RESERVED = /^__.*__$/;
 const DIGITS = /^-?[0-9]+$/;
 
 /** The document id of a name: itself, or `#` and itself when it starts with `#` or is reserved. */
-function nameId(name: string, key: Key): string {
+function nameId(name: string, key: () => Key): string {
   if (name.includes('/')) throw unmappable(key, `the name ${JSON.stringify(name)} has a "/", which Firestore document ids cannot hold`);
   const id = name.startsWith('#') || name === '.' || name === '..' || RESERVED.test(name) ? `#${name}` : name;
   if (Buffer.byteLength(id) > MAX_ID_BYTES) throw unmappable(key, `a name longer than ${MAX_ID_BYTES} bytes`);
@@ -42,25 +42,26 @@ export function isCollectionId(kind: string): boolean {
   return kind !== '' && !kind.includes('/') && !RESERVED.test(kind) && Buffer.byteLength(kind) <= MAX_ID_BYTES;
 }
 
-function checkKind(kind: string, key: Key): void {
+function checkKind(kind: string, key: () => Key): void {
   if (!isCollectionId(kind)) {
     throw unmappable(key, `the kind ${JSON.stringify(kind)} cannot be a Firestore collection id (no "/", not "__…__", at most ${MAX_ID_BYTES} bytes)`);
   }
 }
 
-function unmappable(key: Key, why: string): StoreRejectedError {
-  return new StoreRejectedError(`the key ${keyPath(key)} has no Firestore document path: ${why}`);
+/** The error for a key Firestore cannot hold; the key is made only then (`key`), not on every mapping. */
+function unmappable(key: () => Key, why: string): StoreRejectedError {
+  return new StoreRejectedError(`the key ${keyPath(key())} has no Firestore document path: ${why}`);
 }
 
 /** Where a namespace's collections hang: the database's root, or the namespace's document. */
 export function namespaceParent(firestore: Firestore, namespace: string | undefined): Firestore | DocumentReference {
   if (!namespace) return firestore;
-  return firestore.collection(NAMESPACES_COLLECTION).doc(nameId(namespace, new Key({ namespace, path: ['Namespace', namespace] })));
+  return firestore.collection(NAMESPACES_COLLECTION).doc(nameId(namespace, () => new Key({ namespace, path: ['Namespace', namespace] })));
 }
 
 /** The top-level collection of `kind` in `namespace`. */
 export function kindCollection(firestore: Firestore, namespace: string | undefined, kind: string): CollectionReference {
-  checkKind(kind, new Key({ ...(namespace ? { namespace } : {}), path: [kind, 'any'] }));
+  checkKind(kind, () => new Key({ ...(namespace ? { namespace } : {}), path: [kind, 'any'] }));
   if (!namespace && kind === NAMESPACES_COLLECTION) {
     throw new StoreRejectedError(`the kind ${NAMESPACES_COLLECTION} is reserved in the default namespace: FirestoreStore keeps namespaces there`);
   }
@@ -69,18 +70,18 @@ export function kindCollection(firestore: Firestore, namespace: string | undefin
 
 /** The document a complete key names. A `TypeError` for an incomplete key, a `StoreRejectedError` for one Firestore cannot hold. */
 export function documentOf(firestore: Firestore, key: Key): DocumentReference {
-  keyIdentity(key); // a TypeError for an incomplete key
+  checkComplete(key); // a TypeError for an incomplete key
   const [root, ...rest] = ancestry(key);
   let doc = kindCollection(firestore, key.namespace, root!.kind).doc(elementId(root!, key));
   for (const k of rest) {
-    checkKind(k.kind, key);
+    checkKind(k.kind, () => key);
     doc = doc.collection(k.kind).doc(elementId(k, key));
   }
   return doc;
 }
 
 function elementId(k: Key, whole: Key): string {
-  if (k.name !== undefined && k.name !== '') return nameId(k.name, whole);
+  if (k.name !== undefined && k.name !== '') return nameId(k.name, () => whole);
   return `#${String(k.id)}`;
 }
 
