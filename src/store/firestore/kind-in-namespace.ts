@@ -3,8 +3,8 @@
  * kind query reads it. Its own file: it loads `@google-cloud/firestore`'s values, which `paths.ts`
  * (read by the indexes command, where that package is an optional peer) must not.
  */
-import { FieldPath, Filter, type DocumentReference, type Firestore, type Query } from '@google-cloud/firestore';
-import { NAMESPACES_COLLECTION, kindCollection, namespaceParent } from './paths';
+import { FieldPath, Filter, type Firestore, type Query } from '@google-cloud/firestore';
+import { NAMESPACES_COLLECTION, kindCollection, namespaceDocument } from './paths';
 
 /**
  * Every document of `kind` in `namespace`, at any depth (below an ancestor too), as a Datastore
@@ -21,7 +21,7 @@ export function kindInNamespace(firestore: Firestore, namespace: string | undefi
   const group = firestore.collectionGroup(kind);
   const name = FieldPath.documentId();
   if (namespace) {
-    const home = namespaceParent(firestore, namespace) as DocumentReference;
+    const home = namespaceDocument(firestore, namespace);
     const next = firestore.collection(NAMESPACES_COLLECTION).doc(`${home.id}\u0000`);
     return group.where(name, '>', home).where(name, '<', next);
   }

@@ -55,7 +55,11 @@ function unmappable(key: () => Key, why: string): StoreRejectedError {
 
 /** Where a namespace's collections hang: the database's root, or the namespace's document. */
 export function namespaceParent(firestore: Firestore, namespace: string | undefined): Firestore | DocumentReference {
-  if (!namespace) return firestore;
+  return namespace ? namespaceDocument(firestore, namespace) : firestore;
+}
+
+/** The document `LockerNamespaces/<ns>` that stands for a namespace other than the default one (never written itself). */
+export function namespaceDocument(firestore: Firestore, namespace: string): DocumentReference {
   return firestore.collection(NAMESPACES_COLLECTION).doc(nameId(namespace, () => new Key({ namespace, path: ['Namespace', namespace] })));
 }
 
