@@ -34,11 +34,14 @@ describe('locker.scheduleMany() on Datastore: what it sends', () => {
       const perCall = 2;
       // The RPCs the emulator answered: a loaded legacy emulator now and then answers a commit
       // ABORTED (contention) and the store sends it again, so an aborted one is not counted.
+      // A loaded emulator may also answer a lookup with some keys deferred (Lookup's `deferred`):
+      // the store asks for those again, one more lookup for each such answer, counted here.
       const calls = spy.calls.filter((_, i) => !spy.aborted.has(i));
       const sent = spy.sent.filter((_, i) => !spy.aborted.has(i));
-      assert.deepEqual(calls.filter((m) => m === 'lookup').length, 2 * batches + perCall, 'two lookups per batch: the entities and their kickoff records; after the entities\' commit, their ledger records again (none was cleared: nothing more); and the kickoff\'s record, twice');
+      const askedAgain = [...spy.deferred].filter((i) => !spy.aborted.has(i)).length;
+      assert.deepEqual(calls.filter((m) => m === 'lookup').length, 2 * batches + perCall + askedAgain, `two lookups per batch: the entities and their kickoff records; after the entities' commit, their ledger records again (none was cleared: nothing more); and the kickoff's record, twice (${askedAgain} answers with deferred keys, each asked again; ${spy.aborted.size} RPCs answered ABORTED)`);
       assert.deepEqual(calls.filter((m) => m === 'commit').length, 2 * batches + perCall, 'two commits per batch: the records, then the entities with their kickoff records; and the kickoff\'s record, twice');
-      assert.equal(calls.length, 4 * batches + 2 * perCall, 'nothing else: 32 RPCs per 1,000 chains, and 4 per call');
+      assert.equal(calls.length, 4 * batches + 2 * perCall + askedAgain, 'nothing else: 32 RPCs per 1,000 chains, and 4 per call');
       const runCommits = sent.filter((r) => r.method === 'commit' && r.request.mutations?.some((m) => (m.upsert as { key: { path: { kind: string }[] } } | undefined)?.key.path[0]!.kind === 'LockerKickoffRun'));
       assert.equal(runCommits.length, perCall, 'the kickoff\'s record is written when the call begins and when it ends');
       for (const commit of runCommits) assert.equal(commit.request.mutations!.length, 1, 'alone in its commit');

@@ -33,6 +33,8 @@ export interface SpiedClient {
   readonly sent: SentRpc[];
   /** The indexes in `calls` of the RPCs the backend answered ABORTED (contention), which the store sends again. */
   readonly aborted: Set<number>;
+  /** The indexes in `calls` of the lookups answered with deferred keys (a loaded backend's), which the store asks for again in one more lookup. */
+  readonly deferred: Set<number>;
   /** Forgets what was recorded. */
   clear(): void;
   /** Closes the underlying client. */
@@ -59,6 +61,7 @@ export function spyClient(datastore: Datastore, options: SpyOptions = {}): Spied
   const calls: RpcMethod[] = [];
   const sent: SentRpc[] = [];
   const aborted = new Set<number>();
+  const deferred = new Set<number>();
   const methods = new Set<string | symbol>(RPC_METHODS);
   const client = new Proxy(real, {
     get(target, property) {
@@ -73,7 +76,10 @@ export function spyClient(datastore: Datastore, options: SpyOptions = {}): Spied
           if (keepRequests) sent.push({ method, request: actual });
           const answer = (value as (...args: unknown[]) => unknown).call(target, actual, ...rest);
           if (answer instanceof Promise) {
-            answer.catch((error: unknown) => {
+            answer.then((answered: unknown) => {
+              const response = Array.isArray(answered) ? (answered[0] as { deferred?: unknown[] } | undefined) : undefined;
+              if (method === 'lookup' && (response?.deferred?.length ?? 0) > 0) deferred.add(index);
+            }, (error: unknown) => {
               if ((error as { code?: unknown } | null)?.code === ABORTED) aborted.add(index);
             });
           }
@@ -89,10 +95,12 @@ export function spyClient(datastore: Datastore, options: SpyOptions = {}): Spied
     calls,
     sent,
     aborted,
+    deferred,
     clear() {
       calls.length = 0;
       sent.length = 0;
       aborted.clear();
+      deferred.clear();
     },
     close: () => real.close(),
   };
