@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Key } from '@google-cloud/datastore';
+import type { KeyWriting } from '../../keys/key-writing';
 import { BadRequestError, TransitionError } from '../../errors/errors';
 import { MAX_NAME_LENGTH } from '../../recurring/declaration';
 import type { RunNowResult } from '../../recurring/operator';
@@ -49,11 +50,16 @@ const RUN_NOW_ID = /^now-[A-Za-z0-9_-]{16,64}$/;
 /** Rows on one page of `/schedules` at most, and in `/schedules.json` (`?limit=`). */
 export const MAX_SCHEDULES_PAGE = 200;
 
+/** How the schedules page writes a last run's key: the backend's `X-Lock-Key` encoding and its key type's `show`. */
+function keyWriting(backend: ScheduleBackend): KeyWriting {
+  return { encode: (key) => backend.encodeKey(key), show: (key) => backend.showKey(key) };
+}
+
 /** A page of schedules as the router shows it. */
 export async function readSchedules(backend: ScheduleBackend, page: { limit: number; cursor?: string }): Promise<SchedulesView> {
   const inspector = backend.inspect();
   const found = await inspector.schedules(page);
-  const view = scheduleRows(found, inspector.clock().now, { encode: (key) => backend.encodeKey(key), show: (key) => backend.showKey(key) });
+  const view = scheduleRows(found, inspector.clock().now, keyWriting(backend));
   return page.cursor !== undefined ? { ...view, from: page.cursor } : view;
 }
 
@@ -86,7 +92,7 @@ export function scheduleRoutes(router: Router, backend: ScheduleBackend, config:
     if (!view) throw new BadRequestError(`no schedule named ${JSON.stringify(name)} is in the store`);
     if (!view.declaredHere) throw new TransitionError(`schedule ${JSON.stringify(name)} is not declared by this code: only an app that declares it (locker.recurring()) can run it`);
     const inspector = backend.inspect();
-    const [row] = scheduleRows({ schedules: [view] }, inspector.clock().now, { encode: (key) => backend.encodeKey(key), show: (key) => backend.showKey(key) }).rows;
+    const [row] = scheduleRows({ schedules: [view] }, inspector.clock().now, keyWriting(backend)).rows;
     res.type('html').set('Cache-Control', 'no-store').send(renderRunNowConfirm(row!, newRunNowId(), pageContext(config, req, res)));
   }));
   router.post('/schedules/run-now', auth, form, handler(async (req, res) => {

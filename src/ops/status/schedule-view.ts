@@ -24,7 +24,6 @@ export interface ScheduleRow {
   lastKeyPath?: string;
 }
 
-
 /** One page of schedules, as the router shows it. */
 export interface SchedulesView {
   now: number;

@@ -8,7 +8,7 @@
  *   `lock_ts`) ascending and descending for one run's steps: equalities in the order the query
  *   filters on them, then the order on `lock_ts` (its tie-break on the document id is implicit).
  *   Collection-group scope: the queries read a kind at every depth, kept to one namespace by
- *   ranges of document names (`kindInNamespace`, `paths.ts`);
+ *   ranges of document names (`kindInNamespace`, `kind-in-namespace.ts`);
  * - the search by chain id (`findKeys` on `lock_chain`, per kind): the single-field index of
  *   `lock_chain` in collection-group scope, an override that keeps the collection-scope one;
  * - the sweep's `listDue` on the ledger and fan-out's sweep (`findKeys` on the fan-out header's

@@ -5,7 +5,7 @@
  *   the search's `lock_chain`): every document of the kind in the namespace, at any depth, as a
  *   Datastore kind query lists entities below an ancestor too (`Order/o-1/Line/l-1` is a `Line`).
  *   That is the kind's collection group kept to the namespace by ranges of document names
- *   (`kindInNamespace`, `paths.ts`).
+ *   (`kindInNamespace`, `kind-in-namespace.ts`).
  * - **The library's own records** (the ledger, the fan-out header, the schedules, the record lists):
  *   the library writes them only at the top level of their collections, so these queries read the
  *   kind's top-level collection. Queries that span every namespace (the sweep, fan-out's
